@@ -1,0 +1,54 @@
+"""Shared shape of benchmark results: every figure is a value, a baseline measured in the same run, a ratio.
+
+Benchmark modules are `benchmarks/bench_*.py`, each exposing `run(quick: bool) -> list[Figure]`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+__all__ = ["Figure", "median_time", "repeat_median"]
+
+
+@dataclass
+class Figure:
+    """One reported number. `ratio` = value / baseline (None when there is no baseline)."""
+
+    name: str
+    value: float
+    unit: str
+    baseline: float | None = None
+    baseline_name: str | None = None
+    target: str | None = None
+    met: bool | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.baseline in (None, 0):
+            return None
+        return self.value / self.baseline
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["ratio"] = self.ratio
+        return d
+
+
+def repeat_median(fn: Callable[[], float], repetitions: int) -> float:
+    """Call `fn` (which returns a measurement) `repetitions` times and return the median."""
+    return statistics.median(fn() for _ in range(repetitions))
+
+
+def median_time(fn: Callable[[], object], repetitions: int = 5) -> float:
+    """Median wall time in seconds of `fn()` over `repetitions` runs."""
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+    return repeat_median(once, repetitions)

@@ -1,0 +1,10 @@
+"""rlm-kernel: a Jupyter kernel that is a Recursive Language Model REPL.
+
+Every cell runs under a RestrictedPython sandbox; helpers reach LLMs through `rlm_kernel.llm`.
+"""
+
+__version__ = "0.1.0"
+KERNEL_NAME = "rlm"
+DISPLAY_NAME = "RLM (Python, sandboxed)"
+
+__all__ = ["DISPLAY_NAME", "KERNEL_NAME", "__version__"]

@@ -1,0 +1,1 @@
+"""rlm_kernel.analysis subpackage."""

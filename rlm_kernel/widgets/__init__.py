@@ -1,0 +1,1 @@
+"""rlm_kernel.widgets subpackage."""
