@@ -2,3 +2,5 @@
 
 Fixture implementations live in `tests/llm_server.py` and `tests/kernel_client.py`; they are registered here.
 """
+
+pytest_plugins = ["tests.llm_server", "tests.kernel_client"]

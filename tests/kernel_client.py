@@ -1,0 +1,1 @@
+"""A real `rlm` kernel started through jupyter_client, for tests (owner: kernel)."""
