@@ -1,0 +1,82 @@
+"""The offline model's set-up that needs no model: threads, GGUF lookup errors, the missing-extra message.
+
+These run in the default test run; the ones that start llama.cpp are in test_local_server.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from rlm_kernel.errors import RLMError
+from rlm_kernel.llm import local
+
+
+def test_threads_default_is_half_the_usable_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RLM_LOCAL_THREADS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    assert local.local_threads() == max(1, min(8, cores // 2))
+
+
+@pytest.mark.parametrize("raw, expected", [("3", 3), (" 1 ", 1)])
+def test_threads_from_env(monkeypatch: pytest.MonkeyPatch, raw: str, expected: int) -> None:
+    monkeypatch.setenv("RLM_LOCAL_THREADS", raw)
+    assert local.local_threads() == expected
+
+
+@pytest.mark.parametrize("raw", ["two", "0", "-1"])
+def test_bad_threads_are_refused_with_the_variable_named(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv("RLM_LOCAL_THREADS", raw)
+    with pytest.raises(local.LocalModelError, match="RLM_LOCAL_THREADS"):
+        local.local_threads()
+
+
+def test_gguf_override_must_exist(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("RLM_LOCAL_GGUF", str(tmp_path / "nope.gguf"))
+    with pytest.raises(local.LocalModelError, match="RLM_LOCAL_GGUF"):
+        local.find_gguf()
+    real = tmp_path / "m.gguf"
+    real.write_bytes(b"GGUF")
+    monkeypatch.setenv("RLM_LOCAL_GGUF", str(real))
+    assert local.find_gguf() == real
+
+
+def test_error_is_an_rlm_error() -> None:
+    assert issubclass(local.LocalModelError, RLMError)
+
+
+def test_no_server_before_first_use() -> None:
+    assert local.local_server() is None
+
+
+def test_missing_extra_says_how_to_install() -> None:
+    """With llama_cpp not importable, the first use fails with the install command (and starts nothing)."""
+    script = textwrap.dedent(
+        """
+        import importlib.abc, sys
+
+        class Hide(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "llama_cpp" or name.startswith("llama_cpp."):
+                    raise ModuleNotFoundError(name)
+                return None
+
+        sys.meta_path.insert(0, Hide())
+        from rlm_kernel.llm import local
+        assert not local.local_model_available()
+        try:
+            local.ensure_local_server()
+        except local.LocalModelError as exc:
+            print("ERROR:", exc)
+        assert local.local_server() is None
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "ERROR:" in proc.stdout
+    assert "pip install -e '.[local]'" in proc.stdout
+    assert "llama_cpp" in proc.stdout
