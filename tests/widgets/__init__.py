@@ -1,0 +1,1 @@
+"""Tests of the budget and fan-out widgets and their text fallback."""
