@@ -1,0 +1,173 @@
+"""`rlm-kernel install` / `rlm-kernel uninstall`: put the `rlm` kernelspec where Jupyter finds it.
+
+Same shape as ipykernel's and echo_kernel's install commands, through jupyter_client's `KernelSpecManager`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+from rlm_kernel import DISPLAY_NAME, KERNEL_NAME
+
+__all__ = ["install", "kernel_json", "main", "spec_source_dir", "uninstall"]
+
+LOGOS = ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg")
+
+
+def spec_source_dir() -> Path | None:
+    """The folder holding the shipped kernelspec: the checkout's `kernelspec/`, or the wheel's shared data."""
+    candidates = [
+        Path(__file__).resolve().parent.parent / "kernelspec",
+        Path(sys.prefix) / "share" / "jupyter" / "kernels" / KERNEL_NAME,
+    ]
+    for candidate in candidates:
+        if (candidate / "kernel.json").is_file():
+            return candidate
+    return None
+
+
+def kernel_json(display_name: str = DISPLAY_NAME, env: dict[str, str] | None = None) -> dict:
+    """The kernel.json written at install time, naming this Python so the spec works from any Jupyter."""
+    spec: dict = {
+        "argv": [sys.executable, "-m", "rlm_kernel", "-f", "{connection_file}"],
+        "display_name": display_name,
+        "language": "python",
+        "interrupt_mode": "signal",
+        "metadata": {"debugger": False},
+    }
+    if env:
+        spec["env"] = dict(env)
+    return spec
+
+
+def install(
+    *,
+    user: bool = False,
+    prefix: str | None = None,
+    name: str = KERNEL_NAME,
+    display_name: str | None = None,
+    env: dict[str, str] | None = None,
+    kernel_spec_manager: KernelSpecManager | None = None,
+) -> str:
+    """Install the kernelspec; return the folder it was written to."""
+    if user and prefix:
+        raise ValueError("choose one of --user and --prefix/--sys-prefix, not both")
+    if display_name is None:
+        display_name = DISPLAY_NAME if name == KERNEL_NAME else name
+    ksm = kernel_spec_manager or KernelSpecManager()
+    source = spec_source_dir()
+    with tempfile.TemporaryDirectory() as tmp:
+        staging = Path(tmp) / name
+        staging.mkdir()
+        if source is not None:
+            for logo in LOGOS:
+                if (source / logo).is_file():
+                    shutil.copyfile(source / logo, staging / logo)
+        (staging / "kernel.json").write_text(json.dumps(kernel_json(display_name, env), indent=2) + "\n")
+        return ksm.install_kernel_spec(str(staging), kernel_name=name, user=user, prefix=prefix, replace=True)
+
+
+def uninstall(name: str = KERNEL_NAME, *, kernel_spec_manager: KernelSpecManager | None = None) -> str:
+    """Remove the kernelspec `name` from wherever Jupyter finds it first; return the removed folder."""
+    ksm = kernel_spec_manager or KernelSpecManager()
+    return ksm.remove_kernel_spec(name)
+
+
+def _parse_env(items: Sequence[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"rlm-kernel: --env expects NAME=VALUE, got {item!r}")
+        env[key] = value
+    return env
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlm-kernel", description="Manage the rlm Jupyter kernelspec.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    inst = sub.add_parser("install", help="install the rlm kernelspec")
+    where = inst.add_mutually_exclusive_group()
+    where.add_argument(
+        "--user", action="store_true", help="install for the current user (~/.local/share/jupyter)"
+    )
+    where.add_argument(
+        "--sys-prefix", action="store_true", help=f"install into this environment ({sys.prefix})"
+    )
+    where.add_argument("--prefix", metavar="PATH", help="install under PATH/share/jupyter/kernels")
+    inst.add_argument("--name", default=KERNEL_NAME, help=f"kernelspec name (default: {KERNEL_NAME})")
+    inst.add_argument(
+        "--display-name", default=None, help=f"name shown in Jupyter (default: {DISPLAY_NAME!r})"
+    )
+    inst.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="environment variable for the kernel, e.g. RLM_CPU_SECONDS=60 (repeatable)",
+    )
+    uninst = sub.add_parser("uninstall", help="remove the rlm kernelspec")
+    uninst.add_argument("--name", default=KERNEL_NAME, help=f"kernelspec name (default: {KERNEL_NAME})")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `rlm-kernel` command."""
+    args = _build_parser().parse_args(argv)
+    if args.command == "install":
+        prefix = sys.prefix if args.sys_prefix else args.prefix
+        user = bool(args.user)
+        if not user and prefix is None and not os.access(_system_kernel_dir(), os.W_OK):
+            print(
+                "rlm-kernel: no write access to the system kernel folder; installing with --user",
+                file=sys.stderr,
+            )
+            user = True
+        try:
+            path = install(
+                user=user,
+                prefix=prefix,
+                name=args.name,
+                display_name=args.display_name,
+                env=_parse_env(args.env),
+            )
+        except OSError as exc:
+            print(
+                f"rlm-kernel: could not install the kernelspec: {exc}. Try --user or --sys-prefix.",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"Installed kernelspec {args.name} in {path}")
+        return 0
+    try:
+        path = uninstall(args.name)
+    except (NoSuchKernel, KeyError):
+        print(
+            f"rlm-kernel: no kernelspec named {args.name!r} is installed (see `jupyter kernelspec list`)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"Removed kernelspec {args.name} from {path}")
+    return 0
+
+
+def _system_kernel_dir() -> str:
+    from jupyter_core.paths import SYSTEM_JUPYTER_PATH
+
+    base = Path(SYSTEM_JUPYTER_PATH[0])
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    return str(base)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
