@@ -1,17 +1,108 @@
-"""What every `rlm` namespace starts with, and the repair of helpers a cell rebound.
+"""What every `rlm` namespace starts with, and the repair of helpers a cell rebound or deleted.
 
-(Owner: repl. Until the REPL lands this installs nothing.)
+Policy: rebinding a preloaded name (llm_query, context, …) is allowed inside a cell but undone before the next one.
 """
 
 from __future__ import annotations
 
-__all__ = ["install", "repair"]
+import inspect
+from collections.abc import Callable
+
+from rlm_kernel.errors import RLMError
+from rlm_kernel.repl.context import LoadedContext
+from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
+from rlm_kernel.repl.helpers import build_helpers, set_context
+from rlm_kernel.repl.state import ReplState
+
+__all__ = ["ANALYSIS_NAMES", "install", "notebook", "populate", "repair"]
+
+ANALYSIS_NAMES = ("map_reduce", "find_relevant", "extract_functions")
+ERROR_NAMES = {"QueryError": QueryError, "QueryBatchError": QueryBatchError, "ContextError": ContextError}
+_registry: dict[int, tuple[dict, ReplState]] = {}
+_notebook: tuple[dict, ReplState] | None = None
+
+
+def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
+    """A plain closure around an analysis function: text-only errors, and counted as a child call in a run."""
+
+    def helper(*args: object, **kwargs: object) -> object:
+        from rlm_kernel.rlm.trajectory import ChildCall
+
+        try:
+            value = fn(*args, **kwargs)
+        except RLMError as err:
+            if state.run is not None:
+                state.run.calls.append(ChildCall(name, "", False, error=str(err)))
+            raise QueryError(f"{name} failed: {err}") from None
+        except (TypeError, ValueError) as err:
+            raise ReplError(f"{name}: {err}") from None
+        if state.run is not None:
+            state.run.calls.append(ChildCall(name, "", True))
+            state.run.successes += 1
+        return value
+
+    helper.__name__ = helper.__qualname__ = name
+    helper.__doc__ = fn.__doc__
+    try:
+        helper.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        pass
+    return helper
+
+
+def _analysis_helpers(state: ReplState) -> dict[str, Callable]:
+    try:
+        from rlm_kernel import analysis
+    except ImportError:
+        return {}
+    found = {}
+    for name in ANALYSIS_NAMES:
+        fn = getattr(analysis, name, None)
+        if callable(fn):
+            found[name] = _wrap_analysis(name, fn, state)
+    return found
+
+
+def populate(ns: dict, state: ReplState, loaded: LoadedContext | None = None) -> None:
+    """Bind the helpers, the error classes, the analysis helpers and a context into `ns`; register it for repair."""
+    helpers = {**build_helpers(state, ns), **_analysis_helpers(state), **ERROR_NAMES}
+    ns.update(helpers)
+    state.protected.update(helpers)
+    set_context(state, ns, loaded or LoadedContext("", "text", "nothing loaded yet"))
+    _registry[id(ns)] = (ns, state)
 
 
 def install(ns: dict, shell: object | None = None) -> None:
-    """Put the preloaded helpers into `ns`."""
+    """Put the preloaded helpers into the notebook namespace `ns` (called once by the kernel's shell)."""
+    global _notebook
+    state = ReplState(session=getattr(shell, "sandbox_session", None), depth=0, interactive=shell is not None)
+    populate(ns, state)
+    _notebook = (ns, state)
+
+
+def notebook() -> tuple[dict, ReplState]:
+    """The notebook namespace and its state (for the magics); refuses clearly before `install`."""
+    if _notebook is None:
+        raise ReplError("the REPL helpers are not installed in this kernel (preload.install was not called)")
+    return _notebook
+
+
+def forget(ns: dict) -> None:
+    """Stop tracking a namespace (a finished sub-run's)."""
+    _registry.pop(id(ns), None)
 
 
 def repair(ns: dict) -> list[str]:
-    """Restore helpers a cell rebound or deleted; return their names."""
-    return []
+    """Restore preloaded names a cell rebound or deleted; return their names (sorted)."""
+    entry = _registry.get(id(ns))
+    if entry is None or entry[0] is not ns:
+        return []
+    state = entry[1]
+    restored = []
+    for name, value in state.protected.items():
+        if name.startswith("__"):
+            continue
+        if name not in ns or ns[name] is not value:
+            ns[name] = value
+            restored.append(name)
+    return sorted(restored)

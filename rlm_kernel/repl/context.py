@@ -1,0 +1,252 @@
+"""Loading the REPL's `context`: a string, a file, a directory or a glob, from allowed roots only.
+
+A corpus is its files joined with `=== path ===` markers; `files` maps each path to its (start, end) offsets.
+"""
+
+from __future__ import annotations
+
+import glob as globmod
+import html
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from rlm_kernel.repl.errors import ContextError
+from rlm_kernel.repl.textfile import DecodeRefused, read_text
+
+__all__ = [
+    "ContextSummary",
+    "LoadedContext",
+    "allowed_roots",
+    "check_allowed",
+    "load",
+    "set_allowed_roots",
+]
+
+ROOTS_ENV = "RLM_CONTEXT_ROOTS"
+_SKIP_DIRS = {"__pycache__", "node_modules"}
+_GLOB_CHARS = set("*?[")
+PREVIEW_CHARS = 500
+_roots_override: list[Path] | None = None
+_start_dir = Path.cwd().resolve()
+
+
+def set_allowed_roots(roots: Iterable[str | os.PathLike] | None) -> None:
+    """Kernel-side configuration (never exposed to cells): replace the allowed roots, or None for the default."""
+    global _roots_override
+    _roots_override = None if roots is None else [Path(r).expanduser().resolve() for r in roots]
+
+
+def allowed_roots() -> list[Path]:
+    """The directories context may be read from: `set_allowed_roots`, else `$RLM_CONTEXT_ROOTS`
+    (os.pathsep-separated), else the kernel's working directory (the notebook's directory) tree."""
+    if _roots_override is not None:
+        return list(_roots_override)
+    env = os.environ.get(ROOTS_ENV, "").strip()
+    if env:
+        return [Path(p).expanduser().resolve() for p in env.split(os.pathsep) if p.strip()]
+    return [_start_dir]
+
+
+def _rule_text(roots: list[Path]) -> str:
+    listed = ", ".join(str(r) for r in roots) or "(none)"
+    return (
+        f"context may only be read from the allowed roots [{listed}] — by default the notebook's directory "
+        f"tree; set {ROOTS_ENV} (paths separated by '{os.pathsep}') before starting the kernel to allow others"
+    )
+
+
+def check_allowed(path: str | os.PathLike) -> Path:
+    """Resolve `path` (symlinks included) and return it if it lies under an allowed root, else refuse."""
+    roots = allowed_roots()
+    real = Path(path).expanduser()
+    if not real.is_absolute():
+        real = Path.cwd() / real
+    real = real.resolve()
+    if any(real == r or real.is_relative_to(r) for r in roots):
+        return real
+    raise ContextError(
+        f"refused {str(path)!r}: resolves to {real}, outside the allowed roots; {_rule_text(roots)}"
+    )
+
+
+@dataclass(frozen=True)
+class ContextSummary:
+    """What `%context` shows: size, files, a short preview — never the whole text."""
+
+    kind: str
+    source: str
+    chars: int
+    files: tuple[tuple[str, int], ...] = ()
+    skipped: tuple[str, ...] = ()
+    preview: str = ""
+
+    def _lines(self) -> list[str]:
+        lines = [f"context: {self.kind} from {self.source} — {self.chars:,} chars"]
+        if self.files:
+            lines.append(f"{len(self.files)} file(s):")
+            lines += [f"  {p}  ({n:,} chars)" for p, n in self.files[:20]]
+            if len(self.files) > 20:
+                lines.append(f"  … and {len(self.files) - 20} more")
+        if self.skipped:
+            lines.append(f"skipped {len(self.skipped)}: " + "; ".join(self.skipped[:5]))
+        return lines
+
+    def __repr__(self) -> str:
+        return "\n".join(self._lines() + ["preview:", self.preview])
+
+    def _repr_html_(self) -> str:
+        head = "<br>".join(html.escape(x) for x in self._lines())
+        return f"<div><b>{head}</b><pre>{html.escape(self.preview)}</pre></div>"
+
+
+@dataclass(frozen=True)
+class LoadedContext:
+    """A loaded context: the value, the corpus index (read-only) and where it came from."""
+
+    value: object
+    kind: str
+    source: str
+    files: Mapping[str, tuple[int, int]] = field(default_factory=lambda: MappingProxyType({}))
+    skipped: tuple[str, ...] = ()
+
+    def summary(self) -> ContextSummary:
+        value = self.value
+        if isinstance(value, str):
+            chars, preview = len(value), value[:PREVIEW_CHARS]
+        else:
+            text = repr(value)
+            chars, preview = len(text), text[:PREVIEW_CHARS]
+        if chars > len(preview):
+            preview += f"\n… ({chars - len(preview):,} more chars)"
+        files = tuple((p, e - s) for p, (s, e) in self.files.items())
+        return ContextSummary(self.kind, self.source, chars, files, self.skipped, preview)
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _looks_binary(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return b"\0" in f.read(8192)
+
+
+def _corpus(paths: list[Path], source: str, kind: str, encoding: str, errors: str) -> LoadedContext:
+    parts: list[str] = []
+    files: dict[str, tuple[int, int]] = {}
+    skipped: list[str] = []
+    pos = 0
+    for path in paths:
+        name = _display_path(path)
+        try:
+            if _looks_binary(path):
+                skipped.append(f"{name} (binary)")
+                continue
+            text = read_text(path, encoding=encoding, errors=errors)
+        except DecodeRefused:
+            skipped.append(f"{name} (not {encoding})")
+            continue
+        except OSError as err:
+            skipped.append(f"{name} ({err.strerror or err})")
+            continue
+        marker = f"=== {name} ===\n"
+        parts.append(marker)
+        pos += len(marker)
+        parts.append(text)
+        files[name] = (pos, pos + len(text))
+        pos += len(text)
+        parts.append("\n\n")
+        pos += 2
+    if not files:
+        detail = f" (skipped: {'; '.join(skipped[:5])})" if skipped else ""
+        raise ContextError(f"no readable text files in {source}{detail}")
+    return LoadedContext("".join(parts), kind, source, MappingProxyType(files), tuple(skipped))
+
+
+def _walk(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
+        found += [Path(dirpath) / f for f in sorted(filenames) if not f.startswith(".")]
+    return found
+
+
+def _looks_like_path(source: str) -> bool:
+    """A one-line string names a path if it exists, or if it has no whitespace and contains a glob character
+    or a path separator or starts with "~" or "."; anything else is text."""
+    if "\n" in source or len(source) > 4096 or not source.strip():
+        return False
+    try:
+        if Path(os.path.expanduser(source)).exists():
+            return True
+    except OSError:
+        return False
+    if any(c.isspace() for c in source):
+        return False
+    return bool(_GLOB_CHARS & set(source)) or os.sep in source or source.startswith(("~", "."))
+
+
+def load(
+    source: object, *, kind: str = "auto", encoding: str = "utf-8", errors: str = "strict"
+) -> LoadedContext:
+    """Load a context from `source`.
+
+    kind: "auto" (a one-line string that names a path or contains a glob pattern is loaded from disk, any other
+    string is the text itself, a list/dict is data), or one of "text", "file", "dir", "glob", "data".
+    """
+    if kind not in {"auto", "text", "file", "dir", "glob", "data"}:
+        raise ContextError(f"unknown kind {kind!r}; use 'auto', 'text', 'file', 'dir', 'glob' or 'data'")
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if not isinstance(source, str):
+        if kind not in {"auto", "data"} or not isinstance(source, list | dict | tuple):
+            raise ContextError(
+                f"cannot load a context from a {type(source).__name__}; pass a string, a path, a glob, a list or a dict"
+            )
+        return LoadedContext(source, "data", type(source).__name__)
+    if kind == "text" or (kind == "auto" and not _looks_like_path(source)):
+        return LoadedContext(source, "text", "a string")
+    if kind == "data":
+        return LoadedContext(source, "data", "a string")
+    expanded = os.path.expanduser(source)
+    if kind == "glob" or (kind == "auto" and _GLOB_CHARS & set(source) and not Path(expanded).exists()):
+        return _load_glob(source, expanded, encoding, errors)
+    path = check_allowed(expanded)
+    if not path.exists():
+        raise ContextError(
+            f"no such file or directory: {source!r}. To use the string itself as the context, call "
+            f"load_context(text, kind='text')"
+        )
+    if path.is_dir():
+        if kind == "file":
+            raise ContextError(f"{source!r} is a directory; use kind='dir'")
+        return _corpus(_walk(path), source, "directory", encoding, errors)
+    if kind == "dir":
+        raise ContextError(f"{source!r} is not a directory")
+    try:
+        text = read_text(path, encoding=encoding, errors=errors)
+    except DecodeRefused as err:
+        raise ContextError(str(err)) from None
+    except MemoryError:
+        raise ContextError(
+            f"not enough memory to load {source!r} ({path.stat().st_size:,} bytes) under the kernel's memory "
+            f"limit; load a smaller file or raise the limit"
+        ) from None
+    except OSError as err:
+        raise ContextError(f"cannot read {source!r}: {err.strerror or err}") from None
+    return LoadedContext(text, "file", source, MappingProxyType({_display_path(path): (0, len(text))}))
+
+
+def _load_glob(source: str, expanded: str, encoding: str, errors: str) -> LoadedContext:
+    pattern = expanded if os.path.isabs(expanded) else str(Path.cwd() / expanded)
+    matches = sorted(Path(p) for p in globmod.glob(pattern, recursive=True))
+    files = [check_allowed(p) for p in matches if p.is_file()]
+    if not files:
+        raise ContextError(f"the pattern {source!r} matches no files")
+    return _corpus(files, source, "glob", encoding, errors)

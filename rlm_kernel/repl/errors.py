@@ -1,0 +1,35 @@
+"""Errors raised by the REPL helpers: text only, safe to hand to sandboxed code.
+
+Every helper catches what the layers below raise and re-raises one of these `from None`.
+"""
+
+from __future__ import annotations
+
+from rlm_kernel.errors import RLMError
+
+__all__ = ["ContextError", "QueryBatchError", "QueryError", "ReplError"]
+
+
+class ReplError(RLMError):
+    """Base of the REPL helpers' errors; carries a message string only."""
+
+
+class ContextError(ReplError):
+    """`load_context` refused or failed: the message names the path, the rule and what to do."""
+
+
+class QueryError(ReplError):
+    """A model call made by `llm_query`/`rlm_query` failed; the message says why."""
+
+
+class QueryBatchError(ReplError):
+    """Some items of `llm_query_batched`/`rlm_query_batched` failed; the others are kept.
+
+    `results` is the list in input order with `None` where an item failed; `errors` maps each failed index to
+    its error text. Catch it to keep the successes: `except QueryBatchError as e: done = e.results`.
+    """
+
+    def __init__(self, message: str, results: list[str | None], errors: dict[int, str]) -> None:
+        super().__init__(message)
+        self.results = list(results)
+        self.errors = dict(errors)

@@ -1,0 +1,448 @@
+"""The helpers preloaded into every namespace: model queries, sub-RLMs, variables, FINAL, context loading.
+
+All are plain closures over a `ReplState`: nothing reachable from them leads to a module, client or key, and every
+error they raise is a text-only `ReplError` raised `from None`.
+"""
+
+from __future__ import annotations
+
+import html
+import inspect
+import keyword
+import time
+from collections.abc import Callable
+
+from rlm_kernel.errors import RLMError
+from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
+from rlm_kernel.repl.state import ReplState
+from rlm_kernel.rlm.trajectory import ChildCall, Usage
+
+__all__ = ["CONTEXT_NAMES", "HELPER_NAMES", "build_helpers", "set_context"]
+
+HELPER_NAMES = (
+    "load_context",
+    "llm_query",
+    "llm_query_batched",
+    "rlm_query",
+    "rlm_query_batched",
+    "SHOW_VARS",
+    "repl_set",
+    "repl_get",
+    "FINAL",
+    "FINAL_VAR",
+    "rlm_run",
+)
+CONTEXT_NAMES = ("context", "ctx", "context_files")
+_PREVIEW = 200
+
+
+def _llm():
+    try:
+        from rlm_kernel import llm
+    except ImportError:  # pragma: no cover - only while the LLM layer is being built
+        raise QueryError("the LLM layer (rlm_kernel.llm) is not available in this kernel") from None
+    return llm
+
+
+def _usage(completions: list) -> Usage:
+    u = Usage()
+    for c in completions:
+        if c is None:
+            continue
+        u.calls += 1
+        u.input_tokens += int(getattr(c, "input_tokens", 0) or 0)
+        u.output_tokens += int(getattr(c, "output_tokens", 0) or 0)
+        u.cost_usd += float(getattr(c, "cost_usd", 0.0) or 0.0)
+    return u
+
+
+def _preview(value: object) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= _PREVIEW else text[:_PREVIEW] + "…"
+
+
+def _check_prompt(prompt: object, helper: str) -> str:
+    if not isinstance(prompt, str):
+        raise QueryError(f"{helper}: the prompt must be a str, got {type(prompt).__name__}") from None
+    return prompt
+
+
+def _check_prompts(prompts: object, helper: str) -> list[str]:
+    if isinstance(prompts, str) or not isinstance(prompts, list | tuple):
+        raise QueryError(f"{helper}: prompts must be a list of str, got {type(prompts).__name__}") from None
+    for i, p in enumerate(prompts):
+        if not isinstance(p, str):
+            raise QueryError(f"{helper}: prompts[{i}] must be a str, got {type(p).__name__}") from None
+    return list(prompts)
+
+
+def set_context(state: ReplState, ns: dict, loaded: ctxmod.LoadedContext) -> None:
+    """Bind a loaded context into `ns` (and into the repair snapshot so it survives rebinding)."""
+    values = {"context": loaded.value, "ctx": loaded.value, "context_files": loaded.files}
+    ns.update(values)
+    state.protected.update(values)
+    state.protected["__loaded_context__"] = loaded
+
+
+def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
+    """Create the helper closures for namespace `ns` (not yet bound into it)."""
+
+    def emit(text: str) -> None:
+        """Print where the running code's output goes (the root loop's capture, or the cell)."""
+        write = getattr(state.session, "write_output", None)
+        if callable(write):
+            write(text + "\n")
+        else:
+            print(text)
+
+    def record(call: ChildCall) -> None:
+        if state.run is not None:
+            state.run.calls.append(call)
+            if call.ok or call.failed < call.items:
+                state.run.successes += 1
+
+    def budget_hit(message: str) -> QueryError:
+        if state.run is not None:
+            state.run.budget_error = message
+        return QueryError(f"budget exceeded: {message}")
+
+    def llm_query(
+        prompt: str, model: str | None = None, max_tokens: int | None = None, system: str | None = None
+    ) -> str:
+        """Ask a sub-model one question; returns its answer text.
+
+        llm_query(prompt, model=None, max_tokens=None, system=None) -> str
+        `model` is a tier (fast, balanced, powerful, auto) or a model name; the default is the run's child model.
+        Raises QueryError with the reason when the call fails (or the budget is exhausted).
+        """
+        prompt = _check_prompt(prompt, "llm_query")
+        llm = _llm()
+        chosen = model or state.options.child_model
+        started = time.monotonic()
+        try:
+            completion = llm.get_client().complete(
+                prompt, model=chosen, max_tokens=max_tokens, system=system, role="map", budget=state.budget
+            )
+        except llm.BudgetExceeded as err:
+            record(ChildCall("llm_query", _preview(prompt), False, error=str(err), model=chosen))
+            raise budget_hit(str(err)) from None
+        except RLMError as err:
+            record(ChildCall("llm_query", _preview(prompt), False, error=str(err), model=chosen))
+            raise QueryError(f"llm_query failed: {err}") from None
+        text = str(completion.text)
+        record(
+            ChildCall(
+                "llm_query",
+                _preview(prompt),
+                True,
+                response_preview=_preview(text),
+                model=completion.model,
+                usage=_usage([completion]),
+                seconds=time.monotonic() - started,
+            )
+        )
+        return text
+
+    def llm_query_batched(prompts: list[str], model: str | None = None) -> list[str]:
+        """Ask a sub-model many independent questions at once; returns the answers in input order.
+
+        llm_query_batched(prompts, model=None) -> list[str]
+        If some prompts fail, the others are kept: it raises QueryBatchError whose `.results` is the full list
+        (None where an item failed) and `.errors` maps each failed index to its reason. To keep going:
+            try: answers = llm_query_batched(ps)
+            except QueryBatchError as e: answers = e.results
+        """
+        items = _check_prompts(prompts, "llm_query_batched")
+        if not items:
+            return []
+        llm = _llm()
+        chosen = model or state.options.child_model
+        started = time.monotonic()
+        label = f"{len(items)} prompts, first: {_preview(items[0])}"
+        try:
+            completions = llm.get_client().complete_batch(
+                items, model=chosen, role="map", budget=state.budget
+            )
+        except llm.BatchError as err:
+            results = [None if c is None else str(c.text) for c in err.results]
+            errors = {int(k): str(v) for k, v in err.errors.items()}
+            record(
+                ChildCall(
+                    "llm_query_batched",
+                    label,
+                    False,
+                    items=len(items),
+                    failed=len(errors),
+                    model=chosen,
+                    error=f"{len(errors)} failed",
+                    usage=_usage(list(err.results)),
+                    seconds=time.monotonic() - started,
+                )
+            )
+            if any("budget" in e.lower() for e in errors.values()) and state.run is not None:
+                state.run.budget_error = next(e for e in errors.values() if "budget" in e.lower())
+            first = min(errors)
+            raise QueryBatchError(
+                f"{len(errors)} of {len(items)} prompts failed (item {first}: {errors[first]}); "
+                f"e.results has the {len(items) - len(errors)} answers (None where failed), e.errors the reasons",
+                results,
+                errors,
+            ) from None
+        except llm.BudgetExceeded as err:
+            record(
+                ChildCall(
+                    "llm_query_batched", label, False, items=len(items), failed=len(items), error=str(err)
+                )
+            )
+            raise budget_hit(str(err)) from None
+        except RLMError as err:
+            record(
+                ChildCall(
+                    "llm_query_batched", label, False, items=len(items), failed=len(items), error=str(err)
+                )
+            )
+            raise QueryError(f"llm_query_batched failed: {err}") from None
+        texts = [str(c.text) for c in completions]
+        record(
+            ChildCall(
+                "llm_query_batched",
+                label,
+                True,
+                items=len(items),
+                response_preview=_preview(texts[0]),
+                model=chosen,
+                usage=_usage(completions),
+                seconds=time.monotonic() - started,
+            )
+        )
+        return texts
+
+    def run_child(prompt: str, model: str | None) -> tuple[str, Usage]:
+        from rlm_kernel.rlm.loop import run_rlm
+
+        depth = max(state.depth, 0) + 1
+        options = state.options.with_(shared=False, budget_usd=None)
+        if model:
+            options = options.with_(model=model)
+        result = run_rlm(
+            "The task is in `context`: read it, do what it asks, and give the answer with FINAL.",
+            ctxmod.load(prompt, kind="text"),
+            options=options,
+            depth=depth,
+            session=state.session,
+            parent_budget=state.budget,
+        )
+        if result.answer is None:
+            raise QueryError(f"the sub-RLM ended without an answer ({result.termination}: {result.message})")
+        return result.answer, result.usage
+
+    def at_max_depth() -> bool:
+        return max(state.depth, 0) + 1 > state.options.max_depth
+
+    def rlm_query(prompt: str, model: str | None = None) -> str:
+        """Hand a sub-problem to a recursive sub-RLM whose `context` is `prompt`; returns its final answer.
+
+        rlm_query(prompt, model=None) -> str
+        The sub-RLM runs the same root loop one level deeper in its own sandboxed namespace. At the maximum
+        depth (default 2, option max_depth) it degrades to llm_query(prompt, model). Raises QueryError on failure.
+        """
+        prompt = _check_prompt(prompt, "rlm_query")
+        if at_max_depth():
+            return llm_query(prompt, model=model)
+        started = time.monotonic()
+        try:
+            answer, usage = run_child(prompt, model)
+        except RLMError as err:
+            record(ChildCall("rlm_query", _preview(prompt), False, error=str(err), model=model))
+            raise QueryError(f"rlm_query failed: {err}") from None
+        record(
+            ChildCall(
+                "rlm_query",
+                _preview(prompt),
+                True,
+                response_preview=_preview(answer),
+                model=model,
+                usage=usage,
+                seconds=time.monotonic() - started,
+            )
+        )
+        return answer
+
+    def rlm_query_batched(prompts: list[str], model: str | None = None) -> list[str]:
+        """Run one sub-RLM per prompt; returns their answers in input order.
+
+        rlm_query_batched(prompts, model=None) -> list[str]
+        Sub-RLMs run one after another (each one's own llm_query_batched calls fan out concurrently). At the
+        maximum depth this is llm_query_batched. Failures surface like llm_query_batched: QueryBatchError with
+        `.results` (None where failed) and `.errors` {index: reason}, after every prompt has been tried.
+        """
+        items = _check_prompts(prompts, "rlm_query_batched")
+        if at_max_depth():
+            return llm_query_batched(items, model=model)
+        results: list[str | None] = []
+        errors: dict[int, str] = {}
+        for i, prompt in enumerate(items):
+            try:
+                results.append(rlm_query(prompt, model=model))
+            except ReplError as err:
+                results.append(None)
+                errors[i] = str(err)
+                if state.run is not None and state.run.budget_error:
+                    for j in range(i + 1, len(items)):
+                        results.append(None)
+                        errors[j] = "not started: the budget is exhausted"
+                    break
+        if errors:
+            first = min(errors)
+            raise QueryBatchError(
+                f"{len(errors)} of {len(items)} sub-RLMs failed (item {first}: {errors[first]}); "
+                f"e.results has the answers (None where failed), e.errors the reasons",
+                results,
+                errors,
+            ) from None
+        return [r for r in results if r is not None]
+
+    def SHOW_VARS() -> None:  # noqa: N802 - the RLM reference name
+        """Print the variables you created, with their type and size (helpers and context excluded)."""
+        hidden = set(HELPER_NAMES) | set(CONTEXT_NAMES) | set(state.protected) | {"final_answer"}
+        rows = []
+        for name, value in ns.items():
+            if name.startswith("_") or name in hidden or inspect.ismodule(value):
+                continue
+            try:
+                size = f"len {len(value):,}"
+            except Exception:  # noqa: BLE001 - objects without a length
+                size = ""
+            rows.append(f"{name:<24} {type(value).__name__:<16} {size}")
+        emit("\n".join(rows) if rows else "(no variables yet)")
+
+    def repl_set(name: str, value: object) -> None:
+        """Set variable `name` to `value` in this namespace: repl_set(name, value)."""
+        if (
+            not isinstance(name, str)
+            or not name.isidentifier()
+            or keyword.iskeyword(name)
+            or name.startswith("_")
+        ):
+            raise ReplError(f"repl_set: {name!r} is not a usable variable name") from None
+        if name in HELPER_NAMES or name in CONTEXT_NAMES or name in state.protected:
+            raise ReplError(f"repl_set: {name!r} is a preloaded name and cannot be replaced") from None
+        ns[name] = value
+
+    def repl_get(name: str, default: object = None) -> object:
+        """Return variable `name` from this namespace, or `default`: repl_get(name, default=None)."""
+        if not isinstance(name, str) or name.startswith("_"):
+            return default
+        return ns.get(name, default)
+
+    def finish(answer: object, how: str) -> None:
+        text = (
+            answer
+            if isinstance(answer, str)
+            else repr(answer)
+            if not isinstance(answer, int | float)
+            else str(answer)
+        )
+        if state.run is not None:
+            if state.run.successes == 0:
+                message = (
+                    f"{how} rejected: no llm_query/llm_query_batched/rlm_query call has succeeded in this run yet. "
+                    "Check the answer with a sub-model call first, then call it again."
+                )
+                state.run.rejections.append(message)
+                emit(message)
+                return
+            state.run.final, state.run.final_set = text, True
+            return
+        ns["final_answer"] = text
+        _display_final(text)
+
+    def FINAL(answer: object) -> None:  # noqa: N802 - the RLM reference name
+        """Give the final answer. In a root-loop run this ends the run (once a sub-model call has succeeded);
+        in a notebook cell it displays the answer prominently and stores it in `final_answer`."""
+        finish(answer, "FINAL")
+
+    def FINAL_VAR(name: str) -> None:  # noqa: N802 - the RLM reference name
+        """Give the value of the variable called `name` (a string) as the final answer, like FINAL."""
+        if not isinstance(name, str):
+            raise ReplError(
+                "FINAL_VAR takes the variable's name as a string, e.g. FINAL_VAR('answer')"
+            ) from None
+        if name not in ns or name.startswith("_"):
+            raise ReplError(
+                f"FINAL_VAR: there is no variable named {name!r}; set it first or use FINAL(value)"
+            ) from None
+        finish(ns[name], "FINAL_VAR")
+
+    def load_context(source: object, kind: str = "auto", encoding: str = "utf-8", errors: str = "strict"):
+        """Load `context` (and `ctx`, `context_files`) from a string, a file, a directory or a glob.
+
+        load_context(source, kind="auto", encoding="utf-8", errors="strict") -> summary
+        A directory or glob becomes a corpus: files joined with `=== path ===` lines, `context_files` maps each
+        path to its (start, end) offsets. Only paths under the allowed roots (the notebook's directory by
+        default, or RLM_CONTEXT_ROOTS) are read. kind: auto, text, file, dir, glob or data.
+        """
+        try:
+            loaded = ctxmod.load(source, kind=kind, encoding=encoding, errors=errors)
+        except ContextError as err:
+            raise ContextError(str(err)) from None
+        set_context(state, ns, loaded)
+        return loaded.summary()
+
+    def rlm_run(question: str, context: object = None, **options: object):
+        """Run the autonomous root loop on `question`; returns an RLMResult.
+
+        rlm_run(question, context=None, model=None, child_model=None, max_iterations=20, max_depth=2,
+                budget_usd=None, shared=False, max_no_code_turns=3, output_chars=4000) -> RLMResult
+        `context` defaults to this namespace's context. The result has answer, iterations, calls, tokens, cost,
+        termination, message, trajectory and namespace; result.save("run.ipynb") and result.to_jsonl(path).
+        """
+        from rlm_kernel.rlm.loop import run_from_namespace
+
+        if not isinstance(question, str) or not question.strip():
+            raise ReplError("rlm_run: the question must be a non-empty str") from None
+        try:
+            opts = state.options.with_(**options).check()
+        except (TypeError, ValueError) as err:
+            raise ReplError(f"rlm_run: {err}") from None
+        return run_from_namespace(state, ns, question, context, opts)
+
+    helpers = {
+        "load_context": load_context,
+        "llm_query": llm_query,
+        "llm_query_batched": llm_query_batched,
+        "rlm_query": rlm_query,
+        "rlm_query_batched": rlm_query_batched,
+        "SHOW_VARS": SHOW_VARS,
+        "repl_set": repl_set,
+        "repl_get": repl_get,
+        "FINAL": FINAL,
+        "FINAL_VAR": FINAL_VAR,
+        "rlm_run": rlm_run,
+    }
+    return helpers
+
+
+def _display_final(text: str) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover
+        print(f"FINAL ANSWER: {text}")
+        return
+    if get_ipython() is None:
+        print(f"FINAL ANSWER: {text}")
+        return
+    body = html.escape(text)
+    display(
+        {
+            "text/plain": f"FINAL ANSWER:\n{text}",
+            "text/html": (
+                "<div style='border:2px solid #2e7d32;border-radius:6px;padding:8px 12px;margin:4px 0'>"
+                "<div style='font-weight:bold;color:#2e7d32'>FINAL ANSWER</div>"
+                f"<div style='white-space:pre-wrap;font-size:1.1em'>{body}</div></div>"
+            ),
+        },
+        raw=True,
+    )

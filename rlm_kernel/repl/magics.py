@@ -1,0 +1,93 @@
+"""The REPL's magics: `%context [source]` and `%%rlm [options]` (question in the cell body).
+
+Registered through `rlm_kernel.magics` when the kernel's shell imports this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from IPython.core.error import UsageError
+
+from rlm_kernel import magics
+from rlm_kernel.repl import preload
+from rlm_kernel.repl.errors import ReplError
+
+__all__ = ["context_magic", "parse_rlm_line", "rlm_cell_magic"]
+
+CONTEXT_DOC = "%context [source]: load the context from a path, directory or glob; alone, summarise it"
+RLM_DOC = (
+    "%%rlm [--model M] [--child-model M] [--max-iterations N] [--max-depth D] [--budget-usd X] [--shared]: "
+    "run the root loop on the question in the cell body; the result is kept in `rlm_result`"
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"%%rlm: {message}. Usage: {self.format_usage().strip()}")
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="%%rlm", add_help=False)
+    p.add_argument("--model", default=None)
+    p.add_argument("--child-model", default=None)
+    p.add_argument("--max-iterations", type=int, default=None)
+    p.add_argument("--max-depth", type=int, default=None)
+    p.add_argument("--budget-usd", type=float, default=None)
+    p.add_argument("--max-no-code-turns", type=int, default=None)
+    p.add_argument("--output-chars", type=int, default=None)
+    p.add_argument("--shared", action="store_true")
+    return p
+
+
+def parse_rlm_line(line: str) -> dict[str, object]:
+    """The options given on the `%%rlm` line, as `rlm_run` keyword arguments (unset ones left out)."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as err:
+        raise UsageError(f"%%rlm: cannot parse the options line ({err})") from None
+    args = vars(_parser().parse_args(argv))
+    options = {k: v for k, v in args.items() if v is not None and k != "shared"}
+    if args["shared"]:
+        options["shared"] = True
+    return options
+
+
+def context_magic(line: str) -> object:
+    """`%context` alone shows a summary of the loaded context; `%context SOURCE` loads SOURCE."""
+    ns, state = preload.notebook()
+    source = line.strip()
+    if len(source) >= 2 and source[0] == source[-1] and source[0] in "'\"":
+        source = source[1:-1]
+    if not source:
+        loaded = state.protected.get("__loaded_context__")
+        if loaded is None:
+            return "no context loaded: use %context PATH or load_context(source)"
+        return loaded.summary()
+    return ns["load_context"](source) if callable(ns.get("load_context")) else None
+
+
+def rlm_cell_magic(line: str, cell: str) -> None:
+    """Run the root loop on the cell's question, showing it live; stores the RLMResult in `rlm_result`."""
+    from rlm_kernel.rlm.loop import run_from_namespace
+
+    ns, state = preload.notebook()
+    question = cell.strip()
+    if not question:
+        raise UsageError("%%rlm: write the question in the cell body, below the %%rlm line")
+    options = parse_rlm_line(line)
+    try:
+        opts = state.options.with_(**options).check()
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"%%rlm: {err}") from None
+    try:
+        result = run_from_namespace(state, ns, question, None, opts)
+    except ReplError as err:
+        raise ReplError(str(err)) from None
+    ns["rlm_result"] = result
+    return None
+
+
+magics.register_line_magic("context", context_magic, CONTEXT_DOC)
+magics.register_cell_magic("rlm", rlm_cell_magic, RLM_DOC)

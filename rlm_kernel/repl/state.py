@@ -1,0 +1,76 @@
+"""Per-namespace REPL state the helpers close over, and the options of a root-loop run.
+
+Never handed to sandboxed code: helpers hold it in their closures only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from rlm_kernel.rlm.trajectory import ChildCall
+
+__all__ = ["ReplState", "RunOptions", "RunTracker"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Options of `%%rlm` / `rlm_run` (also the defaults of the sub-RLMs a run starts)."""
+
+    model: str | None = None
+    child_model: str | None = None
+    max_iterations: int = 20
+    max_depth: int = 2
+    budget_usd: float | None = None
+    shared: bool = False
+    max_no_code_turns: int = 3
+    output_chars: int = 4000
+    history_turns: int = 12
+    preview_chars: int = 500
+
+    def with_(self, **changes: object) -> RunOptions:
+        unknown = set(changes) - set(self.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown rlm_run option(s): {', '.join(sorted(unknown))}")
+        return replace(self, **changes)
+
+    def check(self) -> RunOptions:
+        """Refuse impossible values with a message naming the option."""
+        for name in ("max_iterations", "max_depth", "max_no_code_turns", "output_chars", "history_turns"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.budget_usd is not None and (
+            not isinstance(self.budget_usd, int | float) or self.budget_usd <= 0
+        ):
+            raise ValueError(f"budget_usd must be a positive number of dollars, got {self.budget_usd!r}")
+        return self
+
+
+@dataclass
+class RunTracker:
+    """What the helpers report to the root loop while one run is in progress."""
+
+    successes: int = 0
+    calls: list[ChildCall] = field(default_factory=list)
+    final: str | None = None
+    final_set: bool = False
+    rejections: list[str] = field(default_factory=list)
+    budget_error: str | None = None
+
+    def drain(self) -> tuple[list[ChildCall], list[str]]:
+        calls, rejections = self.calls, self.rejections
+        self.calls, self.rejections = [], []
+        return calls, rejections
+
+
+@dataclass
+class ReplState:
+    """The state one namespace's helpers share. `depth` 0 is a person's notebook; runs are depth ≥ 1."""
+
+    session: object | None = None
+    depth: int = 0
+    options: RunOptions = field(default_factory=RunOptions)
+    budget: object | None = None
+    run: RunTracker | None = None
+    interactive: bool = False
+    protected: dict[str, object] = field(default_factory=dict)

@@ -1,0 +1,298 @@
+"""The autonomous root loop: ask the root model, run its one ```repl block in the sandbox, feed back, repeat.
+
+Ends on an accepted FINAL, or a limit (iterations, turns without code, budget), an interrupt or a root-call error.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rlm_kernel.errors import RLMError
+from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl.errors import ReplError
+from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
+from rlm_kernel.rlm.display import LiveDisplay
+from rlm_kernel.rlm.extract import extract
+from rlm_kernel.rlm.prompt import SYSTEM_PROMPT, context_message
+from rlm_kernel.rlm.trajectory import RLMResult, Turn, Usage
+
+__all__ = ["run_from_namespace", "run_rlm", "truncate"]
+
+_REPLY_KEEP = 8000
+
+
+def truncate(text: str, limit: int) -> str:
+    """Keep the head and the tail of `text` within about `limit` chars, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    head = int(limit * 0.7)
+    tail = limit - head
+    return f"{text[:head]}\n… [{len(text) - limit:,} chars cut] …\n{text[-tail:]}"
+
+
+def _make_budget(parent: object | None, budget_usd: float | None) -> object | None:
+    from rlm_kernel import llm
+
+    base = parent if parent is not None else llm.get_session_budget()
+    limits = {"max_usd": budget_usd} if budget_usd else {}
+    return base.child(**limits) if base is not None else llm.Budget(**limits)
+
+
+class _Run:
+    def __init__(
+        self,
+        question: str,
+        loaded: ctxmod.LoadedContext,
+        ns: dict,
+        state: ReplState,
+        options: RunOptions,
+        display: LiveDisplay | None,
+    ) -> None:
+        self.question, self.loaded, self.ns, self.state = question, loaded, ns, state
+        self.options, self.display = options, display
+        self.turns: list[Turn] = []
+        self.usage = Usage()
+        self.first = context_message(question, loaded.value, options.preview_chars, dict(loaded.files))
+        self.history: list[dict] = []
+
+    # -- model side -------------------------------------------------------------------------------------------
+    def messages(self) -> list[dict]:
+        keep = self.history[-2 * self.options.history_turns :] if self.history else []
+        dropped = (len(self.history) - len(keep)) // 2
+        first = self.first
+        if dropped:
+            first += (
+                f"\n\n[{dropped} earlier turn(s) are not shown to keep the history short; the variables they "
+                "created are still in the namespace — use SHOW_VARS().]"
+            )
+        return [{"role": "user", "content": first}, *keep]
+
+    def ask_root(self) -> object:
+        from rlm_kernel import llm
+
+        return llm.get_client().complete(
+            self.messages(),
+            model=self.options.model,
+            system=SYSTEM_PROMPT,
+            role="synthesis",
+            budget=self.state.budget,
+        )
+
+    # -- sandbox side -----------------------------------------------------------------------------------------
+    def execute(self, code: str, turn: Turn) -> None:
+        from rlm_kernel.repl import preload
+        from rlm_kernel.sandbox import SandboxSession, run_source
+
+        if self.state.session is None:
+            self.state.session = SandboxSession()
+        preload.repair(self.ns)
+        outcome = run_source(code, self.ns, self.state.session, filename=f"<rlm turn {turn.index}>")
+        turn.stdout, turn.value, turn.error = outcome.stdout, outcome.value_repr, outcome.error
+        preload.repair(self.ns)
+
+    # -- FINAL -----------------------------------------------------------------------------------------------
+    def prose_final(self, kind: str, value: str, tracker: RunTracker) -> tuple[str | None, str | None]:
+        """(answer, rejection-or-error) for a FINAL written in prose."""
+        if tracker.successes == 0:
+            return None, (
+                f"{kind}(...) in your reply was rejected: no llm_query/llm_query_batched/rlm_query call has "
+                "succeeded in this run yet. Verify the answer with a sub-model call first."
+            )
+        if kind == "FINAL":
+            return value, None
+        if value not in self.ns or value.startswith("_"):
+            return None, f"FINAL_VAR({value}) failed: there is no variable named {value!r}."
+        found = self.ns[value]
+        return (found if isinstance(found, str) else repr(found)), None
+
+    def feedback(self, turn: Turn, ignored: int, notes: list[str], no_code: int) -> str:
+        limit = self.options.output_chars
+        if turn.code is None:
+            body = (
+                "Your reply had no ```repl block, so nothing ran. Reply with exactly one ```repl block "
+                f"(turn {no_code} of at most {self.options.max_no_code_turns} in a row without code)."
+            )
+        else:
+            parts = [f"Output of turn {turn.index}:"]
+            parts.append(truncate(turn.stdout, limit) if turn.stdout.strip() else "(nothing printed)")
+            if turn.value is not None:
+                parts.append("Value: " + truncate(turn.value, limit // 2))
+            if turn.error:
+                parts.append("Error: " + truncate(turn.error, limit // 2))
+            body = "\n".join(parts)
+        if ignored:
+            notes = [
+                f"{ignored} more code block(s) in your reply were ignored: send exactly one ```repl block."
+            ] + notes
+        left = self.options.max_iterations - turn.index
+        tail = f"\n\n{left} turn(s) left. Continue with one ```repl block, or FINAL once verified."
+        return body + ("\n\n" + "\n".join(notes) if notes else "") + tail
+
+    # -- the loop --------------------------------------------------------------------------------------------
+    def run(self) -> tuple[str | None, str, str]:
+        from rlm_kernel import llm
+
+        tracker = self.state.run
+        assert tracker is not None
+        no_code = 0
+        for index in range(1, self.options.max_iterations + 1):
+            turn = Turn(index=index, reply="")
+            started = time.monotonic()
+            try:
+                try:
+                    completion = self.ask_root()
+                except llm.BudgetExceeded as err:
+                    return None, "budget", f"the budget was exhausted before turn {index}: {err}"
+                except RLMError as err:
+                    return None, "error", f"the root model call failed at turn {index}: {err}"
+                turn.reply = str(completion.text)
+                turn.root_usage = Usage(
+                    1,
+                    int(completion.input_tokens or 0),
+                    int(completion.output_tokens or 0),
+                    float(completion.cost_usd or 0.0),
+                )
+                self.turns.append(turn)
+                got = extract(turn.reply)
+                notes: list[str] = []
+                if got.code is not None:
+                    no_code = 0
+                    turn.code = got.code
+                    self.execute(got.code, turn)
+                else:
+                    no_code += 1
+                turn.calls, rejections = tracker.drain()
+                notes += rejections
+                answer = tracker.final if tracker.final_set else None
+                if answer is None and got.final is not None:
+                    answer, problem = self.prose_final(got.final.kind, got.final.value, tracker)
+                    if problem:
+                        notes.append(problem)
+                turn.seconds = time.monotonic() - started
+                turn.note = " ".join(notes)
+                if answer is not None:
+                    turn.final = answer
+                    self._show(turn, "final answer")
+                    return answer, "final", f"FINAL accepted at turn {index}"
+                if tracker.budget_error:
+                    self._show(turn, "budget exhausted")
+                    return (
+                        None,
+                        "budget",
+                        f"the budget was exhausted during turn {index}: {tracker.budget_error}",
+                    )
+                turn.feedback = self.feedback(turn, got.ignored_blocks, notes, no_code)
+                self.history += [
+                    {"role": "assistant", "content": truncate(turn.reply, _REPLY_KEEP)},
+                    {"role": "user", "content": turn.feedback},
+                ]
+                self._show(turn, f"turn {index} of at most {self.options.max_iterations}")
+                if no_code >= self.options.max_no_code_turns:
+                    return (
+                        None,
+                        "no_code",
+                        f"{no_code} turns in a row without a code block (max_no_code_turns)",
+                    )
+            except KeyboardInterrupt:
+                turn.seconds = time.monotonic() - started
+                turn.note = (turn.note + " interrupted").strip()
+                try:
+                    llm.cancel_all()
+                except Exception:  # noqa: BLE001 - best effort
+                    pass
+                return None, "interrupted", f"interrupted during turn {index}"
+        return (
+            None,
+            "max_iterations",
+            f"no accepted FINAL within {self.options.max_iterations} turns (max_iterations)",
+        )
+
+    def _show(self, turn: Turn, status: str) -> None:
+        if self.display is not None:
+            self.display.turn(turn, status)
+
+
+def run_rlm(
+    question: str,
+    loaded: ctxmod.LoadedContext,
+    *,
+    options: RunOptions,
+    depth: int = 1,
+    session: object | None = None,
+    parent_budget: object | None = None,
+    ns: dict | None = None,
+    state: ReplState | None = None,
+    live: bool = False,
+) -> RLMResult:
+    """Run the root loop on `question` over `loaded`.
+
+    With `ns`/`state` given (the --shared mode) the run uses that namespace and its helpers; otherwise it gets a
+    fresh sandboxed namespace whose `context` is `loaded`. The run's budget is a child of `parent_budget` (or of
+    the session budget) limited to `options.budget_usd`.
+    """
+    from rlm_kernel.repl import preload
+    from rlm_kernel.repl.helpers import set_context
+    from rlm_kernel.sandbox import SandboxSession, new_namespace
+
+    options.check()
+    try:
+        budget = _make_budget(parent_budget, options.budget_usd)
+    except RLMError as err:
+        raise ReplError(f"cannot set up the run's budget: {err}") from None
+    tracker = RunTracker()
+    if ns is not None and state is not None:
+        saved = (state.depth, state.budget, state.run, state.options)
+        state.depth, state.budget, state.run, state.options = depth, budget, tracker, options
+        if loaded is not state.protected.get("__loaded_context__"):
+            set_context(state, ns, loaded)
+    else:
+        saved = None
+        if session is None:
+            session = SandboxSession()
+        ns = new_namespace(session)
+        state = ReplState(session=session, depth=depth, options=options, budget=budget, run=tracker)
+        preload.populate(ns, state, loaded)
+    display = LiveDisplay(question) if live else None
+    run = _Run(question, loaded, ns, state, options, display)
+    try:
+        answer, reason, message = run.run()
+    finally:
+        if saved is not None:
+            state.depth, state.budget, state.run, state.options = saved
+        else:
+            preload.forget(ns)
+    usage = Usage()
+    for turn in run.turns:
+        usage.add(turn.usage)
+    result = RLMResult(
+        question, answer, reason, message, run.turns, ns, usage, depth=depth, model=options.model
+    )
+    if display is not None:
+        display.finish(result)
+    return result
+
+
+def run_from_namespace(
+    state: ReplState, ns: dict, question: str, context: object, options: RunOptions, live: bool | None = None
+) -> RLMResult:
+    """`rlm_run` / `%%rlm` from a namespace: its context unless `context` is given, one level deeper."""
+    if context is None:
+        loaded = state.protected.get("__loaded_context__")
+        if not isinstance(loaded, ctxmod.LoadedContext):
+            loaded = ctxmod.LoadedContext("", "text", "nothing loaded")
+    elif isinstance(context, ctxmod.LoadedContext):
+        loaded = context
+    else:
+        loaded = ctxmod.load(context)
+    shared = options.shared
+    return run_rlm(
+        question,
+        loaded,
+        options=options,
+        depth=max(state.depth, 0) + 1,
+        session=state.session,
+        parent_budget=state.budget,
+        ns=ns if shared else None,
+        state=state if shared else None,
+        live=state.interactive if live is None else live,
+    )

@@ -1,0 +1,203 @@
+"""The record of a root-loop run: turns, child calls, the result object and its exports.
+
+`RLMResult.to_jsonl(path)` writes one JSON line per turn; `RLMResult.save("run.ipynb")` one notebook cell per turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+__all__ = ["ChildCall", "RLMResult", "Turn", "Usage"]
+
+
+@dataclass
+class Usage:
+    """Calls, tokens and dollars spent."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost_usd += other.cost_usd
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class ChildCall:
+    """One helper call made by a block: `kind` is llm_query, llm_query_batched, rlm_query or rlm_query_batched."""
+
+    kind: str
+    prompt_preview: str
+    ok: bool
+    items: int = 1
+    failed: int = 0
+    response_preview: str = ""
+    error: str | None = None
+    model: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+
+
+@dataclass
+class Turn:
+    """One root turn: the model's reply, the code run, what it printed, the calls it made, what it cost."""
+
+    index: int
+    reply: str
+    code: str | None = None
+    stdout: str = ""
+    value: str | None = None
+    error: str | None = None
+    feedback: str = ""
+    calls: list[ChildCall] = field(default_factory=list)
+    root_usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    final: str | None = None
+    note: str = ""
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        total.add(self.root_usage)
+        for call in self.calls:
+            total.add(call.usage)
+        return total
+
+
+def _check_target(path: str | os.PathLike, suffix: str) -> Path:
+    from rlm_kernel.repl.context import check_allowed
+    from rlm_kernel.repl.errors import ReplError
+
+    target = Path(path)
+    if target.suffix != suffix:
+        raise ReplError(f"refused {str(path)!r}: the file name must end in {suffix}") from None
+    try:
+        resolved = check_allowed(target)
+    except ReplError as err:
+        raise ReplError(str(err).replace("context may only be read", "runs may only be saved")) from None
+    if not resolved.parent.is_dir():
+        raise ReplError(f"refused {str(path)!r}: the directory {resolved.parent} does not exist") from None
+    return resolved
+
+
+@dataclass
+class RLMResult:
+    """The outcome of `rlm_run` / `%%rlm`.
+
+    `termination` is one of: final, max_iterations, no_code, budget, interrupted, error; `message` explains it.
+    Everything computed before the end is kept, whatever the reason: `trajectory` (the turns) and `namespace`
+    (the run's variables).
+    """
+
+    question: str
+    answer: str | None
+    termination: str
+    message: str
+    trajectory: list[Turn]
+    namespace: dict
+    usage: Usage
+    depth: int = 1
+    model: str | None = None
+
+    @property
+    def iterations(self) -> int:
+        return len(self.trajectory)
+
+    @property
+    def calls(self) -> int:
+        return self.usage.calls
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.tokens
+
+    @property
+    def cost(self) -> float:
+        return self.usage.cost_usd
+
+    def summary_line(self) -> str:
+        return (
+            f"{self.termination}: {self.iterations} turn(s), {self.calls} call(s), {self.tokens:,} tokens, "
+            f"${self.cost:.4f}"
+        )
+
+    def __repr__(self) -> str:
+        answer = "(none)" if self.answer is None else self.answer[:2000]
+        return f"RLMResult({self.summary_line()})\n{self.message}\nanswer: {answer}"
+
+    def _repr_html_(self) -> str:
+        from rlm_kernel.rlm.display import result_html
+
+        return result_html(self)
+
+    def records(self) -> list[dict]:
+        """Plain dicts: a header record then one per turn (what `to_jsonl` writes)."""
+        head = {
+            "type": "run",
+            "question": self.question,
+            "answer": self.answer,
+            "termination": self.termination,
+            "message": self.message,
+            "iterations": self.iterations,
+            "depth": self.depth,
+            "model": self.model,
+            **asdict(self.usage),
+        }
+        return [head] + [{"type": "turn", **asdict(t), "usage": asdict(t.usage)} for t in self.trajectory]
+
+    def to_jsonl(self, path: str) -> str:
+        """Write the run as JSON lines (a header line, then one line per turn); returns the path written."""
+        target = _check_target(path, ".jsonl")
+        with open(target, "w", encoding="utf-8") as f:
+            for record in self.records():
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return str(path)
+
+    def to_notebook(self) -> dict:
+        """An nbformat v4 notebook (as a dict): the question, then per turn the reply's prose and its code cell
+        with the output it produced, then the answer."""
+        import nbformat
+        from nbformat import v4
+
+        cells = [v4.new_markdown_cell(f"# RLM run\n\n**Question:** {self.question}\n\n{self.summary_line()}")]
+        for t in self.trajectory:
+            prose = t.reply if t.code is None else t.reply.replace(t.code, "…")
+            cells.append(v4.new_markdown_cell(f"### Turn {t.index}\n\n{prose.strip()}"))
+            if t.code is not None:
+                outputs = []
+                if t.stdout:
+                    outputs.append(v4.new_output("stream", name="stdout", text=t.stdout))
+                if t.value is not None:
+                    outputs.append(
+                        v4.new_output("execute_result", data={"text/plain": t.value}, execution_count=t.index)
+                    )
+                if t.error:
+                    outputs.append(v4.new_output("error", ename="Error", evalue=t.error, traceback=[t.error]))
+                cells.append(v4.new_code_cell(t.code, outputs=outputs, execution_count=t.index))
+        cells.append(
+            v4.new_markdown_cell(f"## Answer ({self.termination})\n\n{self.message}\n\n{self.answer or ''}")
+        )
+        nb = v4.new_notebook(
+            cells=cells, metadata={"kernelspec": {"name": "rlm", "display_name": "RLM", "language": "python"}}
+        )
+        nbformat.validate(nb)
+        return nb
+
+    def save(self, path: str) -> str:
+        """Write the run as a notebook whose cells are the turns (`path` must end in .ipynb); returns the path."""
+        import nbformat
+
+        target = _check_target(path, ".ipynb")
+        nbformat.write(nbformat.from_dict(self.to_notebook()), str(target))
+        return str(path)

@@ -1,0 +1,137 @@
+"""In-process tests of context loading: strings, files, directories, globs, refusals, encodings, big files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl import textfile
+from rlm_kernel.repl.errors import ContextError
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    ctxmod.set_allowed_roots([tmp_path])
+    yield tmp_path
+    ctxmod.set_allowed_roots(None)
+
+
+def make_tree(root: Path) -> None:
+    (root / "docs").mkdir()
+    (root / "docs" / "a.txt").write_text("alpha\n")
+    (root / "docs" / "b.md").write_text("beta é\n")
+    (root / "docs" / "sub").mkdir()
+    (root / "docs" / "sub" / "c.txt").write_text("gamma\n")
+    (root / "docs" / ".hidden").write_text("secret\n")
+    (root / "docs" / "blob.bin").write_bytes(b"\x00\x01\x02")
+
+
+def test_plain_string_is_text(root: Path) -> None:
+    loaded = ctxmod.load("What is the capital of France? It is Paris.")
+    assert loaded.value == "What is the capital of France? It is Paris."
+    assert loaded.kind == "text"
+    assert loaded.summary().chars == len(loaded.value)
+
+
+def test_directory_corpus_markers_and_offsets(root: Path) -> None:
+    make_tree(root)
+    loaded = ctxmod.load("docs")
+    text = loaded.value
+    assert list(loaded.files) == ["docs/a.txt", "docs/b.md", "docs/sub/c.txt"]
+    for path, (start, end) in loaded.files.items():
+        assert text[start:end] == (root / path).read_text()
+        marker = f"=== {path} ===\n"
+        assert text[start - len(marker) : start] == marker
+    assert "secret" not in text
+    assert any("blob.bin" in s for s in loaded.skipped)
+    with pytest.raises(TypeError):
+        loaded.files["x"] = (0, 1)  # read-only index
+
+
+def test_glob(root: Path) -> None:
+    make_tree(root)
+    loaded = ctxmod.load("docs/**/*.txt")
+    assert loaded.kind == "glob"
+    assert list(loaded.files) == ["docs/a.txt", "docs/sub/c.txt"]
+    with pytest.raises(ContextError, match="matches no files"):
+        ctxmod.load("docs/*.nothing")
+
+
+def test_refused_path_names_the_rule(root: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    outside = tmp_path_factory.mktemp("outside") / "x.txt"
+    outside.write_text("no")
+    with pytest.raises(ContextError, match="outside the allowed roots.*RLM_CONTEXT_ROOTS"):
+        ctxmod.load(str(outside))
+    with pytest.raises(ContextError, match="outside the allowed roots"):
+        ctxmod.load("/etc/*")
+    (root / "link").symlink_to(outside)
+    with pytest.raises(ContextError, match="outside the allowed roots"):
+        ctxmod.load("./link")
+
+
+def test_env_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", str(tmp_path))
+    ctxmod.set_allowed_roots(None)
+    assert ctxmod.allowed_roots() == [tmp_path.resolve()]
+    (tmp_path / "f.txt").write_text("hello")
+    assert ctxmod.load(str(tmp_path / "f.txt")).value == "hello"
+
+
+def test_missing_path_suggests_text_kind(root: Path) -> None:
+    with pytest.raises(ContextError, match="kind='text'"):
+        ctxmod.load("./nope.txt")
+    assert ctxmod.load("./nope.txt", kind="text").value == "./nope.txt"
+
+
+def test_non_utf8_refused_clearly_or_decoded(root: Path) -> None:
+    (root / "latin.txt").write_bytes("café".encode("latin-1"))
+    with pytest.raises(ContextError, match=r"not valid utf-8.*byte 3.*encoding='latin-1'"):
+        ctxmod.load("latin.txt")
+    assert ctxmod.load("latin.txt", encoding="latin-1").value == "café"
+    assert ctxmod.load("latin.txt", errors="replace").value == "caf\ufffd"
+
+
+def test_bom_stripped(root: Path) -> None:
+    (root / "bom.txt").write_bytes(b"\xef\xbb\xbfhello")
+    assert ctxmod.load("bom.txt").value == "hello"
+
+
+def test_summary_never_whole_text(root: Path) -> None:
+    loaded = ctxmod.load("x" * 100_000, kind="text")
+    summary = loaded.summary()
+    assert summary.chars == 100_000
+    assert len(repr(summary)) < 2_000 and len(summary._repr_html_()) < 2_000
+
+
+def test_data_kinds(root: Path) -> None:
+    assert ctxmod.load(["a", "b"]).value == ["a", "b"]
+    with pytest.raises(ContextError, match="cannot load a context from a int"):
+        ctxmod.load(3)
+
+
+@pytest.mark.parametrize("content", [b"ascii only\n" * 1_000_000, "ünïcødé ✓\n".encode() * 600_000])
+def test_big_file_paths_match_plain_decode(root: Path, content: bytes) -> None:
+    assert len(content) >= textfile.BIG_FILE
+    path = root / "big.txt"
+    path.write_bytes(content)
+    text = textfile.read_text(path)
+    assert text == content.decode("utf-8")
+    assert hash(text) == hash(content.decode("utf-8"))
+    assert text.isascii() == content.isascii()
+
+
+def test_big_file_with_bad_bytes_refused(root: Path) -> None:
+    path = root / "bad.txt"
+    path.write_bytes(b"a" * textfile.BIG_FILE + b"\xff")
+    with pytest.raises(textfile.DecodeRefused, match=f"byte {textfile.BIG_FILE}"):
+        textfile.read_text(path)
+
+
+def test_ascii_in_place_is_used() -> None:
+    assert textfile._new_ascii is not None, "the no-copy ASCII path should be available on CPython"
+    s, view = textfile._new_ascii(4)
+    view[:] = b"abcd"
+    assert s == "abcd" and s.upper() == "ABCD" and {s: 1}["abcd"] == 1
