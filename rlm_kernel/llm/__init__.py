@@ -1,1 +1,44 @@
-"""rlm_kernel.llm subpackage."""
+"""The LLM access layer: config, model tiers, providers, fan-out, retries, budgets, record/replay cache.
+
+Usable without a kernel: `get_client().complete("...")`, `get_client().complete_batch([...])`.
+"""
+
+from __future__ import annotations
+
+from rlm_kernel.llm.budget import Budget, get_session_budget, reset_session_budget
+from rlm_kernel.llm.client import Completion, LLMClient, cancel_all, get_client, reset_client
+from rlm_kernel.llm.config import LLMConfig, load_config
+from rlm_kernel.llm.errors import (
+    BatchError,
+    BudgetExceeded,
+    ConfigError,
+    LLMCancelled,
+    LLMError,
+    NoProviderConfigured,
+    ProviderError,
+    ReplayMiss,
+)
+from rlm_kernel.llm.events import CallEvent, bus
+
+__all__ = [
+    "BatchError",
+    "Budget",
+    "BudgetExceeded",
+    "CallEvent",
+    "Completion",
+    "ConfigError",
+    "LLMCancelled",
+    "LLMClient",
+    "LLMConfig",
+    "LLMError",
+    "NoProviderConfigured",
+    "ProviderError",
+    "ReplayMiss",
+    "bus",
+    "cancel_all",
+    "get_client",
+    "get_session_budget",
+    "load_config",
+    "reset_client",
+    "reset_session_budget",
+]

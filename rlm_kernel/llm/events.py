@@ -1,7 +1,7 @@
 """Call events: what the LLM layer tells observers (widgets, trajectories) about every model call.
 
-The LLM layer publishes; subscribers receive `CallEvent`s synchronously on the thread that emitted them and must
-not block. Subscribers must never receive live clients, keys or httpx objects — only the plain fields below.
+The LLM layer publishes; subscribers receive `CallEvent`s synchronously on the thread that emitted them and
+must not block. Subscribers never receive live clients, keys or httpx objects — only the plain fields below.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class CallEvent:
 
 
 class EventBus:
-    """A thread-safe publish/subscribe list. A failing subscriber is dropped from nothing and never breaks a call."""
+    """A thread-safe publish/subscribe list. A failing subscriber never breaks a call."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -67,7 +67,7 @@ class EventBus:
         return unsubscribe
 
     def emit(self, event: CallEvent) -> None:
-        """Deliver `event` to every subscriber; subscriber exceptions are swallowed (observers never break calls)."""
+        """Deliver `event` to every subscriber; their exceptions are swallowed (never break a call)."""
         with self._lock:
             subscribers = list(self._subscribers)
         for callback in subscribers:

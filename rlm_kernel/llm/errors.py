@@ -1,0 +1,102 @@
+"""Errors of the LLM layer: every one carries text only (no httpx objects, no keys) and derives from RLMError.
+
+Cells see these; they are raised `from None` so no chained exception can carry a request or a header.
+"""
+
+from __future__ import annotations
+
+from rlm_kernel.errors import RLMError
+
+__all__ = [
+    "BatchError",
+    "BudgetExceeded",
+    "ConfigError",
+    "LLMCancelled",
+    "LLMError",
+    "NoProviderConfigured",
+    "ProviderError",
+    "ReplayMiss",
+]
+
+
+class LLMError(RLMError):
+    """Base of the LLM layer's errors."""
+
+
+class ConfigError(LLMError):
+    """Invalid configuration. `key` names the offending setting, `source` where it came from."""
+
+    def __init__(self, message: str, *, key: str | None = None, source: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.source = source
+
+
+class NoProviderConfigured(ConfigError):
+    """No provider is configured and the offline local model is unavailable."""
+
+
+class ProviderError(LLMError):
+    """The provider answered with an error, an unreadable reply, or could not be reached.
+
+    `status` is the HTTP status (None for transport failures), `retryable` whether retrying could help,
+    `provider` and `model` name the call's target.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        provider: str | None = None,
+        model: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.provider = provider
+        self.model = model
+
+
+class ReplayMiss(LLMError):
+    """Replay mode (strictly offline) met a call that was never recorded; the message names the call."""
+
+
+class BudgetExceeded(LLMError):
+    """A call would exceed a budget limit; it was not sent.
+
+    `limit` is the limit's name (e.g. "max_usd"), `limit_value` its value, `used` what was already spent
+    (settled plus reserved), `requested` what this call would need at worst.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: str = "",
+        limit_value: float = 0.0,
+        used: float = 0.0,
+        requested: float = 0.0,
+    ) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.limit_value = limit_value
+        self.used = used
+        self.requested = requested
+
+
+class LLMCancelled(LLMError):
+    """Model calls were cancelled (kernel interrupt or `cancel_all()`)."""
+
+
+class BatchError(LLMError):
+    """Some items of a batch failed: `results[i]` is item i's Completion or None, `errors[i]` its error text.
+
+    Every finished result is kept.
+    """
+
+    def __init__(self, message: str, *, results: list, errors: dict[int, str]) -> None:
+        super().__init__(message)
+        self.results = results
+        self.errors = errors

@@ -1,0 +1,53 @@
+"""OpenAI-compatible chat completions (`POST {base_url}/chat/completions`): OpenAI, vLLM, llama.cpp, Ollama...
+
+`base_url` includes the version prefix, e.g. `https://api.openai.com/v1`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse, load_json, missing
+
+__all__ = ["build", "name", "parse"]
+
+name = "openai"
+
+
+def build(req: ChatRequest, base_url: str, api_key: str | None) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """URL, headers and JSON body for `req`."""
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    body: dict[str, Any] = {
+        "model": req.model,
+        "messages": [dict(m) for m in req.messages],
+        "max_tokens": req.max_tokens,
+        "temperature": req.temperature,
+    }
+    if req.stop:
+        body["stop"] = list(req.stop)
+    return base_url.rstrip("/") + "/chat/completions", headers, body
+
+
+def parse(body: bytes, headers: dict[str, str], model: str) -> ChatResponse:
+    """Read a 2xx chat completion reply."""
+    data = load_json(body, name, model)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise missing(name, model, "`choices`")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise missing(name, model, "`choices[0].message`")
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    usage = data.get("usage") or {}
+    return ChatResponse(
+        text=content or "",
+        model=str(data.get("model") or model),
+        input_tokens=int(usage.get("prompt_tokens") or 0),
+        output_tokens=int(usage.get("completion_tokens") or 0),
+        finish_reason=choices[0].get("finish_reason"),
+        request_id=headers.get("x-request-id") or data.get("id"),
+    )
