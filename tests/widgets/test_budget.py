@@ -1,0 +1,100 @@
+"""Budget widget: snapshot normalisation, gauge styles at 80 %/100 %, live refresh from events, text line."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rlm_kernel.llm.budget import Budget
+from rlm_kernel.llm.events import CallEvent, EventBus
+from rlm_kernel.widgets.budget import BudgetDisplay, BudgetMonitor, gauge_style, normalise_snapshot
+
+
+@pytest.mark.parametrize(
+    ("used", "cap", "style"),
+    [
+        (0, 10, ""),
+        (7.9, 10, ""),
+        (8, 10, "warning"),
+        (9.99, 10, "warning"),
+        (10, 10, "danger"),
+        (12, 10, "danger"),
+        (5, None, ""),
+        (0, 0, ""),
+        (1, 0, "danger"),
+    ],
+)
+def test_gauge_style(used: float, cap: float | None, style: str) -> None:
+    assert gauge_style(used, cap) == style
+
+
+def spend(budget: Budget, calls: int, tin: int, tout: int, usd: float | None) -> None:
+    for _ in range(calls):
+        r = budget.reserve(tin, tout, usd)
+        budget.settle(r, tin, tout, usd)
+
+
+def test_normalise_real_budget_snapshot() -> None:
+    b = Budget(max_calls=10, max_usd=1.0, max_depth=2, label="run")
+    spend(b, 8, 100, 20, 0.01)
+    b.record_cached()
+    n = normalise_snapshot(b.snapshot(), current_depth=1)
+    assert n["calls"] == 8 and n["input_tokens"] == 800 and n["output_tokens"] == 160
+    assert n["usd"] == pytest.approx(0.08)
+    assert n["cache_hits"] == 1 and n["depth"] == 1 and n["label"] == "run"
+    assert (n["max_calls"], n["max_usd"], n["max_depth"]) == (10, 1.0, 2)
+    assert "max_input_tokens" not in n
+
+
+def test_view_gauges_and_live_refresh() -> None:
+    local_bus = EventBus()
+    monitor = BudgetMonitor(subscribe=local_bus.subscribe)
+    b = Budget(max_calls=10, max_input_tokens=1000)
+    view = monitor.view_for(b)
+    assert monitor.view_for(b) is view  # one live instance per budget
+    calls_row = view.rows["calls"]
+    assert calls_row[1].bar_style == "" and "0 of 10" in calls_row[2].value
+    spend(b, 8, 100, 1, None)
+    local_bus.emit(CallEvent(kind="finish", call_id="x", input_tokens=100, output_tokens=1))
+    deadline = time.monotonic() + 2
+    while "8 of 10" not in calls_row[2].value and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert "8 of 10 (80%)" in calls_row[2].value
+    assert calls_row[1].bar_style == "warning"
+    assert view.rows["input_tokens"][1].bar_style == "warning"
+    spend(b, 2, 100, 1, None)
+    local_bus.emit(CallEvent(kind="finish", call_id="y"))
+    deadline = time.monotonic() + 2
+    while calls_row[1].bar_style != "danger" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert calls_row[1].bar_style == "danger"
+    # uncapped figures show a value without a visible gauge
+    out_row = view.rows["output_tokens"]
+    assert out_row[1].layout.visibility == "hidden" and "10" in out_row[2].value
+    monitor.close()
+
+
+def test_current_depth_follows_calls_in_flight() -> None:
+    local_bus = EventBus()
+    monitor = BudgetMonitor(subscribe=local_bus.subscribe)
+    local_bus.emit(CallEvent(kind="start", call_id="a", depth=0))
+    local_bus.emit(CallEvent(kind="start", call_id="b", depth=2))
+    assert monitor.current_depth() == 2
+    local_bus.emit(CallEvent(kind="finish", call_id="b", depth=2))
+    assert monitor.current_depth() == 0
+    monitor.close()
+
+
+def test_mimebundle_text_and_widget() -> None:
+    b = Budget(max_usd=0.5, label="map_reduce")
+    spend(b, 3, 10, 5, 0.1)
+    text = BudgetDisplay(b, mode="text")._repr_mimebundle_()
+    assert text == {
+        "text/plain": "budget: 3 calls · 30 in tokens · 15 out tokens · $0.3000 of $0.5000 · "
+        "0 cache hits · depth 0"
+    }
+    both = BudgetDisplay(b, mode="widgets")._repr_mimebundle_()
+    assert both["text/plain"] == text["text/plain"]
+    assert "model_id" in both["application/vnd.jupyter.widget-view+json"]
+    assert repr(BudgetDisplay(b)) == text["text/plain"]
