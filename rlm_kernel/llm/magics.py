@@ -1,0 +1,162 @@
+"""`%rlm set key=value`, `%rlm show`, `%rlm providers`: the LLM layer's settings from a notebook.
+
+Registered with the kernel's `%rlm` command on import; every output is plain text/HTML and never shows a key.
+"""
+
+from __future__ import annotations
+
+import html
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from rlm_kernel.llm.config import (
+    DEFAULT_BASE_URLS,
+    DEFAULT_MODELS,
+    PROVIDER_KEY_ENV,
+    PROVIDERS,
+    TIERS,
+    _local_model_name,
+    get_settings,
+    load_config,
+    provider_key_present,
+    set_setting,
+)
+from rlm_kernel.llm.errors import ConfigError
+from rlm_kernel.llm.redact import redact
+
+__all__ = ["Table", "providers_table", "register", "rlm_providers", "rlm_set", "rlm_show"]
+
+
+class Table:
+    """A small display object: a title, a header row and rows of strings (text and HTML reprs)."""
+
+    def __init__(
+        self, title: str, header: Sequence[str], rows: Sequence[Sequence[Any]], note: str = ""
+    ) -> None:
+        self.title = title
+        self.header = [str(h) for h in header]
+        self.rows = [["" if c is None else str(c) for c in row] for row in rows]
+        self.note = note
+
+    def __repr__(self) -> str:
+        widths = [max(len(r[i]) for r in [self.header, *self.rows]) for i in range(len(self.header))]
+        lines = [self.title, "  ".join(h.ljust(w) for h, w in zip(self.header, widths, strict=True))]
+        lines.append("  ".join("-" * w for w in widths))
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in self.rows]
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in self.header)
+        body = "".join(
+            "<tr>" + "".join(f"<td style='text-align:left'>{html.escape(c)}</td>" for c in r) + "</tr>"
+            for r in self.rows
+        )
+        note = f"<p>{html.escape(self.note)}</p>" if self.note else ""
+        return f"<b>{html.escape(self.title)}</b><table><tr>{head}</tr>{body}</table>{note}"
+
+
+def rlm_set(line: str) -> Table:
+    """`%rlm set key=value [key=value ...]` (`key=` unsets). Keys: see `%rlm show`."""
+    try:
+        parts = shlex.split(line)
+    except ValueError as exc:
+        raise ConfigError(f"%rlm set: cannot read {line!r}: {exc}") from None
+    if not parts:
+        raise ConfigError(
+            "usage: %rlm set key=value [key=value ...]  (e.g. %rlm set model_fast=gpt-4.1-nano)"
+        )
+    pairs = []
+    for part in parts:
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"%rlm set: expected key=value, got {redact(part)!r}")
+        pairs.append((key.strip(), value))
+    rows = []
+    for key, value in pairs:
+        set_setting(key, value)
+        shown = "<set>" if key == "api_key" and value else (value or "(unset)")
+        rows.append((key, shown))
+    return Table("LLM settings changed (this session)", ["setting", "value"], rows)
+
+
+def rlm_show(line: str = "") -> Table:
+    """`%rlm show`: the resolved configuration and where each value came from (the key only as yes/no)."""
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        settings = get_settings()
+        rows = [(k, v, "%rlm set") for k, v in settings.items()]
+        return Table(
+            "LLM configuration (invalid)", ["setting", "value", "source"], rows, note=f"error: {exc}"
+        )
+    sources = config.sources
+    rows = []
+    for key, value in config.as_display().items():
+        rows.append((key, value, sources.get(key, "")))
+    return Table("LLM configuration", ["setting", "value", "source"], rows)
+
+
+def providers_table() -> Table:
+    """One row per provider: configured yes/no, models per tier, and which one is active."""
+    try:
+        config = load_config()
+        active, error = config.provider, ""
+    except ConfigError as exc:
+        config, active, error = None, None, str(exc)
+    rows = []
+    for name in PROVIDERS:
+        if config is not None and name == config.provider:
+            models = config.models
+            configured = "yes"
+        else:
+            models = DEFAULT_MODELS.get(name, {})
+            if name == "local":
+                models = dict.fromkeys(TIERS, _local_model_name())
+                configured = _local_status()
+            else:
+                configured = "yes" if provider_key_present(name) else f"no (set {PROVIDER_KEY_ENV[name]})"
+        rows.append(
+            (
+                "▶ " + name if name == active else name,
+                configured,
+                *(models.get(t) or "—" for t in TIERS),
+                config.base_url
+                if config is not None and name == active
+                else DEFAULT_BASE_URLS.get(name, "local"),
+            )
+        )
+    note = f"active: {active}" if active else f"no usable configuration: {error}"
+    return Table("LLM providers", ["provider", "configured", *TIERS, "base URL"], rows, note=note)
+
+
+def _local_status() -> str:
+    try:
+        from rlm_kernel.llm.local import local_model_available
+    except ImportError:
+        return "no (install the [local] extra)"
+    return "yes (offline model)" if local_model_available() else "no (install the [local] extra)"
+
+
+def rlm_providers(line: str = "") -> Table:
+    """`%rlm providers`: the providers table."""
+    return providers_table()
+
+
+def register() -> bool:
+    """Register the subcommands with the kernel's `%rlm` (False when the kernel's magics are unavailable)."""
+    try:
+        from rlm_kernel.magics import register_rlm_subcommand
+    except ImportError:
+        return False
+    register_rlm_subcommand("set", rlm_set, "set an LLM setting for this session: %rlm set key=value")
+    register_rlm_subcommand("show", rlm_show, "show the LLM configuration (keys only as present yes/no)")
+    register_rlm_subcommand(
+        "providers", rlm_providers, "list LLM providers, their models per tier, the active one"
+    )
+    return True
+
+
+register()
