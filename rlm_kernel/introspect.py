@@ -1,0 +1,148 @@
+"""Completion and `obj?` lookup for the rlm kernel, under the same underscore rules as cells.
+
+Only plain dotted names are resolved, each step through the sandbox's `_getattr_` guard; nothing is evaluated.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import re
+from typing import Any
+
+__all__ = ["LookupRefused", "complete", "resolve_path"]
+
+_PATH = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*\Z")
+_TOKEN_BEFORE_CURSOR = re.compile(r"(%{0,2})((?:[A-Za-z_][A-Za-z0-9_]*\.)*)([A-Za-z0-9_]*)\Z")
+
+
+class LookupRefused(LookupError):
+    """The name is not a plain public dotted path, or it does not resolve."""
+
+
+def _visible(name: str) -> bool:
+    return name.isidentifier() and not name.startswith("_")
+
+
+def _builtins_of(ns: dict[str, Any]) -> dict[str, Any]:
+    b = ns.get("__builtins__", {})
+    if isinstance(b, dict):
+        return b
+    return {}  # a real builtins module would mean an unsandboxed namespace: offer nothing from it
+
+
+def resolve_path(ns: dict[str, Any], dotted: str) -> tuple[Any, Any]:
+    """(parent, object) for `a.b.c` looked up in `ns`, then its safe builtins, via the `_getattr_` guard.
+
+    Raises `LookupRefused` for anything that is not public identifiers joined by dots, or that does not exist.
+    The last attribute is read without running properties (the property object itself is returned).
+    """
+    if not _PATH.match(dotted):
+        raise LookupRefused(dotted)
+    parts = dotted.split(".")
+    if not all(_visible(p) for p in parts):
+        raise LookupRefused(dotted)
+    guard = ns.get("_getattr_")
+    if guard is None:
+        raise LookupRefused("no attribute guard in this namespace")
+    head = parts[0]
+    if head in ns:
+        obj = ns[head]
+    elif head in _builtins_of(ns):
+        obj = _builtins_of(ns)[head]
+    else:
+        raise LookupRefused(dotted)
+    parent = None
+    for part in parts[1:]:
+        parent = obj
+        try:
+            static = inspect.getattr_static(obj, part)
+        except AttributeError:
+            static = None
+        if isinstance(static, property):
+            if part == parts[-1]:
+                return parent, static
+            raise LookupRefused(dotted)
+        try:
+            obj = guard(obj, part)
+        except BaseException:  # noqa: BLE001 - any refusal or failure means "not found"
+            raise LookupRefused(dotted) from None
+    return parent, obj
+
+
+def _kind(obj: Any) -> str:
+    if inspect.isclass(obj):
+        return "class"
+    if inspect.isroutine(obj) or callable(obj):
+        return "function"
+    if inspect.ismodule(obj) or type(obj).__name__.endswith("Facade"):
+        return "module"
+    return "instance"
+
+
+def complete(
+    ns: dict[str, Any],
+    hidden: set[str] | dict[str, Any],
+    code: str,
+    cursor_pos: int | None,
+    magic_names: tuple[list[str], list[str]] = ([], []),
+) -> dict[str, Any]:
+    """A complete_reply content for `code` at `cursor_pos`: public names and attributes only."""
+    if cursor_pos is None:
+        cursor_pos = len(code)
+    before = code[:cursor_pos]
+    m = _TOKEN_BEFORE_CURSOR.search(before)
+    prefix_pct, path, partial = (m.group(1), m.group(2), m.group(3)) if m else ("", "", "")
+    start = cursor_pos - len(partial)
+    items: dict[str, str] = {}
+    if partial.startswith("_"):
+        pass
+    elif prefix_pct:
+        line_names, cell_names = magic_names
+        names = cell_names if prefix_pct == "%%" else line_names
+        start = cursor_pos - len(partial) - len(prefix_pct)
+        for name in names:
+            if name.startswith(partial):
+                items[prefix_pct + name] = "magic"
+    elif path:
+        try:
+            _, obj = resolve_path(ns, path[:-1])
+        except LookupRefused:
+            obj = None
+        if obj is not None:
+            try:
+                names = [n for n in dir(obj) if _visible(n) and n.startswith(partial)]
+            except Exception:  # noqa: BLE001 - a broken __dir__ just completes nothing
+                names = []
+            for name in names:
+                try:
+                    _, value = resolve_path({"x": obj, "_getattr_": ns["_getattr_"]}, "x." + name)
+                except LookupRefused:
+                    continue
+                items[name] = _kind(value)
+    else:
+        for name, value in ns.items():
+            if _visible(name) and name.startswith(partial) and name not in hidden:
+                items[name] = _kind(value)
+        for name, value in _builtins_of(ns).items():
+            if _visible(name) and name.startswith(partial):
+                items.setdefault(name, _kind(value))
+        for name in keyword.kwlist:
+            if name.startswith(partial) and name not in ("async", "await", "nonlocal"):
+                items.setdefault(name, "keyword")
+        # helpers the kernel put in the namespace (display, llm_query, ...) are public names too
+        for name in hidden:
+            if isinstance(name, str) and _visible(name) and name.startswith(partial) and name in ns:
+                items.setdefault(name, _kind(ns[name]))
+    matches = sorted(items)
+    return {
+        "matches": matches,
+        "cursor_start": start,
+        "cursor_end": cursor_pos,
+        "metadata": {
+            "_jupyter_types_experimental": [
+                {"start": start, "end": cursor_pos, "text": name, "type": items[name]} for name in matches
+            ]
+        },
+        "status": "ok",
+    }

@@ -1,0 +1,92 @@
+"""The rlm Jupyter kernel: ipykernel's IPythonKernel wired to the sandboxed `RLMShell`.
+
+Wiring only: the debugger is refused, completion follows the sandbox's rules, and the running cell's parent
+message is kept for output from background threads (`current_parent()`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ipykernel.ipkernel import IPythonKernel
+from traitlets import Type
+
+from rlm_kernel import __version__, introspect, magics
+from rlm_kernel.shell import RLMCompiler, RLMShell
+
+__all__ = ["RLMKernel", "current_parent"]
+
+_current_parent: dict[str, Any] = {}
+
+BANNER = (
+    f"RLM kernel {__version__} — a Recursive Language Model REPL on Python {sys.version.split()[0]}.\n"
+    "Every cell runs in a RestrictedPython sandbox: no files, shell, network or private attributes;\n"
+    "data-work modules are available as facades. Type %rlm help for the rlm commands."
+)
+
+
+def current_parent() -> dict[str, Any]:
+    """The parent message of the running (or last) execute_request; `["header"]`, `["msg_id"]` as usual.
+
+    Use it to route output from background threads (`set_thread_parent`) and to tag events with their owner.
+    Returns {} before the first cell.
+    """
+    return _current_parent
+
+
+class RLMKernel(IPythonKernel):
+    """IPythonKernel whose cells, user_expressions, completion and inspection all pass the sandbox."""
+
+    implementation = "rlm_kernel"
+    implementation_version = __version__
+    shell_class = Type(RLMShell)
+    compiler_class = Type(RLMCompiler)
+    help_links = [{"text": "Python Reference", "url": "https://docs.python.org/3/"}]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.debugger = None
+        from rlm_kernel.sandbox.limits import consume_backstop_note
+
+        marker = self.shell.sandbox_session.backstop_marker
+        self._restart_note = consume_backstop_note(marker) if marker else None
+
+    @property
+    def banner(self) -> str:  # type: ignore[override]
+        return BANNER
+
+    @property
+    def kernel_info(self) -> dict[str, Any]:
+        info = dict(super().kernel_info)
+        info["supported_features"] = [f for f in info.get("supported_features", []) if f != "debugger"]
+        return info
+
+    async def do_execute(self, code: str, silent: bool, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        global _current_parent
+        _current_parent = self.get_parent("shell") or {}
+        if self._restart_note:
+            note, self._restart_note = self._restart_note, None
+            print(note, file=sys.stderr, flush=True)
+        return await super().do_execute(code, silent, *args, **kwargs)
+
+    async def do_debug_request(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The debugger can evaluate arbitrary code, so every debug request is refused."""
+        return {
+            "type": "response",
+            "request_seq": msg.get("seq", 0),
+            "success": False,
+            "command": msg.get("command", ""),
+            "message": "the debugger is not available in the rlm kernel (it would bypass the sandbox)",
+            "body": {},
+        }
+
+    def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
+        shell = self.shell
+        return introspect.complete(
+            shell.user_ns,
+            shell.user_ns_hidden,
+            code,
+            cursor_pos,
+            (list(magics.allowed_line_magics()), list(magics.allowed_cell_magics())),
+        )

@@ -1,0 +1,242 @@
+"""The IPython shell of the rlm kernel: where every cell meets the sandbox.
+
+`RLMShell.transform_ast` rewrites allowed magics, then `restrict_ast` (fails closed); cells run in a
+namespace from `new_namespace`, under `cell_limits`, with tracebacks cut down to the cell's own lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import logging
+import sys
+import types
+from typing import Any
+
+from ipykernel.compiler import XCachingCompiler
+from ipykernel.zmqshell import ZMQInteractiveShell
+from IPython.core.error import UsageError
+from IPython.core.history import HistoryManager
+from IPython.core.oinspect import OInfo
+from traitlets import Any as AnyTrait
+
+from rlm_kernel import magics
+from rlm_kernel.introspect import LookupRefused, resolve_path
+from rlm_kernel.repl import preload
+from rlm_kernel.sandbox import SandboxError, SandboxSession, cell_limits, new_namespace, restrict_ast
+
+__all__ = ["RLMCompiler", "RLMShell", "MAGIC_MODULES"]
+
+log = logging.getLogger(__name__)
+
+# Modules that register magics and %rlm subcommands when imported (each may be absent while being built).
+MAGIC_MODULES = ("rlm_kernel.repl.magics", "rlm_kernel.llm.magics", "rlm_kernel.widgets.magics")
+# Names under which IPython compiles the bodies of %time / %timeit.
+MAGIC_BODY_FILENAMES = frozenset({"<timed exec>", "<timed eval>", "<magic-timeit>"})
+# What IPython's own init_user_ns puts in the namespace that a sandboxed cell must not get.
+UNSAFE_NS_NAMES = ("get_ipython", "exit", "quit", "open", "__builtin__")
+
+
+class RLMCompiler(XCachingCompiler):
+    """ipykernel's compiler, remembering the filename of the cell being parsed (for restrict_ast)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.current_filename = "<cell>"
+        self.cell_filenames: set[str] = set(MAGIC_BODY_FILENAMES)
+
+    def ast_parse(self, source: str, filename: str = "<unknown>", symbol: str = "exec") -> ast.AST:
+        if filename != "<unknown>":
+            self.current_filename = filename
+            self.cell_filenames.add(filename)
+        return super().ast_parse(source, filename, symbol)
+
+
+class RLMShell(ZMQInteractiveShell):
+    """ZMQInteractiveShell whose every cell passes the RestrictedPython policy before it runs."""
+
+    sandbox_session = AnyTrait(help="the SandboxSession of this kernel").tag(config=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._load_magic_modules()
+        preload.install(self.user_ns, self)
+        self.user_ns_hidden.update({k: v for k, v in self.user_ns.items()})
+
+    # -- namespace ---------------------------------------------------------------------------------
+    def init_create_namespaces(self, user_module: Any = None, user_ns: Any = None) -> None:
+        if self.sandbox_session is None:
+            self.sandbox_session = SandboxSession(backstop_marker=_backstop_marker())
+        super().init_create_namespaces(None, new_namespace(self.sandbox_session))
+
+    def init_user_ns(self) -> None:
+        super().init_user_ns()
+        for name in UNSAFE_NS_NAMES:
+            self.user_ns.pop(name, None)
+            self.user_ns_hidden.pop(name, None)
+        from IPython.display import clear_output, display
+
+        extras = {**magics.make_magic_helpers(self), "display": display, "clear_output": clear_output}
+        self.user_ns.update(extras)
+        self.user_ns_hidden.update(extras)
+
+    def init_history(self) -> None:
+        """History lives in memory: cells never read other sessions' history from the shared sqlite file."""
+        self.history_manager = HistoryManager(shell=self, parent=self, hist_file=":memory:")
+        self.configurables.append(self.history_manager)
+
+    def _load_magic_modules(self) -> None:
+        for name in MAGIC_MODULES:
+            try:
+                importlib.import_module(name)
+            except ModuleNotFoundError as exc:
+                if exc.name != name:
+                    raise
+                log.info("magic module %s not present", name)
+
+    # -- compile time ------------------------------------------------------------------------------
+    def transform_ast(self, node: ast.AST) -> ast.AST:
+        """Rewrite magics, apply the sandbox policy; any internal failure rejects the cell (fail closed)."""
+        try:
+            node = magics.rewrite_magics(node)
+            ast.fix_missing_locations(node)
+            filename = getattr(self.compile, "current_filename", "<cell>")
+            return restrict_ast(node, filename=filename, limits=self.sandbox_session.limits)
+        except SandboxError:
+            raise
+        except UsageError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - fail closed on anything, including RecursionError
+            raise SandboxError(
+                f"the sandbox could not check this cell ({type(exc).__name__}: {exc}); it was not run"
+            ) from None
+
+    # -- run time ----------------------------------------------------------------------------------
+    async def run_cell_async(self, raw_cell: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            preload.repair(self.user_ns)
+        except Exception:  # noqa: BLE001 - a broken repair must not block the cell
+            log.exception("preload.repair failed")
+        return await super().run_cell_async(raw_cell, *args, **kwargs)
+
+    async def run_ast_nodes(self, nodelist: Any, cell_name: str, *args: Any, **kwargs: Any) -> Any:
+        with cell_limits(self.sandbox_session):
+            return await super().run_ast_nodes(nodelist, cell_name, *args, **kwargs)
+
+    def user_expressions(self, expressions: dict[str, str]) -> dict[str, Any]:
+        """execute_request's user_expressions, each restricted like a cell (IPython's own uses plain eval)."""
+        out: dict[str, Any] = {}
+        for key, expr in expressions.items():
+            try:
+                code = self._compile_expression(expr)
+                with cell_limits(self.sandbox_session):
+                    value = self._format_user_obj(eval(code, self.user_global_ns, self.user_ns))  # noqa: S307
+            except BaseException:  # noqa: BLE001 - reported to the client like IPython does
+                value = self._user_obj_error()
+            out[key] = value
+        return out
+
+    def _compile_expression(self, expr: str) -> types.CodeType:
+        try:
+            tree = ast.parse(expr, mode="eval")
+        except SyntaxError as exc:
+            raise SandboxError(f"user expression {expr!r} is not a Python expression: {exc.msg}") from None
+        module = ast.Module(body=[ast.Expr(tree.body, lineno=1, col_offset=0)], type_ignores=[])
+        ast.fix_missing_locations(module)
+        self.compile.current_filename = "<user expression>"
+        restricted = self.transform_ast(module)
+        stmt = restricted.body[-1] if isinstance(restricted, ast.Module) and restricted.body else None
+        if len(restricted.body) != 1 or not isinstance(stmt, ast.Expr):
+            raise SandboxError(f"user expression {expr!r} must be a single expression")
+        return compile(ast.Expression(stmt.value), "<user expression>", "eval")
+
+    # -- introspection -----------------------------------------------------------------------------
+    def _ofind(self, oname: str, namespaces: Any = None) -> OInfo:
+        """`obj?` and inspect_request: plain dotted names only, each step through the `_getattr_` guard."""
+        oname = oname.strip()
+        not_found = OInfo(ismagic=False, isalias=False, found=False, obj=None, namespace=None, parent=None)
+        if oname.startswith("%"):
+            name = oname.lstrip("%")
+            cell = oname.startswith("%%")
+            allowed = magics.allowed_cell_magics() if cell else magics.allowed_line_magics()
+            if name not in allowed:
+                return not_found
+            obj = self.find_cell_magic(name) if cell else self.find_line_magic(name)
+            if obj is None:
+                return not_found
+            return OInfo(ismagic=True, isalias=False, found=True, obj=obj, namespace="rlm magic", parent=None)
+        try:
+            parent, obj = resolve_path(self.user_ns, oname)
+        except LookupRefused:
+            return not_found
+        return OInfo(
+            ismagic=False, isalias=False, found=True, obj=obj, namespace="Interactive", parent=parent
+        )
+
+    def complete(self, text: Any, line: Any = None, cursor_pos: Any = None) -> tuple[str, list[str]]:
+        """Never used by the rlm kernel (see RLMKernel.do_complete); refuse IPython's evaluating completer."""
+        return "", []
+
+    # -- tracebacks --------------------------------------------------------------------------------
+    def showtraceback(
+        self,
+        exc_tuple: Any = None,
+        filename: str | None = None,
+        tb_offset: int | None = None,
+        exception_only: bool = False,
+        running_compiled_code: bool = False,
+    ) -> None:
+        """Show only the cell's own frames: no guard, facade, IPython or kernel frames."""
+        try:
+            etype, value, tb = self._get_exc_info(exc_tuple)
+        except ValueError:
+            print("No traceback available to show.", file=sys.stderr)
+            return
+        if issubclass(etype, SyntaxError) or etype is UsageError:
+            return super().showtraceback(
+                exc_tuple, filename, tb_offset, exception_only, running_compiled_code
+            )
+        self._prune_chain(value)
+        tb = value.__traceback__
+        if isinstance(value, SandboxError) or tb is None or exception_only:
+            stb = self.InteractiveTB.get_exception_only(etype, value)
+            self._showtraceback(etype, value, stb)
+            return
+        super().showtraceback((etype, value, tb), filename, 0, False, running_compiled_code)
+
+    def _prune_chain(self, value: BaseException) -> None:
+        seen: set[int] = set()
+        stack: list[BaseException | None] = [value]
+        while stack:
+            exc = stack.pop()
+            if exc is None or id(exc) in seen:
+                continue
+            seen.add(id(exc))
+            exc.__traceback__ = self._cell_frames_only(exc.__traceback__)
+            stack += [exc.__cause__, exc.__context__]
+
+    def _cell_frames_only(self, tb: types.TracebackType | None) -> types.TracebackType | None:
+        cells = getattr(self.compile, "cell_filenames", MAGIC_BODY_FILENAMES)
+        kept: list[types.TracebackType] = []
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename in cells:
+                kept.append(tb)
+            tb = tb.tb_next
+        new: types.TracebackType | None = None
+        for item in reversed(kept):
+            new = types.TracebackType(new, item.tb_frame, item.tb_lasti, item.tb_lineno)
+        return new
+
+
+def _backstop_marker() -> str | None:
+    """A file beside the connection file that outlives a C-loop backstop kill (read at the next start)."""
+    try:
+        from ipykernel.kernelapp import IPKernelApp
+
+        if IPKernelApp.initialized():
+            connection_file = IPKernelApp.instance().abs_connection_file
+            if connection_file:
+                return connection_file + ".rlm-backstop"
+    except Exception:  # noqa: BLE001 - no marker means no restart note, nothing worse
+        return None
+    return None
