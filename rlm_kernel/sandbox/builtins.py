@@ -1,0 +1,168 @@
+"""The builtins a cell sees: data-work builtins with size caps, guarded getattr & co, refusing stubs.
+
+`make_builtins(session, guards, namespace)` returns the dict installed as the namespace's `__builtins__`.
+"""
+
+from __future__ import annotations
+
+import builtins as _py
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from rlm_kernel.sandbox.errors import LimitExceeded, refusal
+from rlm_kernel.sandbox.policy import REFUSED_NAMES
+
+if TYPE_CHECKING:
+    from rlm_kernel.sandbox.session import SandboxSession
+
+__all__ = ["SafeType", "make_builtins", "PLAIN_BUILTINS", "EXCEPTIONS"]
+
+PLAIN_BUILTINS = (
+    "abs all any ascii bin bool callable chr classmethod complex dict divmod enumerate filter float "
+    "frozenset hash hex id int isinstance issubclass len list map max min next object oct ord property repr "
+    "reversed round set slice sorted staticmethod str sum super tuple zip NotImplemented Ellipsis"
+).split()
+
+EXCEPTIONS = (
+    "ArithmeticError AssertionError AttributeError BaseException BufferError BytesWarning DeprecationWarning "
+    "EOFError EncodingWarning Exception FloatingPointError FutureWarning GeneratorExit ImportError "
+    "ImportWarning IndentationError IndexError KeyError KeyboardInterrupt LookupError MemoryError "
+    "ModuleNotFoundError NameError NotImplementedError OSError OverflowError PendingDeprecationWarning "
+    "RecursionError ReferenceError RuntimeError RuntimeWarning StopAsyncIteration StopIteration SyntaxError "
+    "SyntaxWarning TabError TimeoutError TypeError UnboundLocalError UnicodeDecodeError UnicodeEncodeError "
+    "UnicodeError UnicodeTranslateError UnicodeWarning UserWarning ValueError Warning ZeroDivisionError"
+).split()
+
+
+class _SafeTypeMeta(type):
+    """Makes `SafeType` stand in for `type` in isinstance/issubclass while refusing 3-argument calls."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, type)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        return isinstance(sub, type) and issubclass(sub, type)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) != 1 or kwargs:
+            raise refusal(
+                "type() with 3 arguments builds classes without the sandbox's checks; use a class statement"
+            )
+        kind = type(args[0])
+        return cls if issubclass(kind, type) else kind
+
+    def __repr__(cls) -> str:
+        return "<class 'type'>"
+
+
+class SafeType(metaclass=_SafeTypeMeta):
+    """`type(obj)` for cells: the class of `obj`; metaclasses (even `type`) are never handed out."""
+
+
+def _refuser(name: str, reason: str) -> Callable[..., Any]:
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise refusal(reason)
+
+    refused.__name__ = refused.__qualname__ = name
+    return refused
+
+
+def _iter_callable(fn: Callable[[], Any], sentinel: Any) -> Iterator[Any]:
+    # A Python-level loop so that CPU timers can interrupt it even when a C function consumes it.
+    while True:
+        value = fn()
+        if value == sentinel:
+            return
+        yield value
+
+
+def make_builtins(
+    session: SandboxSession, guards: dict[str, Any], namespace: dict[str, Any]
+) -> dict[str, Any]:
+    """Build the `__builtins__` dict for one namespace."""
+    limits = session.limits
+    table: dict[str, Any] = {name: getattr(_py, name) for name in PLAIN_BUILTINS + EXCEPTIONS}
+
+    def safe_range(*args: Any) -> range:
+        r = range(*args)
+        if limits.max_range:
+            try:
+                n = len(r)
+            except OverflowError:
+                n = limits.max_range + 1
+            if n > limits.max_range:
+                raise LimitExceeded(
+                    f"range() of {_count(r)} items is over the limit of {limits.max_range} "
+                    "(RLM_MAX_RANGE); process the data in chunks"
+                )
+        return r
+
+    def sized(kind: type) -> Callable[..., Any]:
+        def make(*args: Any, **kwargs: Any) -> Any:
+            if args and type(args[0]) is int and limits.max_sequence and args[0] > limits.max_sequence:
+                raise LimitExceeded(
+                    f"{kind.__name__}({args[0]}) is over the limit of {limits.max_sequence} "
+                    "items (RLM_MAX_SEQUENCE)"
+                )
+            return kind(*args, **kwargs)
+
+        make.__name__ = make.__qualname__ = kind.__name__
+        return make
+
+    def safe_iter(obj: Any, *sentinel: Any) -> Iterator[Any]:
+        if not sentinel:
+            return iter(obj)
+        if len(sentinel) > 1:
+            raise TypeError("iter expected at most 2 arguments")
+        if not callable(obj):
+            raise TypeError("iter(v, w): v must be callable")
+        return _iter_callable(obj, sentinel[0])
+
+    def safe_dir(*args: Any) -> list[str]:
+        if not args:
+            return sorted(k for k in namespace if not k.startswith("_"))
+        if len(args) > 1:
+            raise TypeError(f"dir expected at most 1 argument, got {len(args)}")
+        return sorted(n for n in _py.dir(args[0]) if not n.startswith("_"))
+
+    def safe_import(
+        name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+    ) -> Any:
+        return session.import_facade(name, fromlist, level)
+
+    from IPython.display import display
+
+    table.update(
+        {
+            "range": safe_range,
+            "bytes": sized(bytes),
+            "bytearray": sized(bytearray),
+            "iter": safe_iter,
+            "dir": safe_dir,
+            "type": SafeType,
+            "display": display,
+            "getattr": guards["getattr"],
+            "hasattr": guards["hasattr"],
+            "setattr": guards["setattr"],
+            "delattr": guards["delattr"],
+            "format": guards["format"],
+            "pow": guards["pow"],
+            "__import__": safe_import,
+            "__build_class__": _py.__build_class__,
+            "__name__": "builtins",
+            "_rlm_sandbox_builtins": True,
+            "True": True,
+            "False": False,
+            "None": None,
+        }
+    )
+    for name, reason in REFUSED_NAMES.items():
+        table[name] = _refuser(name, reason)
+    return table
+
+
+def _count(r: range) -> str:
+    try:
+        return str(len(r))
+    except OverflowError:
+        return "more than 2**63"

@@ -1,0 +1,498 @@
+"""The import allowlist, served as read-only facades that expose chosen functions, classes and constants.
+
+A facade is never the real module (real modules lead back to `sys`, `os`, `codecs`, `inspect`).
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import cmath
+import collections
+import collections.abc
+import csv
+import dataclasses
+import datetime
+import decimal
+import difflib
+import enum
+import fractions
+import functools
+import hashlib
+import heapq
+import io
+import itertools
+import json
+import math
+import operator
+import pprint
+import random
+import re
+import statistics
+import string
+import textwrap
+import typing
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from rlm_kernel.sandbox.errors import LimitExceeded, SandboxError, refusal
+
+if TYPE_CHECKING:
+    from rlm_kernel.sandbox.session import SandboxSession
+
+__all__ = ["Facade", "build_facades", "import_facade", "ALLOWED_MODULES"]
+
+_TOKEN = object()
+
+
+class Facade:
+    """A read-only stand-in for an allowlisted module: attribute access returns only what was chosen."""
+
+    __slots__ = ("_rlm_name", "_rlm_attrs")
+
+    def __init__(self, name: str, attrs: dict[str, Any], *, token: object = None) -> None:
+        if token is not _TOKEN:
+            raise refusal("facades cannot be created from a cell; use import")
+        object.__setattr__(self, "_rlm_name", name)
+        object.__setattr__(self, "_rlm_attrs", MappingProxyType(dict(attrs)))
+
+    def __getattr__(self, attr: str) -> Any:
+        try:
+            return self._rlm_attrs[attr]
+        except KeyError:
+            raise AttributeError(
+                f"module {self._rlm_name!r} in the rlm sandbox has no attribute {attr!r}; "
+                f"available: {', '.join(sorted(self._rlm_attrs))}"
+            ) from None
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        raise SandboxError("modules are read-only in the sandbox; keep your own state in variables")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
+
+    def __dir__(self) -> list[str]:
+        return sorted(self._rlm_attrs)
+
+    def __repr__(self) -> str:
+        return f"<module {self._rlm_name!r} (rlm sandbox facade)>"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("facades cannot be pickled or copied")
+
+
+def _pick(module: Any, names: str) -> dict[str, Any]:
+    return {name: getattr(module, name) for name in names.split() if hasattr(module, name)}
+
+
+def _facade(name: str, attrs: dict[str, Any]) -> Facade:
+    return Facade(name, attrs, token=_TOKEN)
+
+
+# -- itertools: infinite or huge producers are Python-level loops so timers can interrupt them ---------------
+def _count(start: Any = 0, step: Any = 1) -> Iterator[Any]:
+    """itertools.count (interruptible)."""
+    n = start
+    while True:
+        yield n
+        n += step
+
+
+def _cycle(iterable: Iterable[Any]) -> Iterator[Any]:
+    """itertools.cycle (interruptible)."""
+    saved = []
+    for item in iterable:
+        yield item
+        saved.append(item)
+    if not saved:
+        return
+    while True:
+        yield from saved
+
+
+def _repeat(obj: Any, times: int | None = None) -> Iterator[Any]:
+    """itertools.repeat (interruptible)."""
+    if times is None:
+        while True:
+            yield obj
+    else:
+        for _ in range(times):
+            yield obj
+
+
+def _loop(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        for item in fn(*args, **kwargs):  # noqa: UP028 - a loop, so timers can interrupt it
+            yield item
+
+    return wrapper
+
+
+def _reduce(function: Callable[[Any, Any], Any], iterable: Iterable[Any], *initial: Any) -> Any:
+    """functools.reduce (interruptible)."""
+    it = iter(iterable)
+    if initial:
+        if len(initial) > 1:
+            raise TypeError("reduce expected at most 3 arguments")
+        value = initial[0]
+    else:
+        try:
+            value = next(it)
+        except StopIteration:
+            raise TypeError("reduce() of empty iterable with no initial value") from None
+    for item in it:
+        value = function(value, item)
+    return value
+
+
+def _prod(iterable: Iterable[Any], *, start: Any = 1) -> Any:
+    """math.prod (interruptible)."""
+    value = start
+    for item in iterable:
+        value = value * item
+    return value
+
+
+def _capped(fn: Callable[..., Any], limit: int, what: str) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any) -> Any:
+        for arg in args:
+            if type(arg) is int and arg > limit:
+                raise LimitExceeded(
+                    f"{what}({', '.join(map(str, args))}) is over the sandbox's limit of "
+                    f"{limit} for its arguments"
+                )
+        return fn(*args)
+
+    return wrapper
+
+
+def _wraps(wrapped: Any) -> Callable[[Any], Any]:
+    """functools.wraps with the default attributes only."""
+    return functools.wraps(wrapped)
+
+
+class _SafeAttrgetter:
+    """operator.attrgetter that reads through the sandbox's attribute guard."""
+
+    __slots__ = ("_paths", "_getattr")
+
+    def __init__(self, getattr_: Callable[[Any, str], Any], *attrs: str) -> None:
+        for attr in attrs:
+            if type(attr) is not str:
+                raise TypeError("attribute name must be a string")
+        self._getattr = getattr_
+        self._paths = tuple(tuple(a.split(".")) for a in attrs)
+        for path in self._paths:
+            for part in path:
+                if part.startswith("_"):
+                    raise refusal(
+                        f"attribute {part!r} starts with '_': underscore attributes are not "
+                        "available in the sandbox"
+                    )
+
+    def _one(self, obj: Any, path: tuple[str, ...]) -> Any:
+        for part in path:
+            obj = self._getattr(obj, part)
+        return obj
+
+    def __call__(self, obj: Any) -> Any:
+        if len(self._paths) == 1:
+            return self._one(obj, self._paths[0])
+        return tuple(self._one(obj, p) for p in self._paths)
+
+    def __repr__(self) -> str:
+        return f"operator.attrgetter({', '.join(repr('.'.join(p)) for p in self._paths)})"
+
+
+class _SafeMethodcaller:
+    """operator.methodcaller that looks the method up through the sandbox's attribute guard."""
+
+    __slots__ = ("_name", "_args", "_kwargs", "_getattr")
+
+    def __init__(self, getattr_: Callable[[Any, str], Any], name: str, *args: Any, **kwargs: Any) -> None:
+        if type(name) is not str:
+            raise TypeError("method name must be a string")
+        if name.startswith("_"):
+            raise refusal(
+                f"method {name!r} starts with '_': underscore attributes are not available in the sandbox"
+            )
+        self._getattr, self._name, self._args, self._kwargs = getattr_, name, args, kwargs
+
+    def __call__(self, obj: Any) -> Any:
+        return self._getattr(obj, self._name)(*self._args, **self._kwargs)
+
+    def __repr__(self) -> str:
+        return f"operator.methodcaller({self._name!r}, ...)"
+
+
+class _CappedContext(decimal.Context):
+    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted)."""
+
+    MAX_PREC = 100_000
+
+    def __init__(self, prec: int | None = None, *args: Any, **kwargs: Any) -> None:
+        if prec is not None and prec > self.MAX_PREC:
+            raise LimitExceeded(f"decimal precision {prec} is over the sandbox's limit of {self.MAX_PREC}")
+        super().__init__(prec, *args, **kwargs)
+
+
+def _localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> Any:
+    prec = kwargs.get("prec")
+    if prec is not None and prec > _CappedContext.MAX_PREC:
+        raise LimitExceeded(
+            f"decimal precision {prec} is over the sandbox's limit of {_CappedContext.MAX_PREC}"
+        )
+    return decimal.localcontext(ctx, **kwargs)
+
+
+ALLOWED_MODULES = (
+    "base64 bisect cmath collections collections.abc csv dataclasses datetime decimal difflib enum fractions "
+    "functools hashlib heapq io itertools json math operator pprint random re statistics string textwrap "
+    "typing unicodedata"
+).split()
+
+
+def build_facades(session: SandboxSession) -> dict[str, Facade]:
+    """Build every facade for one session (`random` is the session's own `Random`; `pprint` prints capped)."""
+    guarded_getattr = session.guards["_getattr_"]
+    f: dict[str, dict[str, Any]] = {}
+
+    f["re"] = _pick(
+        re,
+        "compile search match fullmatch split findall finditer sub subn escape error Pattern "
+        "Match A ASCII I IGNORECASE L LOCALE M MULTILINE S DOTALL X VERBOSE U UNICODE NOFLAG",
+    )
+    f["json"] = _pick(json, "loads dumps load dump JSONDecoder JSONEncoder JSONDecodeError")
+    f["math"] = {k: v for k, v in vars(math).items() if not k.startswith("_")}
+    f["math"].update(
+        prod=_prod,
+        factorial=_capped(math.factorial, 100_000, "math.factorial"),
+        comb=_capped(math.comb, 1_000_000, "math.comb"),
+        perm=_capped(math.perm, 1_000_000, "math.perm"),
+    )
+    f["cmath"] = {k: v for k, v in vars(cmath).items() if not k.startswith("_")}
+    f["statistics"] = _pick(
+        statistics,
+        "mean fmean geometric_mean harmonic_mean median median_low median_high "
+        "median_grouped mode multimode quantiles pstdev pvariance stdev variance "
+        "covariance correlation linear_regression NormalDist StatisticsError",
+    )
+    f["collections.abc"] = _pick(collections.abc, " ".join(collections.abc.__all__))
+    f["collections"] = _pick(
+        collections, "Counter defaultdict OrderedDict deque namedtuple ChainMap UserDict UserList UserString"
+    )
+    f["itertools"] = _pick(
+        itertools,
+        "accumulate chain compress dropwhile filterfalse groupby islice pairwise "
+        "starmap takewhile tee zip_longest",
+    )
+    f["itertools"].update(
+        count=_count,
+        cycle=_cycle,
+        repeat=_repeat,
+        product=_loop(itertools.product),
+        permutations=_loop(itertools.permutations),
+        combinations=_loop(itertools.combinations),
+        combinations_with_replacement=_loop(itertools.combinations_with_replacement),
+    )
+    f["functools"] = _pick(
+        functools,
+        "partial partialmethod cmp_to_key total_ordering lru_cache cache "
+        "cached_property singledispatch singledispatchmethod",
+    )
+    f["functools"].update(reduce=_reduce, wraps=_wraps)
+    f["operator"] = {
+        k: v
+        for k, v in vars(operator).items()
+        if not k.startswith("_") and k not in {"attrgetter", "methodcaller"}
+    }
+    f["operator"].update(
+        attrgetter=lambda *attrs: _SafeAttrgetter(guarded_getattr, *attrs),
+        methodcaller=lambda name, *a, **k: _SafeMethodcaller(guarded_getattr, name, *a, **k),
+        setitem=_guarded_item_op(session, operator.setitem),
+        delitem=_guarded_item_op(session, operator.delitem),
+        mul=lambda a, b: _mul(session, a, b),
+        pow=lambda a, b: _pow(session, a, b),
+        lshift=lambda a, b: _lshift(session, a, b),
+        mod=lambda a, b: _mod(session, a, b),
+    )
+    for name in ("imul", "ipow", "ilshift", "imod", "iconcat", "concat"):
+        f["operator"].pop(name, None)
+    f["string"] = _pick(
+        string,
+        "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits "
+        "punctuation printable whitespace capwords Template",
+    )
+    f["textwrap"] = _pick(textwrap, "wrap fill dedent indent shorten TextWrapper")
+    f["difflib"] = _pick(
+        difflib,
+        "SequenceMatcher Differ HtmlDiff unified_diff context_diff ndiff "
+        "get_close_matches IS_CHARACTER_JUNK IS_LINE_JUNK restore diff_bytes",
+    )
+    f["datetime"] = _pick(datetime, "date time datetime timedelta timezone tzinfo MINYEAR MAXYEAR UTC")
+    f["decimal"] = _pick(
+        decimal,
+        "Decimal DecimalException InvalidOperation DivisionByZero Inexact Rounded "
+        "Subnormal Overflow Underflow Clamped FloatOperation ROUND_UP ROUND_DOWN "
+        "ROUND_CEILING ROUND_FLOOR ROUND_HALF_UP ROUND_HALF_DOWN ROUND_HALF_EVEN "
+        "ROUND_05UP BasicContext ExtendedContext DefaultContext MAX_PREC MAX_EMAX",
+    )
+    f["decimal"].update(Context=_CappedContext, localcontext=_localcontext)
+    for name in ("BasicContext", "ExtendedContext", "DefaultContext"):
+        f["decimal"].pop(name, None)  # shared mutable contexts
+    f["fractions"] = _pick(fractions, "Fraction")
+    rng = session.random
+    f["random"] = {
+        name: getattr(rng, name)
+        for name in (
+            "random randint randrange choice choices shuffle sample uniform triangular gauss normalvariate "
+            "lognormvariate expovariate vonmisesvariate gammavariate betavariate paretovariate "
+            "weibullvariate "
+            "getrandbits randbytes seed getstate setstate binomialvariate"
+        ).split()
+        if hasattr(rng, name)
+    }
+    f["random"]["Random"] = random.Random
+    f["heapq"] = _pick(heapq, "heappush heappop heapify heapreplace heappushpop nlargest nsmallest merge")
+    f["bisect"] = _pick(bisect, "bisect bisect_left bisect_right insort insort_left insort_right")
+    f["unicodedata"] = _pick(
+        unicodedata,
+        "lookup name decimal digit numeric category bidirectional combining "
+        "east_asian_width mirrored decomposition normalize is_normalized "
+        "unidata_version",
+    )
+    f["hashlib"] = _pick(
+        hashlib,
+        "md5 sha1 sha224 sha256 sha384 sha512 sha3_224 sha3_256 sha3_384 sha3_512 "
+        "blake2b blake2s shake_128 shake_256 new algorithms_available "
+        "algorithms_guaranteed",
+    )
+    f["base64"] = _pick(
+        base64,
+        "b64encode b64decode standard_b64encode standard_b64decode urlsafe_b64encode "
+        "urlsafe_b64decode b32encode b32decode b32hexencode b32hexdecode b16encode "
+        "b16decode b85encode b85decode a85encode a85decode encodebytes decodebytes",
+    )
+    f["csv"] = _pick(
+        csv,
+        "reader writer DictReader DictWriter Sniffer Dialect excel excel_tab unix_dialect "
+        "QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE QUOTE_NONNUMERIC Error list_dialects get_dialect",
+    )
+    f["io"] = _pick(io, "StringIO BytesIO")
+
+    def _pprint(
+        obj: Any,
+        stream: Any = None,
+        indent: int = 1,
+        width: int = 80,
+        depth: int | None = None,
+        *,
+        compact: bool = False,
+        sort_dicts: bool = True,
+        underscore_numbers: bool = False,
+    ) -> None:
+        text = (
+            pprint.pformat(
+                obj,
+                indent=indent,
+                width=width,
+                depth=depth,
+                compact=compact,
+                sort_dicts=sort_dicts,
+                underscore_numbers=underscore_numbers,
+            )
+            + "\n"
+        )
+        if stream is not None:
+            guarded_getattr(stream, "write")(text)
+        else:
+            session.write_output(text)
+
+    def _pp(obj: Any, *args: Any, sort_dicts: bool = False, **kwargs: Any) -> None:
+        _pprint(obj, *args, sort_dicts=sort_dicts, **kwargs)
+
+    f["pprint"] = _pick(pprint, "pformat isreadable isrecursive saferepr")
+    f["pprint"].update(pprint=_pprint, pp=_pp)
+    f["typing"] = _pick(
+        typing,
+        "Any AnyStr Callable ClassVar Final Generic Literal NamedTuple NewType "
+        "NoReturn Optional Protocol TypedDict TypeVar Union Annotated cast overload "
+        "final runtime_checkable get_origin get_args List Dict Set FrozenSet Tuple Type "
+        "Iterable Iterator Generator Sequence MutableSequence Mapping MutableMapping "
+        "Collection Container Hashable Sized Reversible Counter DefaultDict Deque "
+        "OrderedDict ChainMap Pattern Match Self Never TypeAlias LiteralString "
+        "Required NotRequired",
+    )
+    f["enum"] = _pick(enum, "Enum IntEnum Flag IntFlag StrEnum auto unique verify")
+    f["dataclasses"] = _pick(
+        dataclasses,
+        "dataclass field fields asdict astuple replace is_dataclass "
+        "FrozenInstanceError InitVar MISSING KW_ONLY",
+    )
+
+    facades = {name: _facade(name, attrs) for name, attrs in f.items() if name != "collections.abc"}
+    abc_facade = _facade("collections.abc", f["collections.abc"])
+    facades["collections.abc"] = abc_facade
+    facades["collections"] = _facade("collections", {**f["collections"], "abc": abc_facade})
+    return facades
+
+
+def _guarded_item_op(session: SandboxSession, fn: Callable[..., Any]) -> Callable[..., Any]:
+    from rlm_kernel.sandbox.guards import WRITABLE_TYPES
+
+    @functools.wraps(fn)
+    def op(obj: Any, *args: Any) -> Any:
+        if type(obj) not in WRITABLE_TYPES and not session.is_user_object(obj):
+            raise refusal(
+                f"cannot modify this {type(obj).__name__} object: only your own variables, lists, "
+                "dicts, sets and instances of classes defined in cells can be changed"
+            )
+        return fn(obj, *args)
+
+    return op
+
+
+def _mul(session: SandboxSession, a: Any, b: Any) -> Any:
+    return session.guards["_mul_"](a, b)
+
+
+def _pow(session: SandboxSession, a: Any, b: Any) -> Any:
+    return session.guards["_pow_"](a, b)
+
+
+def _lshift(session: SandboxSession, a: Any, b: Any) -> Any:
+    return session.guards["_lshift_"](a, b)
+
+
+def _mod(session: SandboxSession, a: Any, b: Any) -> Any:
+    return session.guards["_mod_"](a, b)
+
+
+def import_facade(session: SandboxSession, name: Any, fromlist: Any = (), level: int = 0) -> Any:
+    """What `import` does in a cell: return a facade from the allowlist, or refuse with the list."""
+    if level:
+        raise refusal("relative imports are not available in the sandbox")
+    if type(name) is not str:
+        raise TypeError("module name must be a string")
+    facade = session.facades.get(name)
+    if facade is None:
+        raise refusal(
+            f"module {name!r} is not available in the rlm kernel; available modules: "
+            f"{', '.join(ALLOWED_MODULES)}"
+        )
+    if fromlist:
+        for item in fromlist:
+            if item == "*":
+                raise refusal("'import *' is not available in the sandbox; import names explicitly")
+            if type(item) is not str or item not in facade._rlm_attrs:
+                raise ImportError(
+                    f"cannot import name {item!r} from {name!r} in the rlm sandbox; available: "
+                    f"{', '.join(sorted(facade._rlm_attrs))}"
+                )
+        return facade
+    if "." in name:
+        return session.facades[name.split(".")[0]]
+    return facade

@@ -1,0 +1,541 @@
+"""Run-time guards that restricted code calls: attribute, item, write, iteration, in-place and print guards.
+
+`make_guards(session)` builds them as closures over one `SandboxSession`; cells never see the session itself.
+"""
+
+from __future__ import annotations
+
+import abc
+import collections
+import functools
+import io
+import operator
+import re
+import string
+import types
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES
+
+from rlm_kernel.sandbox.errors import CellTimeout, LimitExceeded, refusal
+from rlm_kernel.sandbox.policy import ALLOWED_DUNDER_METHODS, READABLE_DUNDERS
+
+if TYPE_CHECKING:
+    from rlm_kernel.sandbox.session import SandboxSession
+
+__all__ = ["make_guards", "DENIED_TYPES", "WRITABLE_TYPES", "SafeFormatter"]
+
+_RAISE = object()
+
+# Objects a cell must never hold: modules, frames, code, tracebacks, coroutines, loops, files, threads.
+DENIED_TYPES: frozenset[type] = frozenset(
+    {
+        types.ModuleType,
+        types.FrameType,
+        types.TracebackType,
+        types.CodeType,
+        types.CoroutineType,
+        types.AsyncGeneratorType,
+        types.CellType,
+        types.MappingProxyType,
+    }
+)
+
+
+def _denied_bases() -> tuple[type, ...]:
+    """Base classes of objects that lead out of the sandbox (imported lazily)."""
+    import asyncio
+    import concurrent.futures
+    import socket
+    import threading
+
+    bases: list[type] = [
+        asyncio.Future,
+        asyncio.AbstractEventLoop,
+        asyncio.BaseTransport,
+        asyncio.StreamReader,
+        asyncio.StreamWriter,
+        concurrent.futures.Future,
+        concurrent.futures.Executor,
+        threading.Thread,
+        socket.socket,
+        io.IOBase,
+        types.ModuleType,
+    ]
+    import sys
+
+    for mod, names in (
+        ("httpx", ("Client", "AsyncClient", "Request", "Response")),
+        ("aiohttp", ("ClientSession",)),
+        ("IPython.core.interactiveshell", ("InteractiveShell",)),
+    ):
+        module = sys.modules.get(mod)
+        for name in names:
+            cls = getattr(module, name, None) if module is not None else None
+            if isinstance(cls, type):
+                bases.append(cls)
+    return tuple(bases)
+
+
+_ALLOWED_IO = (io.StringIO, io.BytesIO)
+
+# Value types returned without further checks (the hot path of attribute reads).
+_PLAIN = frozenset(
+    {
+        int,
+        float,
+        str,
+        bool,
+        type(None),
+        bytes,
+        list,
+        tuple,
+        dict,
+        set,
+        frozenset,
+        types.BuiltinFunctionType,
+        types.MethodType,
+        types.FunctionType,
+        complex,
+    }
+)
+
+# Containers whose items may be written (besides instances of classes defined in cells).
+WRITABLE_TYPES = frozenset(
+    {
+        dict,
+        list,
+        set,
+        bytearray,
+        collections.Counter,
+        collections.defaultdict,
+        collections.OrderedDict,
+        collections.deque,
+        collections.ChainMap,
+        collections.UserDict,
+        collections.UserList,
+        io.StringIO,
+        io.BytesIO,
+    }
+)
+
+_NAMEDTUPLE_PRIVATE = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
+_PRIVATE_ATTR = re.compile(r"_[A-Za-z0-9]\w*\Z")
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+class SafeFormatter(string.Formatter):
+    """`str.format` that reads fields through the sandbox's attribute/item guards and caps widths."""
+
+    def __init__(self, getattr_: Callable[[Any, str], Any], check_spec: Callable[[Any, str], None]) -> None:
+        self._getattr = getattr_
+        self._check_spec = check_spec
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
+        import _string
+
+        first, rest = _string.formatter_field_name_split(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attr, key in rest:
+            obj = self._getattr(obj, key) if is_attr else obj[key]
+        return obj, first
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        self._check_spec(value, format_spec)
+        return format(value, format_spec)
+
+
+_WIDTH_DIGITS = re.compile(r"\d+")
+_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+
+def make_guards(session: SandboxSession) -> dict[str, Any]:
+    """Return the guard functions RestrictedPython-transformed code calls, bound to `session`."""
+    limits = session.limits
+    denied_bases = _denied_bases()
+
+    def cancel_check() -> None:
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+
+    def check_value(value: Any, what: str) -> Any:
+        kind = type(value)
+        if kind in _PLAIN:
+            return value
+        if kind in DENIED_TYPES or (isinstance(value, denied_bases) and not isinstance(value, _ALLOWED_IO)):
+            raise refusal(f"{what} leads to a {kind.__name__} object, which the sandbox does not hand out")
+        return value
+
+    # -- attribute reads ------------------------------------------------------------------------------------
+    def private_allowed(obj: Any, name: str) -> bool:
+        if name in _NAMEDTUPLE_PRIVATE and (
+            isinstance(obj, tuple) or (isinstance(obj, type) and issubclass(obj, tuple))
+        ):
+            return True
+        return bool(_PRIVATE_ATTR.match(name)) and not _is_dunder(name) and session.is_user_object(obj)
+
+    def guarded_getattr(obj: Any, name: Any, default: Any = _RAISE) -> Any:
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        if type(name) is not str:
+            raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
+        if name.startswith("_"):
+            if name in READABLE_DUNDERS:
+                value = getattr(obj, name, None)
+                if value is None or type(value) is str:
+                    return value
+                raise refusal(
+                    f"attribute {name!r} of this object is not a string; the sandbox only hands out "
+                    "names and docstrings"
+                )
+            if type(obj) is super and name in ALLOWED_DUNDER_METHODS:
+                return getattr(obj, name)
+            if not private_allowed(obj, name):
+                raise refusal(
+                    f"attribute {name!r} starts with '_': underscore attributes are not available "
+                    "in the sandbox (except private attributes of your own classes)"
+                )
+        elif name in INSPECT_ATTRIBUTES:
+            raise refusal(
+                f"attribute {name!r} reaches frames or code objects, which the sandbox does not allow"
+            )
+        elif name in _SPECIAL:
+            handled = _SPECIAL[name](obj, name)
+            if handled is not _RAISE:
+                return handled
+        try:
+            value = getattr(obj, name)
+        except AttributeError as exc:
+            if default is not _RAISE:
+                return default
+            raise AttributeError(str(exc)) from None
+        return check_value(value, f"attribute {name!r}")
+
+    formatter = SafeFormatter(guarded_getattr, lambda value, spec: check_spec(value, spec))
+
+    def safe_format_method(text: Any) -> Callable[..., str]:
+        def format(*args: Any, **kwargs: Any) -> str:  # noqa: A001 - mirrors str.format
+            return formatter.vformat(str(text), args, kwargs)
+
+        return format
+
+    def safe_format_map(text: Any) -> Callable[[Any], str]:
+        def format_map(mapping: Any) -> str:
+            return formatter.vformat(str(text), (), mapping)
+
+        return format_map
+
+    def special_format(obj: Any, name: str) -> Any:
+        is_text = isinstance(obj, (str, collections.UserString))
+        is_text_type = isinstance(obj, type) and issubclass(obj, (str, collections.UserString))
+        if is_text:
+            return safe_format_method(obj) if name == "format" else safe_format_map(obj)
+        if is_text_type:
+            if name == "format":
+                return lambda text, *a, **k: safe_format_method(text)(*a, **k)
+            return lambda text, mapping: safe_format_map(text)(mapping)
+        if isinstance(obj, string.Formatter) or (isinstance(obj, type) and issubclass(obj, string.Formatter)):
+            raise refusal("string.Formatter is not available in the sandbox; use str.format or f-strings")
+        return _RAISE
+
+    def special_formatter(obj: Any, name: str) -> Any:
+        if isinstance(obj, string.Formatter) or (isinstance(obj, type) and issubclass(obj, string.Formatter)):
+            raise refusal("string.Formatter is not available in the sandbox; use str.format or f-strings")
+        return _RAISE
+
+    def special_exception_obj(obj: Any, name: str) -> Any:
+        if isinstance(obj, BaseException):
+            raise refusal("the .obj of an exception is not available in the sandbox")
+        return _RAISE
+
+    def special_partial(obj: Any, name: str) -> Any:
+        if isinstance(obj, (functools.partial, functools.partialmethod)):
+            raise refusal(f"functools.partial's .{name} is not available in the sandbox")
+        return _RAISE
+
+    def special_register(obj: Any, name: str) -> Any:
+        if isinstance(obj, abc.ABCMeta) and not session.is_user_object(obj):
+            raise refusal(
+                "registering with a library's abstract base class would change shared state; "
+                "subclass it instead"
+            )
+        return _RAISE
+
+    _SPECIAL: dict[str, Callable[[Any, str], Any]] = {
+        "format": special_format,
+        "format_map": special_format,
+        "get_field": special_formatter,
+        "get_value": special_formatter,
+        "vformat": special_formatter,
+        "parse": special_formatter,
+        "convert_field": special_formatter,
+        "format_field": special_formatter,
+        "obj": special_exception_obj,
+        "func": special_partial,
+        "args": special_partial,
+        "keywords": special_partial,
+        "register": special_register,
+    }
+
+    # -- size caps ----------------------------------------------------------------------------------------
+    def check_spec(value: Any, spec: str) -> None:
+        if not spec or not limits.max_format_width:
+            return
+        import datetime
+
+        if isinstance(value, (datetime.date, datetime.time)):
+            return
+        for digits in _WIDTH_DIGITS.findall(spec):
+            if len(digits) > 7 or int(digits) > limits.max_format_width:
+                raise LimitExceeded(
+                    f"format width/precision {digits} is over the limit of "
+                    f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"
+                )
+
+    def safe_format(value: Any, spec: str = "") -> str:
+        if type(spec) is not str:
+            raise TypeError(f"format() argument 2 must be str, not {type(spec).__name__}")
+        check_spec(value, spec)
+        return format(value, spec)
+
+    def fstring_format(value: Any, conversion: int, spec: str) -> str:
+        if conversion == 115:
+            value = str(value)
+        elif conversion == 114:
+            value = repr(value)
+        elif conversion == 97:
+            value = ascii(value)
+        return safe_format(value, spec)
+
+    def too_big_int(what: str, bits: int) -> LimitExceeded:
+        return LimitExceeded(
+            f"{what} would produce an integer of about {bits} bits, over the limit of "
+            f"{limits.max_int_bits} bits (RLM_MAX_INT_BITS)"
+        )
+
+    def safe_pow(a: Any, b: Any, mod: Any = None) -> Any:
+        if mod is None and type(a) is int and type(b) is int and b > 1 and limits.max_int_bits:
+            base_bits = abs(a).bit_length()
+            if base_bits > 1 and (base_bits - 1) * b > limits.max_int_bits:
+                raise too_big_int(f"{_short(a)} ** {_short(b)}", (base_bits - 1) * b)
+        return a**b if mod is None else pow(a, b, mod)
+
+    def safe_lshift(a: Any, b: Any) -> Any:
+        if type(a) is int and type(b) is int and a and limits.max_int_bits:
+            bits = abs(a).bit_length() + b
+            if bits > limits.max_int_bits:
+                raise too_big_int(f"{_short(a)} << {_short(b)}", bits)
+        return a << b
+
+    def repeat_check(seq: Any, times: Any) -> None:
+        if isinstance(times, int) and isinstance(seq, (str, bytes, bytearray, list, tuple)):
+            total = len(seq) * times
+            if limits.max_sequence and total > limits.max_sequence:
+                raise LimitExceeded(
+                    f"repeating a {type(seq).__name__} of length {len(seq)} {times} times "
+                    f"gives {total} items, over the limit of {limits.max_sequence} "
+                    "(RLM_MAX_SEQUENCE)"
+                )
+
+    def safe_mul(a: Any, b: Any) -> Any:
+        ta, tb = type(a), type(b)
+        if ta is float or tb is float:
+            return a * b
+        if ta is int and tb is int:
+            if limits.max_int_bits:
+                bits = a.bit_length() + b.bit_length()
+                if bits > limits.max_int_bits:
+                    raise too_big_int("this multiplication", bits)
+            return a * b
+        if ta is int or ta is bool:
+            repeat_check(b, a)
+        elif tb is int or tb is bool:
+            repeat_check(a, b)
+        return a * b
+
+    def safe_mod(a: Any, b: Any) -> Any:
+        if isinstance(a, (str, bytes)) and limits.max_format_width:
+            text = a if isinstance(a, str) else a.decode("latin-1")
+            args = b if isinstance(b, tuple) else (b,)
+            for width, precision in _PERCENT_SPEC.findall(text):
+                for part in (width, precision):
+                    if part == "*":
+                        for arg in args:
+                            if type(arg) is int and abs(arg) > limits.max_format_width:
+                                raise LimitExceeded(
+                                    f"format width {arg} is over the limit of "
+                                    f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"
+                                )
+                    elif part and (len(part) > 7 or int(part) > limits.max_format_width):
+                        raise LimitExceeded(
+                            f"format width/precision {part} is over the limit of "
+                            f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"
+                        )
+        return a % b
+
+    _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
+        "+=": operator.iadd,
+        "-=": operator.isub,
+        "*=": lambda a, b: _imul(a, b),
+        "/=": operator.itruediv,
+        "%=": lambda a, b: safe_mod(a, b),
+        "**=": lambda a, b: safe_pow(a, b),
+        "<<=": lambda a, b: safe_lshift(a, b),
+        ">>=": operator.irshift,
+        "|=": operator.ior,
+        "^=": operator.ixor,
+        "&=": operator.iand,
+        "//=": operator.ifloordiv,
+        "@=": operator.imatmul,
+    }
+
+    def _imul(a: Any, b: Any) -> Any:
+        if isinstance(a, (list, bytearray)) and type(b) is int:
+            repeat_check(a, b)
+            return operator.imul(a, b)
+        return safe_mul(a, b)
+
+    def inplacevar(op: str, x: Any, y: Any) -> Any:
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        fn = _INPLACE.get(op)
+        if fn is None:
+            raise refusal(f"operator {op} is not supported")
+        return fn(x, y)
+
+    # -- items, writes, iteration -------------------------------------------------------------------------
+    def guarded_getitem(obj: Any, key: Any) -> Any:
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        value = obj[key]
+        if type(value) in DENIED_TYPES:
+            raise refusal(
+                f"this item is a {type(value).__name__} object, which the sandbox does not hand out"
+            )
+        return value
+
+    def guarded_write(obj: Any) -> Any:
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        if type(obj) in WRITABLE_TYPES or session.is_user_object(obj):
+            return obj
+        from rlm_kernel.sandbox.facades import Facade
+
+        if isinstance(obj, Facade):
+            raise refusal("modules are read-only in the sandbox; keep your own state in variables")
+        raise refusal(
+            f"cannot modify this {type(obj).__name__} object: only your own variables, lists, "
+            "dicts, sets and instances of classes defined in cells can be changed"
+        )
+
+    def guarded_setattr(obj: Any, name: str, value: Any) -> None:
+        if type(name) is not str:
+            raise TypeError("attribute name must be a string")
+        if name.startswith("_") and not (private_allowed(obj, name)):
+            raise refusal(f"attribute {name!r} starts with '_': it cannot be set in the sandbox")
+        setattr(guarded_write(obj), name, value)
+
+    def guarded_delattr(obj: Any, name: str) -> None:
+        if type(name) is not str:
+            raise TypeError("attribute name must be a string")
+        if name.startswith("_") and not (private_allowed(obj, name)):
+            raise refusal(f"attribute {name!r} starts with '_': it cannot be deleted in the sandbox")
+        delattr(guarded_write(obj), name)
+
+    def guarded_getiter(obj: Any) -> Any:
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        return iter(obj)
+
+    def guarded_apply(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        return fn(*args, **kwargs)
+
+    def iter_unpack_sequence(it: Any, spec: Any, _getiter_: Any = guarded_getiter) -> Any:
+        return guarded_iter_unpack_sequence(it, spec, guarded_getiter)
+
+    def unpack_sequence(it: Any, spec: Any, _getiter_: Any = guarded_getiter) -> Any:
+        return guarded_unpack_sequence(it, spec, guarded_getiter)
+
+    def guarded_hasattr(obj: Any, name: Any) -> bool:
+        try:
+            guarded_getattr(obj, name)
+        except AttributeError:
+            return False
+        return True
+
+    def guarded_getattr_builtin(obj: Any, name: Any, *default: Any) -> Any:
+        if len(default) > 1:
+            raise TypeError(f"getattr expected at most 3 arguments, got {2 + len(default)}")
+        return guarded_getattr(obj, name, *default)
+
+    # -- print --------------------------------------------------------------------------------------------
+    class Printer:
+        """What `print(...)` calls in a cell: writes to the kernel's stdout under the per-cell output cap."""
+
+        __slots__ = ("parts",)
+
+        def __init__(self, _getattr_: Any = None) -> None:
+            self.parts: list[str] = []
+
+        def _call_print(
+            self,
+            *objects: Any,
+            sep: str | None = " ",
+            end: str | None = "\n",
+            file: Any = None,
+            flush: bool = False,
+        ) -> None:
+            if session.cancelled is not None:
+                raise CellTimeout(session.cancelled)
+            if sep is not None and type(sep) is not str:
+                raise TypeError(f"sep must be None or a string, not {type(sep).__name__}")
+            if end is not None and type(end) is not str:
+                raise TypeError(f"end must be None or a string, not {type(end).__name__}")
+            text = (" " if sep is None else sep).join(map(str, objects)) + ("\n" if end is None else end)
+            if file is not None:
+                guarded_getattr(file, "write")(text)
+                return
+            session.write_output(text)
+            if sum(map(len, self.parts)) < (limits.output_bytes or 1_000_000):
+                self.parts.append(text)
+
+        def __call__(self) -> str:
+            return "".join(self.parts)
+
+    return {
+        "_getattr_": guarded_getattr,
+        "_getitem_": guarded_getitem,
+        "_write_": guarded_write,
+        "_getiter_": guarded_getiter,
+        "_iter_unpack_sequence_": iter_unpack_sequence,
+        "_unpack_sequence_": unpack_sequence,
+        "_inplacevar_": inplacevar,
+        "_apply_": guarded_apply,
+        "_print_": Printer,
+        "_cancel_check_": cancel_check,
+        "_mark_class_": session.mark_user_class,
+        "_pow_": safe_pow,
+        "_mul_": safe_mul,
+        "_lshift_": safe_lshift,
+        "_mod_": safe_mod,
+        "_format_": fstring_format,
+        # builtins built on the guards
+        "getattr": guarded_getattr_builtin,
+        "hasattr": guarded_hasattr,
+        "setattr": guarded_setattr,
+        "delattr": guarded_delattr,
+        "format": safe_format,
+        "pow": safe_pow,
+    }
+
+
+def _short(n: int) -> str:
+    text = str(n) if abs(n).bit_length() < 64 else f"<{abs(n).bit_length()}-bit int>"
+    return text

@@ -1,0 +1,281 @@
+"""Resource limits: `Limits` (read from `RLM_*` environment variables) and `cell_limits`, which applies them.
+
+CPU and wall time per cell (timers, sticky cancellation), an RLIMIT_CPU backstop for C loops, RLIMIT_AS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import json
+import os
+import resource
+import signal
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlm_kernel.sandbox.errors import CellTimeout
+
+if TYPE_CHECKING:
+    from rlm_kernel.sandbox.session import SandboxSession
+
+__all__ = ["Limits", "cell_limits", "consume_backstop_note", "check_source_size"]
+
+_TICK = 0.05  # seconds between repeated timeouts once a cell is cancelled (sticky cancellation)
+
+
+def _env_number(env: Mapping[str, str], name: str, default: float, cast: type = int) -> Any:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = cast(float(raw)) if cast is int else cast(raw)
+    except ValueError:
+        raise ValueError(
+            f"{name}={raw!r} is not a number; set it to a number (0 disables the limit)"
+        ) from None
+    if value < 0:
+        raise ValueError(f"{name}={raw!r} is negative; use 0 to disable the limit")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Every sandbox limit; 0 disables a limit. Frozen: cells can never change them."""
+
+    cpu_seconds: float = 60.0  # CPU time per cell (RLM_CPU_SECONDS)
+    wall_seconds: float = 1800.0  # wall time per cell; long because LLM calls wait (RLM_WALL_SECONDS)
+    cpu_backstop_seconds: float = (
+        30.0  # extra CPU before the process is killed in a C loop (RLM_CPU_BACKSTOP_SECONDS)
+    )
+    memory_mb: int = 8192  # address-space cap of the kernel process (RLM_MEMORY_MB)
+    output_bytes: int = 1_000_000  # printed output per cell (RLM_OUTPUT_BYTES)
+    max_source_bytes: int = 500_000  # size of one cell's source (RLM_MAX_SOURCE_BYTES)
+    max_ast_nodes: int = 200_000  # syntax-tree nodes in one cell (RLM_MAX_AST_NODES)
+    max_range: int = 100_000_000  # len(range(...)) (RLM_MAX_RANGE)
+    max_sequence: int = 200_000_000  # items produced by sequence repetition 'a' * n (RLM_MAX_SEQUENCE)
+    max_int_bits: int = 10_000_000  # bits of an integer built by ** or << (RLM_MAX_INT_BITS)
+    max_format_width: int = 100_000  # width/precision in format specs (RLM_MAX_FORMAT_WIDTH)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Limits:
+        """Read `RLM_*` variables (see docs/sections/limits.md); explicit keyword overrides win."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            var = "RLM_" + field.name.upper()
+            cast = float if field.type in ("float", float) else int
+            values[field.name] = _env_number(env, var, field.default, cast)
+        values.update(overrides)
+        return cls(**values)
+
+
+def check_source_size(source: str, limits: Limits) -> None:
+    """Raise `SandboxError` if a cell's source is larger than `limits.max_source_bytes`."""
+    from rlm_kernel.sandbox.errors import SandboxError
+
+    if limits.max_source_bytes and len(source) > limits.max_source_bytes:
+        size = len(source.encode("utf-8", "surrogatepass"))
+        if size > limits.max_source_bytes:
+            raise SandboxError(
+                f"the cell is {size} bytes, over the {limits.max_source_bytes}-byte source limit "
+                "(RLM_MAX_SOURCE_BYTES); load large text with load_context() instead of pasting it"
+            )
+
+
+def _apply_memory_cap(limits: Limits) -> None:
+    if not limits.memory_mb:
+        return
+    want = limits.memory_mb * 1024 * 1024
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        if soft == resource.RLIM_INFINITY or soft > want:
+            resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+
+
+def _process_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def consume_backstop_note(marker: Path | str) -> str | None:
+    """If the previous kernel died inside a cell (CPU backstop), return a message saying so and forget it."""
+    path = Path(marker)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    with contextlib.suppress(OSError):
+        path.unlink()
+    seconds = data.get("backstop_seconds")
+    return (
+        "The previous kernel was stopped while running a cell: it used more than "
+        f"{seconds} s of CPU inside a single C-level operation (for example sum(range(10**12))), which the "
+        "sandbox cannot interrupt, so the kernel was restarted. "
+        "Variables were lost; make the operation smaller."
+    )
+
+
+def _is_user_stack(frame: Any) -> bool:
+    from rlm_kernel.sandbox.policy import is_sandboxed_filename
+
+    depth = 0
+    while frame is not None and depth < 200:
+        if is_sandboxed_filename(frame.f_code.co_filename):
+            return True
+        frame = frame.f_back
+        depth += 1
+    return False
+
+
+class _SignalTimers:
+    """CPU (ITIMER_PROF) and wall (ITIMER_REAL) timers for the main thread; they repeat once fired."""
+
+    def __init__(self, session: SandboxSession, limits: Limits) -> None:
+        self.session = session
+        self.limits = limits
+        self.saved: list[tuple[int, Any, tuple[float, float]]] = []
+
+    def _handler(self, kind: str, seconds: float) -> Any:
+        session = self.session
+
+        def handle(signum: int, frame: Any) -> None:
+            if session.cancelled is None:
+                session.cancelled = (
+                    f"the cell ran past its {kind} time limit of {seconds:g} s "
+                    f"(RLM_{kind.upper()}_SECONDS); split the work into smaller cells"
+                )
+            if _is_user_stack(frame):
+                raise CellTimeout(session.cancelled)
+
+        return handle
+
+    def start(self) -> None:
+        plan = [
+            (signal.SIGPROF, signal.ITIMER_PROF, self.limits.cpu_seconds, "cpu"),
+            (signal.SIGALRM, signal.ITIMER_REAL, self.limits.wall_seconds, "wall"),
+        ]
+        for signum, which, seconds, kind in plan:
+            if not seconds:
+                continue
+            old = signal.signal(signum, self._handler(kind, seconds))
+            old_timer = signal.setitimer(which, seconds, _TICK)
+            self.saved.append((signum, old, (which, *old_timer)))
+
+    def stop(self) -> None:
+        for signum, old, (which, delay, interval) in reversed(self.saved):
+            signal.setitimer(which, delay, interval)
+            signal.signal(signum, old if old is not None else signal.SIG_DFL)
+        self.saved.clear()
+
+
+class _ThreadWatchdog:
+    """For cells run outside the main thread: a watchdog thread that injects `CellTimeout` asynchronously."""
+
+    def __init__(self, session: SandboxSession, limits: Limits) -> None:
+        self.session = session
+        self.limits = limits
+        self.target = threading.get_ident()
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def _run(self, cpu_start: float, wall_start: float, clock_id: int) -> None:
+        limits = self.limits
+        while not self.done.wait(_TICK):
+            cpu = time.clock_gettime(clock_id) - cpu_start
+            wall = time.monotonic() - wall_start
+            if self.session.cancelled is None:
+                if limits.cpu_seconds and cpu > limits.cpu_seconds:
+                    kind, seconds = "cpu", limits.cpu_seconds
+                elif limits.wall_seconds and wall > limits.wall_seconds:
+                    kind, seconds = "wall", limits.wall_seconds
+                else:
+                    continue
+                self.session.cancelled = (
+                    f"the cell ran past its {kind} time limit of {seconds:g} s "
+                    f"(RLM_{kind.upper()}_SECONDS); split the work into smaller cells"
+                )
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(self.target), ctypes.py_object(CellTimeout)
+            )
+
+    def start(self) -> None:
+        clock_id = time.pthread_getcpuclockid(threading.get_ident())
+        args = (time.clock_gettime(clock_id), time.monotonic(), clock_id)
+        self.thread = threading.Thread(target=self._run, args=args, name="rlm-cell-watchdog", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread is not None:
+            self.thread.join()
+        # Clear an exception injected after the cell finished but before the watchdog stopped.
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), None)
+
+
+def _set_cpu_backstop(limits: Limits) -> tuple[int, int] | None:
+    if not limits.cpu_seconds or not limits.cpu_backstop_seconds:
+        return None
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+        want = int(_process_cpu() + limits.cpu_seconds + limits.cpu_backstop_seconds) + 1
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+        return soft, hard
+    except (ValueError, OSError):
+        return None
+
+
+@contextlib.contextmanager
+def cell_limits(session: SandboxSession) -> Iterator[None]:
+    """Apply the session's limits around one cell (or one root-loop block); nested uses are pass-through.
+
+    Resets the per-cell output count and cancellation, arms CPU/wall timers (sticky: once fired they re-fire
+    every 50 ms while user code runs, and every guard and `except` handler re-raises), lowers RLIMIT_CPU's
+    soft limit as a backstop for C loops (the process dies and the kernel manager restarts it), and caps memory.
+    """
+    if session.active_depth:
+        session.active_depth += 1
+        try:
+            yield
+        finally:
+            session.active_depth -= 1
+        return
+    limits = session.limits
+    session.begin_cell()
+    _apply_memory_cap(limits)
+    timers: _SignalTimers | _ThreadWatchdog
+    if threading.current_thread() is threading.main_thread():
+        timers = _SignalTimers(session, limits)
+    else:
+        timers = _ThreadWatchdog(session, limits)
+    saved_cpu = _set_cpu_backstop(limits)
+    marker = session.backstop_marker
+    if marker is not None and saved_cpu is not None:
+        with contextlib.suppress(OSError):
+            Path(marker).write_text(
+                json.dumps({"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds})
+            )
+    session.active_depth = 1
+    timers.start()
+    try:
+        yield
+    finally:
+        timers.stop()
+        session.active_depth = 0
+        if saved_cpu is not None:
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(resource.RLIMIT_CPU, saved_cpu)
+        if marker is not None:
+            with contextlib.suppress(OSError):
+                Path(marker).unlink()
+        session.end_cell()

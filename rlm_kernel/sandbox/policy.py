@@ -1,0 +1,432 @@
+"""Compile-time policy: a RestrictedPython transformer with the rlm kernel's extra rules, and `restrict_ast`.
+
+Fails closed: any internal error while checking a cell rejects the cell with a `SandboxError`.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import re
+from collections.abc import Iterable
+
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer, copy_locations
+
+from rlm_kernel.sandbox.errors import SandboxError, format_refusal
+from rlm_kernel.sandbox.limits import Limits
+
+__all__ = [
+    "ALLOWED_DUNDER_METHODS",
+    "READABLE_DUNDERS",
+    "REFUSED_NAMES",
+    "RLMTransformer",
+    "is_sandboxed_filename",
+    "register_sandboxed_filename",
+    "restrict_ast",
+]
+
+# Data-model methods a class defined in a cell may implement (plus IPython's rich display hooks).
+ALLOWED_DUNDER_METHODS = frozenset(
+    f"__{n}__"
+    for n in (
+        "init post_init repr str format len iter next reversed contains getitem setitem delitem missing "
+        "eq ne lt le gt ge hash bool call enter exit index int float complex round abs neg pos invert "
+        "add sub mul truediv floordiv mod divmod pow matmul and or xor lshift rshift "
+        "radd rsub rmul rtruediv rfloordiv rmod rdivmod rpow rmatmul rand ror rxor rlshift rrshift "
+        "iadd isub imul itruediv ifloordiv imod ipow imatmul iand ior ixor ilshift irshift"
+    ).split()
+) | frozenset(f"_repr_{n}_" for n in "html markdown latex json svg png jpeg pdf mimebundle".split())
+
+# Dunder attributes that may be *read* anywhere: they hold names and docs (checked to be str at run time).
+READABLE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__"})
+
+# Builtins a cell may not use, with the reason given.
+REFUSED_NAMES = {
+    "get_ipython": "get_ipython() is not available in the rlm kernel: it hands over the whole shell",
+    "exit": "exit() is not available in the rlm kernel; restart the kernel from the Kernel menu",
+    "quit": "quit() is not available in the rlm kernel; restart the kernel from the Kernel menu",
+    "open": "open() is not available: the sandbox has no file access; use load_context() to read files",
+    "eval": "eval() is not available: all code must pass the sandbox policy",
+    "exec": "exec() is not available: all code must pass the sandbox policy",
+    "compile": "compile() is not available: all code must pass the sandbox policy",
+    "input": "input() is not available in the rlm kernel",
+    "breakpoint": "the debugger is not available in the rlm kernel",
+    "globals": "globals() is not available: it would expose the sandbox guards",
+    "locals": "locals() is not available: it would expose the sandbox guards",
+    "vars": "vars() is not available: it would expose object internals",
+    "help": "help() is not available in the rlm kernel; use obj? in a cell instead",
+    "memoryview": "memoryview() is not available in the rlm kernel",
+}
+
+# IPython history names that may be read: _ __ ___ _N _i _ii _iii _iN
+_HISTORY_NAME = re.compile(r"_(?:\d+|_{1,2}|i{1,3}|i\d+)\Z")
+
+_SANDBOXED_FILES: set[str] = set()
+
+
+def register_sandboxed_filename(filename: str) -> None:
+    """Record that code compiled under `filename` is restricted user code (for tracebacks and timers)."""
+    _SANDBOXED_FILES.add(filename)
+
+
+def is_sandboxed_filename(filename: str) -> bool:
+    """True if `filename` names restricted user code."""
+    return filename in _SANDBOXED_FILES
+
+
+class _Refusal(Exception):
+    """Internal: the first policy violation found, with its node."""
+
+
+class RLMTransformer(RestrictingNodeTransformer):
+    """RestrictedPython's transformer with the rlm kernel's rules (see docs/sections/sandbox.md)."""
+
+    def __init__(self, *, trusted_names: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.trusted_names = frozenset(trusted_names)
+        self.first_error: tuple[ast.AST | None, str] | None = None
+
+    # -- reporting ------------------------------------------------------------------------------------------
+    def error(self, node: ast.AST, info: str) -> None:
+        super().error(node, info)
+        if self.first_error is None:
+            self.first_error = (node, info)
+
+    def refuse(self, node: ast.AST, reason: str) -> None:
+        self.error(node, reason)
+
+    # -- names ----------------------------------------------------------------------------------------------
+    def check_name(self, node: ast.AST, name: str | None, allow_magic_methods: bool = False) -> None:
+        if name is None:
+            return
+        if name in self.trusted_names:
+            return
+        if allow_magic_methods and name in ALLOWED_DUNDER_METHODS and getattr(node, "col_offset", 0) != 0:
+            return
+        if name.startswith("_") and name != "_":
+            if allow_magic_methods:
+                self.refuse(
+                    node,
+                    f"defining {name!r} is not allowed; classes may define data-model methods "
+                    "such as __init__, __repr__, __len__, __iter__, __eq__, __lt__, _repr_html_",
+                )
+            else:
+                self.refuse(node, f"{name!r} starts with '_': underscore names are reserved for the sandbox")
+            return
+        super().check_name(node, name, allow_magic_methods)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load):
+            if node.id in REFUSED_NAMES:
+                self.refuse(node, REFUSED_NAMES[node.id])
+                return node
+            if _HISTORY_NAME.match(node.id) or node.id in self.trusted_names:
+                return node
+        return super().visit_Name(node)
+
+    def visit_Global(self, node: ast.Global) -> ast.AST:
+        for name in node.names:
+            self.check_name(node, name)
+        return node
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> ast.AST:
+        for name in node.names:
+            self.check_name(node, name)
+        return node
+
+    # -- attributes -----------------------------------------------------------------------------------------
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        attr = node.attr
+        allowed_dunder = isinstance(node.ctx, ast.Load) and (
+            attr in READABLE_DUNDERS or (attr in ALLOWED_DUNDER_METHODS and _is_super_call(node.value))
+        )
+        if allowed_dunder:
+            value = self.visit(node.value)
+            call = ast.Call(
+                func=ast.Name("_getattr_", ast.Load()), args=[value, ast.Constant(attr)], keywords=[]
+            )
+            copy_locations(call, node)
+            return call
+        if attr.startswith("_") and attr != "_":
+            self.refuse(
+                node,
+                f"attribute {attr!r} starts with '_': underscore attributes are not available in the sandbox",
+            )
+            return node
+        if attr in INSPECT_ATTRIBUTES:
+            self.refuse(
+                node, f"attribute {attr!r} reaches frames or code objects, which the sandbox does not allow"
+            )
+            return node
+        return super().visit_Attribute(node)
+
+    # -- statements the kernel refuses with its own reasons -------------------------------------------------
+    def visit_AsyncFunctionDef(self, node: ast.AST) -> None:
+        self.refuse(
+            node,
+            "async/await is not available in the rlm kernel (asyncio is not allowed); "
+            "call the helpers directly, they already run requests concurrently",
+        )
+
+    visit_Await = visit_AsyncFor = visit_AsyncWith = visit_AsyncFunctionDef
+
+    def visit_TryStar(self, node: ast.AST) -> None:
+        self.refuse(node, "except* is not available in the sandbox; use a plain except clause")
+
+    def visit_Match(self, node: ast.AST) -> None:
+        self.refuse(
+            node,
+            "match statements are not available in the sandbox (class patterns read attributes "
+            "unchecked); use if/elif",
+        )
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST | list[ast.AST]:
+        """Allow annotations (`x: int = 1`, dataclass fields); the target and value are checked as usual."""
+        node.annotation = self.visit(node.annotation)
+        if node.value is not None:
+            node.value = self.visit(node.value)
+        node.target = self.visit(node.target)
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        new = super().visit_ClassDef(node)
+        mark = ast.Name("_mark_class_", ast.Load())
+        copy_locations(mark, node)
+        new.decorator_list.insert(0, mark)
+        copy_locations(new, node)
+        return new
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        new = super().visit_FunctionDef(node)
+        new.body.insert(0, self._cancel_check(node))
+        return new
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
+        new = super().visit_ExceptHandler(node)
+        new.body.insert(0, self._cancel_check(node))
+        return new
+
+    def visit_Try(self, node: ast.Try) -> ast.AST:
+        new = super().visit_Try(node)
+        if new.finalbody:
+            new.finalbody.insert(0, self._cancel_check(new.finalbody[0]))
+        return new
+
+    @staticmethod
+    def _cancel_check(node: ast.AST) -> ast.stmt:
+        stmt = ast.Expr(ast.Call(func=ast.Name("_cancel_check_", ast.Load()), args=[], keywords=[]))
+        copy_locations(stmt, node)
+        ast.fix_missing_locations(stmt)
+        for sub in ast.walk(stmt):
+            copy_locations(sub, node) if hasattr(sub, "lineno") else None
+        return stmt
+
+    # -- size-capped operators ------------------------------------------------------------------------------
+    _CAPPED_BINOPS = {ast.Pow: "_pow_", ast.Mult: "_mul_", ast.LShift: "_lshift_", ast.Mod: "_mod_"}
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        node = self.node_contents_visit(node)
+        helper = self._CAPPED_BINOPS.get(type(node.op))
+        if helper is None:
+            return node
+        call = ast.Call(func=ast.Name(helper, ast.Load()), args=[node.left, node.right], keywords=[])
+        copy_locations(call, node)
+        copy_locations(call.func, node)
+        return call
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST | list[ast.AST]:
+        """`x op= v` → `_inplacevar_`; also `d[k] += v` and `o.a += v` via `_write_` and the read guards."""
+        target = node.target
+        if isinstance(target, ast.Name):
+            return super().visit_AugAssign(node)
+        op = ast.Constant(_IOP[type(node.op)])
+        if isinstance(target, ast.Subscript):
+            if isinstance(target.slice, ast.Slice):
+                self.refuse(node, "augmented assignment to a slice is not allowed; assign the slice instead")
+                return node
+            obj = self.visit(target.value)
+            key = self.visit(target.slice)
+            value = self.visit(node.value)
+            t_obj, t_key = self.gen_tmp_name(), self.gen_tmp_name()
+            stmts: list[ast.stmt] = [
+                ast.Assign(targets=[ast.Name(t_obj, ast.Store())], value=obj),
+                ast.Assign(targets=[ast.Name(t_key, ast.Store())], value=key),
+                ast.Assign(
+                    targets=[
+                        ast.Subscript(
+                            value=_call("_write_", ast.Name(t_obj, ast.Load())),
+                            slice=ast.Name(t_key, ast.Load()),
+                            ctx=ast.Store(),
+                        )
+                    ],
+                    value=_call(
+                        "_inplacevar_",
+                        op,
+                        _call("_getitem_", ast.Name(t_obj, ast.Load()), ast.Name(t_key, ast.Load())),
+                        value,
+                    ),
+                ),
+            ]
+        elif isinstance(target, ast.Attribute):
+            attr = target.attr
+            if attr.startswith("_") or attr in INSPECT_ATTRIBUTES:
+                self.refuse(
+                    node,
+                    f"attribute {attr!r} starts with '_': underscore attributes are not available "
+                    "in the sandbox",
+                )
+                return node
+            obj = self.visit(target.value)
+            value = self.visit(node.value)
+            t_obj = self.gen_tmp_name()
+            stmts = [
+                ast.Assign(targets=[ast.Name(t_obj, ast.Store())], value=obj),
+                ast.Assign(
+                    targets=[
+                        ast.Attribute(
+                            value=_call("_write_", ast.Name(t_obj, ast.Load())), attr=attr, ctx=ast.Store()
+                        )
+                    ],
+                    value=_call(
+                        "_inplacevar_",
+                        op,
+                        _call("_getattr_", ast.Name(t_obj, ast.Load()), ast.Constant(attr)),
+                        value,
+                    ),
+                ),
+            ]
+        else:  # pragma: no cover - the grammar allows nothing else
+            self.refuse(node, "unsupported augmented assignment target")
+            return node
+        for stmt in stmts:
+            for sub in ast.walk(stmt):
+                if "lineno" in sub._attributes:
+                    copy_locations(sub, node)
+        return stmts
+
+    # -- format specs ---------------------------------------------------------------------------------------
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
+        node = self.node_contents_visit(node)
+        if node.format_spec is None:
+            return node
+        call = _call("_format_", node.value, ast.Constant(node.conversion), node.format_spec)
+        for sub in (call, call.func):
+            copy_locations(sub, node)
+        return ast.FormattedValue(
+            value=call,
+            conversion=-1,
+            format_spec=None,
+            lineno=node.lineno,
+            col_offset=node.col_offset,
+            end_lineno=node.end_lineno,
+            end_col_offset=node.end_col_offset,
+        )
+
+
+_IOP = {
+    ast.Add: "+=",
+    ast.Sub: "-=",
+    ast.Mult: "*=",
+    ast.Div: "/=",
+    ast.Mod: "%=",
+    ast.Pow: "**=",
+    ast.LShift: "<<=",
+    ast.RShift: ">>=",
+    ast.BitOr: "|=",
+    ast.BitXor: "^=",
+    ast.BitAnd: "&=",
+    ast.FloorDiv: "//=",
+    ast.MatMult: "@=",
+}
+
+
+def _call(name: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=ast.Name(name, ast.Load()), args=list(args), keywords=[])
+
+
+def _is_super_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "super"
+        and not node.args
+        and not node.keywords
+    )
+
+
+_GENERATED_ATTRS = {"_call_print"}
+
+
+def _post_check(tree: ast.AST) -> None:
+    """Defence in depth: after transforming, no raw underscore attribute access may remain."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            if node.attr.startswith("_") and node.attr not in _GENERATED_ATTRS:
+                raise _Refusal(node, f"attribute {node.attr!r} survived the policy")
+            if isinstance(node.ctx, ast.Load) and node.attr not in _GENERATED_ATTRS:
+                raise _Refusal(node, f"unguarded attribute read {node.attr!r} survived the policy")
+
+
+def _snippet(node: ast.AST | None, filename: str) -> tuple[int | None, str | None]:
+    if node is None:
+        return None, None
+    lineno = getattr(node, "lineno", None)
+    if lineno is None:
+        return None, None
+    line = linecache.getline(filename, lineno).strip()
+    if line:
+        return lineno, line
+    try:
+        return lineno, ast.unparse(node).splitlines()[0]
+    except Exception:  # noqa: BLE001 - the snippet is decoration only
+        return lineno, None
+
+
+def restrict_ast(
+    tree: ast.Module, *, filename: str, limits: Limits | None = None, trusted_names: Iterable[str] = ()
+) -> ast.Module:
+    """Check and transform one parsed cell; raise `SandboxError` (``line N: '<snippet>' — <reason>``).
+
+    `trusted_names`: names the kernel itself inserted (e.g. its magic dispatcher) that may start with '_'.
+    Fails closed: any internal error rejects the cell.
+    """
+    limits = limits if limits is not None else Limits()
+    try:
+        if not isinstance(tree, ast.Module):
+            raise SandboxError(f"the sandbox expects a module syntax tree, got {type(tree).__name__}")
+        if limits.max_ast_nodes:
+            count = 0
+            for _node in ast.walk(tree):
+                count += 1
+                if count > limits.max_ast_nodes:
+                    raise SandboxError(
+                        f"the cell has more than {limits.max_ast_nodes} syntax nodes (RLM_MAX_AST_NODES); "
+                        "split it into smaller cells"
+                    )
+        transformer = RLMTransformer(trusted_names=trusted_names)
+        result = transformer.visit(tree)
+        if transformer.first_error is not None:
+            node, reason = transformer.first_error
+            lineno, text = _snippet(node, filename)
+            more = len(transformer.errors) - 1
+            suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else ""
+            raise SandboxError(format_refusal(lineno, text, reason) + suffix)
+        _post_check(result)
+        ast.fix_missing_locations(result)
+    except SandboxError:
+        raise
+    except _Refusal as exc:
+        node, reason = exc.args
+        lineno, text = _snippet(node, filename)
+        raise SandboxError(format_refusal(lineno, text, reason)) from None
+    except KeyboardInterrupt:
+        raise
+    except RecursionError:
+        raise SandboxError("the cell is nested too deeply for the sandbox to check; simplify it") from None
+    except BaseException as exc:  # noqa: BLE001 - fail closed on anything else
+        raise SandboxError(
+            f"the sandbox could not check this cell ({type(exc).__name__}), so it was not run; "
+            "simplify the code or report this as a bug"
+        ) from None
+    register_sandboxed_filename(filename)
+    return result

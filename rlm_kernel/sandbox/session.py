@@ -1,0 +1,117 @@
+"""Per-kernel sandbox state: limits, the session `Random`, import facades, output accounting, cancellation.
+
+One `SandboxSession` per kernel (or per root loop); the namespace's guards are closures over it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, TextIO
+
+from rlm_kernel.sandbox.limits import Limits
+
+__all__ = ["SandboxSession"]
+
+
+class SandboxSession:
+    """State shared by every cell of one kernel: never reachable from a cell (guards hold it in closures)."""
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        seed: int | None = None,
+        backstop_marker: Path | str | None = None,
+    ) -> None:
+        self.limits = limits if limits is not None else Limits.from_env()
+        self.random = random.Random(seed if seed is not None else int.from_bytes(os.urandom(16), "big"))
+        self.backstop_marker = backstop_marker
+        self.cancelled: str | None = None  # reason once the running cell hit a time limit
+        self.active_depth = 0
+        self.output_used = 0
+        self.output_dropped = 0
+        self.user_classes: weakref.WeakSet[type] = weakref.WeakSet()
+        self._local = threading.local()
+        from rlm_kernel.sandbox.facades import build_facades
+        from rlm_kernel.sandbox.guards import make_guards
+
+        self.guards: dict[str, Any] = make_guards(self)
+        self.facades: dict[str, Any] = build_facades(self)
+
+    def import_facade(self, name: str, fromlist: Any = (), level: int = 0) -> Any:
+        """What `import` statements in a cell call: an allowlisted facade, or a refusal naming the list."""
+        from rlm_kernel.sandbox.facades import import_facade
+
+        return import_facade(self, name, fromlist, level)
+
+    # -- per-cell bookkeeping -------------------------------------------------------------------------------
+    def begin_cell(self) -> None:
+        """Reset cancellation and output accounting at the start of a cell."""
+        self.cancelled = None
+        self.output_used = 0
+        self.output_dropped = 0
+
+    def end_cell(self) -> None:
+        """Write the "output truncated" note if the cell's output went over the cap."""
+        if self.output_dropped:
+            dropped, self.output_dropped = self.output_dropped, 0
+            self.stdout().write(
+                f"\n[output truncated: {dropped} bytes over the {self.limits.output_bytes}-byte "
+                "limit per cell (RLM_OUTPUT_BYTES)]\n"
+            )
+        self.cancelled = None
+
+    # -- output ---------------------------------------------------------------------------------------------
+    def stdout(self) -> TextIO:
+        """Where `print` writes: a capture buffer set by `run_source` in this thread, else `sys.stdout`."""
+        stack = getattr(self._local, "captures", None)
+        return stack[-1] if stack else sys.stdout
+
+    def push_capture(self, buffer: TextIO) -> None:
+        """Send this thread's prints to `buffer` until `pop_capture`."""
+        stack = getattr(self._local, "captures", None)
+        if stack is None:
+            stack = self._local.captures = []
+        stack.append(buffer)
+
+    def pop_capture(self) -> None:
+        self._local.captures.pop()
+
+    def write_output(self, text: str) -> None:
+        """Write user output, counting it against the per-cell cap; the excess is dropped and counted."""
+        cap = self.limits.output_bytes
+        if not cap:
+            self.stdout().write(text)
+            return
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        room = cap - self.output_used
+        if size <= room:
+            self.output_used += size
+            self.stdout().write(text)
+            return
+        if room > 0:
+            kept = text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+            self.stdout().write(kept)
+            self.output_used = cap
+            self.output_dropped += size - room
+        else:
+            self.output_dropped += size
+
+    # -- user classes ---------------------------------------------------------------------------------------
+    def mark_user_class(self, cls: Any) -> Any:
+        """Record a class defined by a cell (its instances accept attribute writes)."""
+        if isinstance(cls, type):
+            self.user_classes.add(cls)
+        return cls
+
+    def is_user_object(self, obj: Any) -> bool:
+        """True for classes defined in a cell and their instances (including subclasses of builtins)."""
+        classes = self.user_classes
+        if isinstance(obj, type):
+            return any(c in classes for c in obj.__mro__)
+        return any(c in classes for c in type(obj).__mro__)
