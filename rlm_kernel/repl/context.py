@@ -34,7 +34,7 @@ _start_dir = Path.cwd().resolve()
 
 
 def set_allowed_roots(roots: Iterable[str | os.PathLike] | None) -> None:
-    """Kernel-side configuration (never exposed to cells): replace the allowed roots, or None for the default."""
+    """Kernel-side setting (never exposed to cells): replace the allowed roots; None restores the default."""
     global _roots_override
     _roots_override = None if roots is None else [Path(r).expanduser().resolve() for r in roots]
 
@@ -54,7 +54,8 @@ def _rule_text(roots: list[Path]) -> str:
     listed = ", ".join(str(r) for r in roots) or "(none)"
     return (
         f"context may only be read from the allowed roots [{listed}] — by default the notebook's directory "
-        f"tree; set {ROOTS_ENV} (paths separated by '{os.pathsep}') before starting the kernel to allow others"
+        f"tree; set {ROOTS_ENV} (paths separated by '{os.pathsep}') before starting the kernel "
+        "to allow others"
     )
 
 
@@ -197,8 +198,8 @@ def load(
 ) -> LoadedContext:
     """Load a context from `source`.
 
-    kind: "auto" (a one-line string that names a path or contains a glob pattern is loaded from disk, any other
-    string is the text itself, a list/dict is data), or one of "text", "file", "dir", "glob", "data".
+    kind: "auto" (a one-line string naming a path or a glob pattern is loaded from disk, any other string
+    is the text itself, a list/dict is data), or one of "text", "file", "dir", "glob", "data".
     """
     if kind not in {"auto", "text", "file", "dir", "glob", "data"}:
         raise ContextError(f"unknown kind {kind!r}; use 'auto', 'text', 'file', 'dir', 'glob' or 'data'")
@@ -207,7 +208,8 @@ def load(
     if not isinstance(source, str):
         if kind not in {"auto", "data"} or not isinstance(source, list | dict | tuple):
             raise ContextError(
-                f"cannot load a context from a {type(source).__name__}; pass a string, a path, a glob, a list or a dict"
+                f"cannot load a context from a {type(source).__name__}; "
+                "pass a string, a path, a glob, a list or a dict"
             )
         return LoadedContext(source, "data", type(source).__name__)
     if kind == "text" or (kind == "auto" and not _looks_like_path(source)):

@@ -1,7 +1,7 @@
 """The helpers preloaded into every namespace: model queries, sub-RLMs, variables, FINAL, context loading.
 
-All are plain closures over a `ReplState`: nothing reachable from them leads to a module, client or key, and every
-error they raise is a text-only `ReplError` raised `from None`.
+Plain closures over a `ReplState`: nothing reachable from them leads to a module, client or key;
+every error they raise is a text-only `ReplError` raised `from None`.
 """
 
 from __future__ import annotations
@@ -97,10 +97,17 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             print(text)
 
     def record(call: ChildCall) -> None:
+        if not call.ok and call.failed == 0:
+            call.failed = call.items
         if state.run is not None:
             state.run.calls.append(call)
-            if call.ok or call.failed < call.items:
+            if call.failed < call.items:
                 state.run.successes += 1
+
+    def interrupted() -> KeyboardInterrupt:
+        if state.run is not None:
+            state.run.interrupted = True
+        return KeyboardInterrupt("interrupted while waiting for a model call")
 
     def budget_hit(message: str) -> QueryError:
         if state.run is not None:
@@ -113,7 +120,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         """Ask a sub-model one question; returns its answer text.
 
         llm_query(prompt, model=None, max_tokens=None, system=None) -> str
-        `model` is a tier (fast, balanced, powerful, auto) or a model name; the default is the run's child model.
+        `model`: a tier (fast, balanced, powerful, auto) or a model name; default: the run's child model.
         Raises QueryError with the reason when the call fails (or the budget is exhausted).
         """
         prompt = _check_prompt(prompt, "llm_query")
@@ -124,6 +131,10 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             completion = llm.get_client().complete(
                 prompt, model=chosen, max_tokens=max_tokens, system=system, role="map", budget=state.budget
             )
+        except KeyboardInterrupt:
+            raise interrupted() from None
+        except llm.LLMCancelled:
+            raise interrupted() from None
         except llm.BudgetExceeded as err:
             record(ChildCall("llm_query", _preview(prompt), False, error=str(err), model=chosen))
             raise budget_hit(str(err)) from None
@@ -164,6 +175,10 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             completions = llm.get_client().complete_batch(
                 items, model=chosen, role="map", budget=state.budget
             )
+        except KeyboardInterrupt:
+            raise interrupted() from None
+        except llm.LLMCancelled:
+            raise interrupted() from None
         except llm.BatchError as err:
             results = [None if c is None else str(c.text) for c in err.results]
             errors = {int(k): str(v) for k, v in err.errors.items()}
@@ -185,7 +200,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             first = min(errors)
             raise QueryBatchError(
                 f"{len(errors)} of {len(items)} prompts failed (item {first}: {errors[first]}); "
-                f"e.results has the {len(items) - len(errors)} answers (None where failed), e.errors the reasons",
+                f"e.results has the {len(items) - len(errors)} answers (None where failed), "
+                "e.errors the reasons",
                 results,
                 errors,
             ) from None
@@ -233,6 +249,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             session=state.session,
             parent_budget=state.budget,
         )
+        if result.termination == "interrupted":
+            raise interrupted()
         if result.answer is None:
             raise QueryError(f"the sub-RLM ended without an answer ({result.termination}: {result.message})")
         return result.answer, result.usage
@@ -245,7 +263,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
 
         rlm_query(prompt, model=None) -> str
         The sub-RLM runs the same root loop one level deeper in its own sandboxed namespace. At the maximum
-        depth (default 2, option max_depth) it degrades to llm_query(prompt, model). Raises QueryError on failure.
+        depth (default 2, option max_depth) it degrades to llm_query(prompt, model). Raises QueryError.
         """
         prompt = _check_prompt(prompt, "rlm_query")
         if at_max_depth():
@@ -347,7 +365,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         if state.run is not None:
             if state.run.successes == 0:
                 message = (
-                    f"{how} rejected: no llm_query/llm_query_batched/rlm_query call has succeeded in this run yet. "
+                    f"{how} rejected: no llm_query/llm_query_batched/rlm_query call has succeeded "
+                    "in this run yet. "
                     "Check the answer with a sub-model call first, then call it again."
                 )
                 state.run.rejections.append(message)
@@ -379,8 +398,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         """Load `context` (and `ctx`, `context_files`) from a string, a file, a directory or a glob.
 
         load_context(source, kind="auto", encoding="utf-8", errors="strict") -> summary
-        A directory or glob becomes a corpus: files joined with `=== path ===` lines, `context_files` maps each
-        path to its (start, end) offsets. Only paths under the allowed roots (the notebook's directory by
+        A directory or glob becomes a corpus: files joined with `=== path ===` lines; `context_files` maps
+        each path to its (start, end) offsets. Only paths under the allowed roots (the notebook's directory by
         default, or RLM_CONTEXT_ROOTS) are read. kind: auto, text, file, dir, glob or data.
         """
         try:
@@ -395,8 +414,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
 
         rlm_run(question, context=None, model=None, child_model=None, max_iterations=20, max_depth=2,
                 budget_usd=None, shared=False, max_no_code_turns=3, output_chars=4000) -> RLMResult
-        `context` defaults to this namespace's context. The result has answer, iterations, calls, tokens, cost,
-        termination, message, trajectory and namespace; result.save("run.ipynb") and result.to_jsonl(path).
+        `context` defaults to this namespace's context. The result has answer, iterations, calls, tokens,
+        cost, termination, message, trajectory and namespace; export with result.save("run.ipynb") and
+        result.to_jsonl(path).
         """
         from rlm_kernel.rlm.loop import run_from_namespace
 

@@ -1,6 +1,6 @@
 """What every `rlm` namespace starts with, and the repair of helpers a cell rebound or deleted.
 
-Policy: rebinding a preloaded name (llm_query, context, …) is allowed inside a cell but undone before the next one.
+Policy: rebinding a preloaded name (llm_query, context, …) works inside a cell and is undone before the next.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _analysis_helpers(state: ReplState) -> dict[str, Callable]:
 
 
 def populate(ns: dict, state: ReplState, loaded: LoadedContext | None = None) -> None:
-    """Bind the helpers, the error classes, the analysis helpers and a context into `ns`; register it for repair."""
+    """Bind helpers, error classes, analysis helpers and a context into `ns`; register `ns` for repair."""
     helpers = {**build_helpers(state, ns), **_analysis_helpers(state), **ERROR_NAMES}
     ns.update(helpers)
     state.protected.update(helpers)

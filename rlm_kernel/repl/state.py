@@ -56,6 +56,7 @@ class RunTracker:
     final_set: bool = False
     rejections: list[str] = field(default_factory=list)
     budget_error: str | None = None
+    interrupted: bool = False
 
     def drain(self) -> tuple[list[ChildCall], list[str]]:
         calls, rejections = self.calls, self.rejections

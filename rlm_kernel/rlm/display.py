@@ -57,7 +57,8 @@ def turn_html(turn: Turn) -> str:
 def turn_text(turn: Turn) -> str:
     u = turn.usage
     return (
-        f"Turn {turn.index}: {_status(turn)}, {len(turn.calls)} child call(s), {u.tokens} tokens, ${u.cost_usd:.4f}"
+        f"Turn {turn.index}: {_status(turn)}, {len(turn.calls)} child call(s), {u.tokens} tokens, "
+        f"${u.cost_usd:.4f}"
         + (f" — {turn.note}" if turn.note else "")
     )
 
@@ -67,10 +68,12 @@ def result_html(result: RLMResult) -> str:
     colour = "#2e7d32" if result.termination == "final" else "#b26a00"
     answer = "(no answer)" if result.answer is None else result.answer
     return (
-        f"<div>{turns}<div style='border:2px solid {colour};border-radius:6px;padding:8px 12px;margin-top:6px'>"
+        f"<div>{turns}<div style='border:2px solid {colour};border-radius:6px;"
+        "padding:8px 12px;margin-top:6px'>"
         f"<div style='font-weight:bold;color:{colour}'>{html.escape(result.summary_line())}</div>"
         f"<div>{html.escape(result.message)}</div>"
-        f"<div style='white-space:pre-wrap;font-size:1.1em;margin-top:4px'>{html.escape(_cut(answer, 20000))}</div>"
+        "<div style='white-space:pre-wrap;font-size:1.1em;margin-top:4px'>"
+        f"{html.escape(_cut(answer, 20000))}</div>"
         "</div></div>"
     )
 
@@ -114,7 +117,8 @@ class LiveDisplay:
             f"<div style='border:2px solid {colour};border-radius:6px;padding:8px 12px;margin-top:6px'>"
             f"<div style='font-weight:bold;color:{colour}'>{html.escape(result.summary_line())}</div>"
             f"<div>{html.escape(result.message)}</div>"
-            f"<div style='white-space:pre-wrap;font-size:1.1em'>{html.escape(_cut(answer, 20000))}</div></div>"
+            "<div style='white-space:pre-wrap;font-size:1.1em'>"
+            f"{html.escape(_cut(answer, 20000))}</div></div>"
         )
         final_text = f"{result.summary_line()}\n{result.message}\nANSWER: {answer}"
         self.handle.update(self._bundle("done", final_html, final_text), raw=True)

@@ -38,10 +38,11 @@ class Extracted:
 def extract_block(reply: str) -> tuple[str | None, int]:
     """Return (code, ignored) for a reply.
 
-    Rule: find every fenced block (an unclosed fence at the end runs to the end of the reply). Blocks tagged
-    `repl` win; if there are none, blocks tagged `python`/`py`/`python3`; if none, untagged blocks. Blocks with
-    any other tag (```text, ```output, ```json …) never run. Of the winning kind the first block runs and the
-    number of the others is returned so the root can be told they were ignored. Prose around blocks is ignored.
+    Rule: find every fenced block (an unclosed fence at the end runs to the end of the reply). Blocks
+    tagged `repl` win; if there are none, blocks tagged `python`/`py`/`python3`; if none, untagged blocks.
+    Blocks with any other tag (```text, ```output, ```json …) never run. Of the winning kind the first
+    non-empty block runs; the number of the others is returned so the root can be told they were ignored.
+    Prose around blocks is ignored.
     """
     blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(reply)]
     for tag in ("repl", "python"):

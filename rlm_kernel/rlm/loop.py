@@ -1,6 +1,6 @@
 """The autonomous root loop: ask the root model, run its one ```repl block in the sandbox, feed back, repeat.
 
-Ends on an accepted FINAL, or a limit (iterations, turns without code, budget), an interrupt or a root-call error.
+Ends on an accepted FINAL, a limit (iterations, turns without code, budget), an interrupt or a root error.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class _Run:
         self.first = context_message(question, loaded.value, options.preview_chars, dict(loaded.files))
         self.history: list[dict] = []
 
-    # -- model side -------------------------------------------------------------------------------------------
+    # -- model side
     def messages(self) -> list[dict]:
         keep = self.history[-2 * self.options.history_turns :] if self.history else []
         dropped = (len(self.history) - len(keep)) // 2
@@ -70,15 +70,17 @@ class _Run:
     def ask_root(self) -> object:
         from rlm_kernel import llm
 
-        return llm.get_client().complete(
+        client = llm.get_client()
+        model = self.options.model or getattr(client.config, "root_model", None)
+        return client.complete(
             self.messages(),
-            model=self.options.model,
+            model=model,
             system=SYSTEM_PROMPT,
             role="synthesis",
             budget=self.state.budget,
         )
 
-    # -- sandbox side -----------------------------------------------------------------------------------------
+    # -- sandbox side
     def execute(self, code: str, turn: Turn) -> None:
         from rlm_kernel.repl import preload
         from rlm_kernel.sandbox import SandboxSession, run_source
@@ -162,6 +164,8 @@ class _Run:
                 else:
                     no_code += 1
                 turn.calls, rejections = tracker.drain()
+                if tracker.interrupted:
+                    raise KeyboardInterrupt
                 notes += rejections
                 answer = tracker.final if tracker.final_set else None
                 if answer is None and got.final is not None:
@@ -226,9 +230,9 @@ def run_rlm(
 ) -> RLMResult:
     """Run the root loop on `question` over `loaded`.
 
-    With `ns`/`state` given (the --shared mode) the run uses that namespace and its helpers; otherwise it gets a
-    fresh sandboxed namespace whose `context` is `loaded`. The run's budget is a child of `parent_budget` (or of
-    the session budget) limited to `options.budget_usd`.
+    With `ns`/`state` given (the --shared mode) the run uses that namespace and its helpers; otherwise it
+    gets a fresh sandboxed namespace whose `context` is `loaded`. The run's budget is a child of
+    `parent_budget` (or of the session budget) limited to `options.budget_usd`.
     """
     from rlm_kernel.repl import preload
     from rlm_kernel.repl.helpers import set_context

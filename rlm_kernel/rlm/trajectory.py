@@ -1,6 +1,6 @@
 """The record of a root-loop run: turns, child calls, the result object and its exports.
 
-`RLMResult.to_jsonl(path)` writes one JSON line per turn; `RLMResult.save("run.ipynb")` one notebook cell per turn.
+`RLMResult.to_jsonl(path)` writes a JSON line per turn; `.save("run.ipynb")` a notebook cell per turn.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Usage:
 
 @dataclass
 class ChildCall:
-    """One helper call made by a block: `kind` is llm_query, llm_query_batched, rlm_query or rlm_query_batched."""
+    """One helper call made by a block: `kind` is the helper's name (llm_query, rlm_query_batched, …)."""
 
     kind: str
     prompt_preview: str
@@ -95,7 +95,7 @@ def _check_target(path: str | os.PathLike, suffix: str) -> Path:
 class RLMResult:
     """The outcome of `rlm_run` / `%%rlm`.
 
-    `termination` is one of: final, max_iterations, no_code, budget, interrupted, error; `message` explains it.
+    `termination`: final, max_iterations, no_code, budget, interrupted or error; `message` explains it.
     Everything computed before the end is kept, whatever the reason: `trajectory` (the turns) and `namespace`
     (the run's variables).
     """
@@ -165,8 +165,8 @@ class RLMResult:
         return str(path)
 
     def to_notebook(self) -> dict:
-        """An nbformat v4 notebook (as a dict): the question, then per turn the reply's prose and its code cell
-        with the output it produced, then the answer."""
+        """An nbformat v4 notebook (as a dict): the question, then per turn the reply's prose and its
+        code cell with the output it produced, then the answer."""
         import nbformat
         from nbformat import v4
 
@@ -195,7 +195,7 @@ class RLMResult:
         return nb
 
     def save(self, path: str) -> str:
-        """Write the run as a notebook whose cells are the turns (`path` must end in .ipynb); returns the path."""
+        """Write the run as a notebook whose cells are the turns (`path` ends in .ipynb); returns the path."""
         import nbformat
 
         target = _check_target(path, ".ipynb")

@@ -1,0 +1,144 @@
+"""In-process root-loop tests: real sandbox, real client on the local test server, scripted root replies."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl.state import RunOptions
+from rlm_kernel.rlm.loop import run_rlm, truncate
+from tests.llm_server import LLMTestServer
+from tests.rlm.script import Script, repl
+
+CORPUS = " ".join(f"word{i}" for i in range(2000))
+
+
+def run(server: LLMTestServer, script: Script, **options: object):
+    server.reply_with(script)
+    return run_rlm("How many words?", ctxmod.load(CORPUS, kind="text"), options=RunOptions(**options))
+
+
+def test_full_run_preview_chunk_map_recurse_final_var(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[
+            repl("print(len(context)); print(context[:50])", "Preview first."),
+            repl(
+                "chunks = [context[i:i+5000] for i in range(0, len(context), 5000)]\n"
+                "answers = llm_query_batched(['Count words: ' + c for c in chunks])\n"
+                "print(len(chunks), len(answers))"
+            ),
+            repl("detail = rlm_query('Count the words in: ' + chunks[0][:100])\nprint(detail)"),
+            repl("final = 'chunks=' + str(len(answers)) + '; detail=' + detail") + "\nFINAL_VAR(final)",
+        ],
+        sub=[repl("n = len(context.split())\nok = llm_query('Is it ' + str(n) + '?')\nFINAL(n)")],
+    )
+    result = run(client_on_server, script)
+    assert result.termination == "final", result.message
+    assert result.iterations == 4
+    assert result.answer.startswith("chunks=")
+    words = len(("Count the words in: " + CORPUS[:100]).split())
+    assert result.answer == f"chunks=4; detail={words}"
+    t1, t2, t3, _ = result.trajectory
+    assert "word0 word1" in t1.stdout
+    assert t2.calls[0].kind == "llm_query_batched" and t2.calls[0].items == 4 and t2.stdout == "4 4\n"
+    assert [c.kind for c in t3.calls] == ["rlm_query"] and t3.calls[0].usage.calls == 2
+    assert result.namespace["detail"] == str(words)
+    assert result.calls == 4 + 4 + 2  # root turns + mapped chunks + the sub-RLM's root turn and llm_query
+    # the root never saw the whole context
+    assert all(CORPUS not in p for p in script.root_prompts)
+    assert "word1999" not in script.root_prompts[0]
+
+
+def test_final_rejected_before_a_child_call_both_forms(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[
+            "I know it.\nFINAL(2000)",
+            repl("FINAL('2000')"),
+            repl("check = llm_query('is 2000 right?')\nFINAL('2000')"),
+        ]
+    )
+    result = run(client_on_server, script)
+    assert result.termination == "final" and result.answer == "2000" and result.iterations == 3
+    assert "rejected" in result.trajectory[0].note and "rejected" in result.trajectory[1].note
+    assert "rejected" in script.root_prompts[1] and "rejected" in script.root_prompts[2]
+
+
+def test_max_iterations(client_on_server: LLMTestServer) -> None:
+    result = run(client_on_server, Script(root=[repl(f"x{i} = {i}") for i in range(5)]), max_iterations=3)
+    assert result.termination == "max_iterations" and result.iterations == 3
+    assert result.namespace["x2"] == 2 and result.answer is None
+
+
+def test_no_code_turns(client_on_server: LLMTestServer) -> None:
+    result = run(
+        client_on_server, Script(root=["Hmm.", "Let me think.", "Still thinking."]), max_no_code_turns=2
+    )
+    assert result.termination == "no_code" and result.iterations == 2
+    assert "no ```repl block" in result.trajectory[0].feedback
+
+
+def test_exception_fed_back_and_run_continues(client_on_server: LLMTestServer) -> None:
+    script = Script(root=[repl("x = 1/0"), repl("y = llm_query('hi')\nprint('after', y)"), "FINAL_VAR(y)"])
+    result = run(client_on_server, script)
+    assert result.termination == "final"
+    assert "ZeroDivisionError" in result.trajectory[0].error
+    assert "ZeroDivisionError" in script.root_prompts[1]
+    assert result.answer == "child answer to: hi"
+
+
+def test_sandbox_refusal_fed_back(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[repl("import os\nos.system('echo hi')"), repl("z = 1")],
+    )
+    result = run(client_on_server, script, max_iterations=2)
+    assert "os" in result.trajectory[0].error and "SandboxError" in script.root_prompts[1]
+
+
+def test_depth_cap_degrades_to_llm_query(client_on_server: LLMTestServer) -> None:
+    script = Script(root=[repl("a = rlm_query('sub task')"), "FINAL_VAR(a)"])
+    result = run(client_on_server, script, max_depth=1)
+    assert result.termination == "final" and result.answer == "child answer to: sub task"
+    assert [c.kind for c in result.trajectory[0].calls] == ["llm_query"]
+    assert all("The task is in `context`" not in r.prompt for r in client_on_server.requests)
+
+
+def test_feedback_truncated_and_history_bounded(client_on_server: LLMTestServer) -> None:
+    script = Script(root=[repl("print(context)")] + [repl(f"v{i} = {i}") for i in range(4)])
+    result = run(client_on_server, script, max_iterations=5, output_chars=300, history_turns=2)
+    assert "chars cut" in result.trajectory[0].feedback and len(result.trajectory[0].feedback) < 800
+    last = script.root_prompts[-1]
+    assert "earlier turn(s) are not shown" in last and "v0 = 0" not in last and "v3 = 3" not in last
+
+
+def test_exports(client_on_server: LLMTestServer, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    ctxmod.set_allowed_roots([tmp_path])
+    try:
+        result = run(client_on_server, Script(root=[repl("q = llm_query('x')\nprint(q)"), "FINAL_VAR(q)"]))
+        result.to_jsonl("run.jsonl")
+        lines = [json.loads(x) for x in (tmp_path / "run.jsonl").read_text().splitlines()]
+        assert lines[0]["type"] == "run" and lines[0]["termination"] == "final" and len(lines) == 3
+        assert (
+            lines[1]["code"] == "q = llm_query('x')\nprint(q)" and lines[1]["calls"][0]["kind"] == "llm_query"
+        )
+        result.save("run.ipynb")
+        nb = nbformat.read(tmp_path / "run.ipynb", as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert [c.source for c in code] == ["q = llm_query('x')\nprint(q)"]
+        assert "child answer to: x" in code[0].outputs[0]["text"]
+        with pytest.raises(Exception, match="must end in .ipynb"):
+            result.save("run.txt")
+        with pytest.raises(Exception, match="outside the allowed roots"):
+            result.save("/tmp/elsewhere.ipynb")
+    finally:
+        ctxmod.set_allowed_roots(None)
+
+
+def test_truncate_keeps_head_and_tail() -> None:
+    text = "a" * 50 + "b" * 50
+    cut = truncate(text, 20)
+    assert cut.startswith("a" * 14) and cut.endswith("b" * 6) and "80 chars cut" in cut
+    assert truncate("short", 20) == "short"
