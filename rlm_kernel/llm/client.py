@@ -462,6 +462,20 @@ class LLMClient:
             latency_s=latency,
         )
 
+    def _transport_error(self, exc: BaseException, base_url: str, model: str) -> ProviderError:
+        """A retryable, text-only error for a failed connection or a timeout (the cause decides which)."""
+        provider = self.config.provider
+        cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ is not None else exc
+        if isinstance(cause, TimeoutError) or (cause is exc and isinstance(exc, httpx.TimeoutException)):
+            text = (
+                f"{provider} did not answer in time (connect timeout {self.config.connect_timeout:g} s, "
+                f"read timeout {self.config.timeout:g} s)"
+            )
+        else:
+            detail = redact(cause) or "no detail"
+            text = f"connection to {provider} at {redact(base_url)} failed: {type(cause).__name__}: {detail}"
+        return ProviderError(text, retryable=True, provider=provider, model=model)
+
     async def _send(self, req: ChatRequest, event: Any) -> ChatResponse:
         provider = self.config.provider
         base_url = self._base_url or await asyncio.to_thread(self._ensure_base_url)
@@ -474,21 +488,8 @@ class LLMClient:
             error: ProviderError
             try:
                 response = await http.post(url, headers=headers, json=body)
-            except httpx.TimeoutException as exc:
-                error = ProviderError(
-                    f"{provider} did not answer in time ({type(exc).__name__}; "
-                    f"timeout {self.config.timeout:g} s)",
-                    retryable=True,
-                    provider=provider,
-                    model=req.model,
-                )
-            except (httpx.TransportError, OSError) as exc:
-                error = ProviderError(
-                    f"cannot reach {provider} at {redact(base_url)}: {type(exc).__name__}: {redact(exc)}",
-                    retryable=True,
-                    provider=provider,
-                    model=req.model,
-                )
+            except (TimeoutError, httpx.TransportError, OSError) as exc:
+                error = self._transport_error(exc, base_url, req.model)
             else:
                 status = response.status_code
                 if 200 <= status < 300:

@@ -1,0 +1,112 @@
+"""Retries over real HTTP: only retryable faults, with the delay the server asked for, shared cool-down."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+import pytest
+
+from rlm_kernel.llm import ProviderError
+from rlm_kernel.llm.retry import backoff_delay, is_retryable_status, server_delay
+from tests.llm.conftest import MakeClient
+from tests.llm_server import Fault, LLMTestServer
+
+
+def _gap(server: LLMTestServer, i: int = 1) -> float:
+    reqs = server.requests
+    return reqs[i].time - reqs[i - 1].time
+
+
+def test_429_retry_after_ms_is_honoured(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    llm_server.queue(Fault.rate_limited(retry_after_ms=300))
+    assert make_client().complete("hello").text == "hello"
+    assert len(llm_server.requests) == 2
+    assert 0.29 <= _gap(llm_server) < 0.6
+
+
+def test_429_retry_after_seconds(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    llm_server.queue(Fault.rate_limited(retry_after="1"))
+    assert make_client().complete("hello").text == "hello"
+    assert 0.99 <= _gap(llm_server) < 1.4
+
+
+def test_429_retry_after_http_date(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    when = email.utils.formatdate(time.time() + 2, usegmt=True)
+    llm_server.queue(Fault.rate_limited(retry_after=when))
+    make_client().complete("hello")
+    assert 0.9 <= _gap(llm_server) < 2.5
+
+
+def test_retry_after_is_capped(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    llm_server.queue(Fault.rate_limited(retry_after="30"))
+    make_client(retry_after_cap=0.2).complete("hello")
+    assert 0.19 <= _gap(llm_server) < 0.6
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [Fault.http(500), Fault.http(503), Fault.http(408), Fault.http(409), Fault.reset(), Fault.timeout(5)],
+)
+def test_retryable_faults_are_survived(
+    fault: Fault, make_client: MakeClient, llm_server: LLMTestServer
+) -> None:
+    llm_server.queue(fault)
+    out = make_client(timeout=0.5).complete("survive this")
+    assert out.text == "survive this"
+    assert len(llm_server.requests) == 2
+
+
+def test_max_retries_then_clear_error(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    llm_server.queue(*[Fault.http(503)] * 5)
+    with pytest.raises(ProviderError, match=r"HTTP 503.*after 3 attempts") as info:
+        make_client(max_retries=2).complete("x")
+    assert info.value.status == 503
+    assert len(llm_server.requests) == 3
+
+
+def test_zero_retries(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    llm_server.queue(Fault.http(500))
+    with pytest.raises(ProviderError):
+        make_client(max_retries=0).complete("x")
+    assert len(llm_server.requests) == 1
+
+
+def test_x_should_retry_false_overrides(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    llm_server.queue(Fault.http(503, {"x-should-retry": "false"}))
+    with pytest.raises(ProviderError):
+        make_client().complete("x")
+    assert len(llm_server.requests) == 1
+
+
+def test_connection_refused_is_retried_then_reported(
+    make_client: MakeClient, llm_server: LLMTestServer
+) -> None:
+    client = make_client(max_retries=1)
+    llm_server.stop()
+    t0 = time.monotonic()
+    with pytest.raises(ProviderError, match="connection to openai at .* failed") as info:
+        client.complete("x")
+    assert info.value.retryable and time.monotonic() - t0 < 5
+
+
+def test_one_429_cools_down_the_whole_batch(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    llm_server.latency = 0.02
+    llm_server.queue(Fault.rate_limited(retry_after_ms=500))
+    out = make_client().complete_batch([f"p{i}" for i in range(8)], concurrency=2)
+    assert [c.text for c in out] == [f"p{i}" for i in range(8)]
+    reqs = llm_server.requests
+    rate_limited_at = reqs[0].time
+    # the two first requests were already in flight; every later one waited for the shared cool-down
+    later = [r.time for r in reqs[2:]]
+    assert len(reqs) == 9 and min(later) >= rate_limited_at + 0.5
+
+
+def test_policy_helpers() -> None:
+    assert all(is_retryable_status(s) for s in (408, 409, 429, 500, 502, 503, 504))
+    assert not any(is_retryable_status(s) for s in (400, 401, 403, 404, 422))
+    assert server_delay({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert server_delay({"retry-after": "3"}) == 3.0
+    assert server_delay({}) is None
+    delays = [backoff_delay(n) for n in range(8)]
+    assert 0.375 <= delays[0] <= 0.5 and all(d <= 8.0 for d in delays) and delays[7] >= 6.0
