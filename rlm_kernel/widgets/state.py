@@ -124,7 +124,8 @@ class FanoutTracker:
                 if key not in state.settled_calls:
                     state.in_flight_calls.add(key)
             elif kind == "retry":
-                state.retried += 1
+                if not event.extra.get("cache_error"):  # a failed cache write is not a retried call
+                    state.retried += 1
             elif kind in ("finish", "cached", "failed"):
                 self._settle(state, event, now)
             return state
