@@ -326,7 +326,13 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         hidden = set(HELPER_NAMES) | set(CONTEXT_NAMES) | set(state.protected) | {"final_answer"}
         rows = []
         for name, value in ns.items():
-            if name.startswith("_") or name in hidden or inspect.ismodule(value):
+            if (
+                name.startswith("_")
+                or not name.isidentifier()
+                or name in hidden
+                or name in state.hidden
+                or inspect.ismodule(value)
+            ):
                 continue
             try:
                 size = f"len {len(value):,}"

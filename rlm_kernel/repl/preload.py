@@ -75,7 +75,12 @@ def populate(ns: dict, state: ReplState, loaded: LoadedContext | None = None) ->
 def install(ns: dict, shell: object | None = None) -> None:
     """Put the preloaded helpers into the notebook namespace `ns` (called once by the kernel's shell)."""
     global _notebook
-    state = ReplState(session=getattr(shell, "sandbox_session", None), depth=0, interactive=shell is not None)
+    state = ReplState(
+        session=getattr(shell, "sandbox_session", None),
+        depth=0,
+        interactive=shell is not None,
+        hidden=getattr(shell, "user_ns_hidden", set()),
+    )
     populate(ns, state)
     _notebook = (ns, state)
 

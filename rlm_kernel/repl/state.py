@@ -75,3 +75,5 @@ class ReplState:
     run: RunTracker | None = None
     interactive: bool = False
     protected: dict[str, object] = field(default_factory=dict)
+    hidden: object = field(default_factory=set)
+    """Names SHOW_VARS leaves out besides the preloaded ones (the shell's `user_ns_hidden`)."""

@@ -1,0 +1,186 @@
+"""The root loop through a real `rlm` kernel and the local LLM test server, with scripted root replies."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.kernel_client import KernelHarness
+from tests.llm_server import LLMTestServer, Reply
+from tests.repl.conftest import llm_env
+from tests.rlm.script import Script, repl
+
+PRICES = '[prices]\n"test-model" = {input = 0.0, output = 10.0}\n'
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LLMTestServer, KernelHarness]]:
+    server = LLMTestServer().start()
+    config = tmp_path_factory.mktemp("config") / "rlm.toml"
+    config.write_text(PRICES)
+    kernel = KernelHarness(env={**llm_env(server), "RLM_CONFIG": str(config)})
+    try:
+        yield server, kernel
+    finally:
+        kernel.shutdown()
+        server.stop()
+
+
+@pytest.fixture
+def kernel(served: tuple[LLMTestServer, KernelHarness]) -> KernelHarness:
+    served[0].reset()
+    return served[1]
+
+
+def script(served: tuple[LLMTestServer, KernelHarness], s: Script) -> Script:
+    served[0].reply_with(s)
+    return s
+
+
+def ok(kernel: KernelHarness, code: str, timeout: float = 60):
+    ex = kernel.execute(code, timeout=timeout)
+    assert ex.ok, ex
+    return ex
+
+
+def probe(kernel: KernelHarness, expr: str) -> object:
+    return json.loads(ok(kernel, f"print(json.dumps({expr}))").stdout)
+
+
+def test_rlm_magic_full_run_with_live_display_and_exports(served, kernel: KernelHarness) -> None:
+    docs = Path(kernel.cwd) / "docs"
+    docs.mkdir(exist_ok=True)
+    for i in range(4):
+        (docs / f"part{i}.txt").write_text(" ".join(f"w{i}_{j}" for j in range(300)))
+    s = script(
+        served,
+        Script(
+            root=[
+                repl(
+                    "print(len(context)); print(list(context_files)); print(context[:80])", "Preview first."
+                ),
+                repl(
+                    "parts = [context[s:e] for s, e in context_files.values()]\n"
+                    "summaries = llm_query_batched(['Summarise: ' + p[:200] for p in parts])\n"
+                    "print(len(summaries))"
+                ),
+                repl("detail = rlm_query('Count the words: ' + parts[0][:60])\nprint(detail)"),
+                repl("answer = ' | '.join(summaries[:1]) + ' / ' + detail") + "\nFINAL_VAR(answer)",
+            ],
+            sub=[repl("n = len(context.split())\nc = llm_query('check ' + str(n))\nFINAL(n)")],
+        ),
+    )
+    ok(kernel, "import json\nload_context('docs')")
+    ex = ok(kernel, "%%rlm --max-iterations 6 --max-depth 2\nHow many words are there?", timeout=120)
+    html = [d["text/html"] for d in ex.display if "text/html" in d]
+    assert html and "<details>" in html[-1] and "Turn 4" in html[-1] and "FINAL accepted" in html[-1]
+    assert "ANSWER:" in ex.display[-1]["text/plain"]
+    assert probe(kernel, "rlm_result.termination") == "final"
+    assert probe(kernel, "rlm_result.iterations") == 4
+    kinds = probe(kernel, "[[c.kind for c in t.calls] for t in rlm_result.trajectory]")
+    assert kinds == [[], ["llm_query_batched"], ["rlm_query"], []]
+    part0 = " ".join(f"w0_{j}" for j in range(300))
+    assert probe(kernel, "rlm_result.namespace['detail']") == str(
+        len(("Count the words: " + part0[:60]).split())
+    )
+    assert probe(kernel, "rlm_result.answer").startswith("child answer to: Summarise: w0_0")
+    assert "=== docs/part0.txt ===" in s.root_prompts[0] and "w3_299" not in s.root_prompts[0]
+    ok(kernel, "rlm_result.save('run.ipynb'); rlm_result.to_jsonl('run.jsonl')")
+    nb = nbformat.read(Path(kernel.cwd) / "run.ipynb", as_version=4)
+    assert len([c for c in nb.cells if c.cell_type == "code"]) == 4
+    lines = (Path(kernel.cwd) / "run.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["termination"] == "final" and len(lines) == 5
+
+
+def test_final_rejected_before_child_call_both_forms(served, kernel: KernelHarness) -> None:
+    s = script(
+        served, Script(root=["Easy.\nFINAL(42)", repl("FINAL(42)"), repl("v = llm_query('ok?')\nFINAL(42)")])
+    )
+    ok(kernel, "import json\nr = rlm_run('What is it?', context='some text')")
+    assert probe(kernel, "[r.termination, r.answer, r.iterations]") == ["final", "42", 3]
+    notes = probe(kernel, "[t.note for t in r.trajectory]")
+    assert "rejected" in notes[0] and "rejected" in notes[1] and notes[2] == ""
+    assert "rejected" in s.root_prompts[1] and "rejected" in s.root_prompts[2]
+
+
+def test_limits_iterations_and_no_code(served, kernel: KernelHarness) -> None:
+    script(served, Script(root=[repl(f"k{i} = {i}") for i in range(9)]))
+    ok(kernel, "import json\nr = rlm_run('q', context='abc', max_iterations=3)")
+    assert probe(kernel, "[r.termination, r.iterations, r.namespace['k2']]") == ["max_iterations", 3, 2]
+    script(served, Script(root=["thinking", "still thinking", "more"]))
+    ok(kernel, "r = rlm_run('q', context='abc', max_no_code_turns=2)")
+    assert probe(kernel, "[r.termination, r.iterations]") == ["no_code", 2]
+
+
+def test_exception_fed_back_run_continues(served, kernel: KernelHarness) -> None:
+    s = script(
+        served, Script(root=[repl("d = {}\nd['missing']"), repl("y = llm_query('hi')"), "FINAL_VAR(y)"])
+    )
+    ok(kernel, "import json\nr = rlm_run('q', context='abc')")
+    assert probe(kernel, "[r.termination, r.answer]") == ["final", "child answer to: hi"]
+    assert "KeyError" in probe(kernel, "r.trajectory[0].error") and "KeyError" in s.root_prompts[1]
+
+
+def test_depth_cap_degrades_to_llm_query(served, kernel: KernelHarness) -> None:
+    script(served, Script(root=[repl("a = rlm_query('sub task')"), "FINAL_VAR(a)"]))
+    ok(kernel, "import json\nr = rlm_run('q', context='abc', max_depth=1)")
+    assert probe(kernel, "[r.termination, r.answer]") == ["final", "child answer to: sub task"]
+    assert probe(kernel, "[c.kind for c in r.trajectory[0].calls]") == ["llm_query"]
+    assert not any("The task is in `context`" in r.prompt for r in served[0].requests)
+
+
+def test_budget_exhausted_mid_run_keeps_trajectory(served, kernel: KernelHarness) -> None:
+    served[0].latency = 0.2
+    script(
+        served,
+        Script(
+            root=[
+                repl("kept = 'from turn 1'\nprint(kept)"),
+                repl("many = llm_query_batched(['item ' + str(i) for i in range(30)])"),
+                repl("never = 1"),
+            ]
+        ),
+    )
+    # every call reserves 1024 output tokens at $10/M ≈ $0.01: the batch cannot fit in $0.05
+    ok(kernel, "import json\nr = rlm_run('q', context='abc', budget_usd=0.05)", timeout=120)
+    got = probe(kernel, "[r.termination, r.iterations, r.namespace['kept'], 'never' in r.namespace]")
+    assert got == ["budget", 2, "from turn 1", False]
+    failed = probe(kernel, "r.trajectory[1].calls[0].failed")
+    assert 0 < failed <= 30
+    assert "budget" in probe(kernel, "r.message")
+
+
+def test_interrupt_during_run(served, kernel: KernelHarness) -> None:
+    server = served[0]
+    script(
+        served,
+        Script(
+            root=[repl("first = 1"), repl("slow = llm_query('slow please')"), repl("after = 1")],
+            child=lambda rec: Reply("late", delay=30.0),
+        ),
+    )
+    fired = threading.Event()
+
+    def on_message(msg: dict) -> None:
+        data = msg["content"].get("data", {})
+        if not fired.is_set() and "Turn 1" in data.get("text/plain", ""):
+            fired.set()
+            threading.Timer(1.0, kernel.interrupt).start()
+
+    ex = kernel.execute("%%rlm\nq", timeout=60, on_message=on_message)
+    assert fired.is_set()
+    assert ex.ok, ex
+    ok(kernel, "import json")
+    got = probe(
+        kernel,
+        "[rlm_result.termination, rlm_result.iterations, 'first' in rlm_result.namespace, "
+        "'after' in rlm_result.namespace]",
+    )
+    assert got == ["interrupted", 2, True, False]
+    assert any("slow please" in r.prompt for r in server.requests)
+    assert ok(kernel, "1 + 1").result == "2"  # the kernel lives on
