@@ -115,6 +115,16 @@ def _messages(prompt: Prompt, system: str | None) -> tuple[dict[str, str], ...]:
     return tuple(msgs)
 
 
+def _result(fut: concurrent.futures.Future[Any]) -> Any:
+    """`fut.result()`, waking every 0.2 s so signal handlers (interrupts, cell time limits) run promptly."""
+    while True:
+        try:
+            return fut.result(timeout=0.2)
+        except TimeoutError:
+            if fut.done():
+                raise
+
+
 def _strip(exc: BaseException) -> BaseException:
     """Detach chained exceptions and loop-thread frames: what reaches a cell carries its text only."""
     exc.__context__ = None
@@ -281,7 +291,7 @@ class LLMClient:
                 "(e.g. from an event subscriber)"
             )
         try:
-            return fut.result()
+            return _result(fut)
         except concurrent.futures.CancelledError:
             raise LLMCancelled("model calls were cancelled (kernel interrupt or cancel_all())") from None
         except LLMError as exc:

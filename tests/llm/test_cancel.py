@@ -1,0 +1,63 @@
+"""Cancellation: `cancel_all()` and an interrupt of the waiting thread stop in-flight and queued calls."""
+
+from __future__ import annotations
+
+import _thread
+import threading
+import time
+
+import pytest
+
+from rlm_kernel.llm import Budget, LLMCancelled
+from rlm_kernel.llm import loop as llm_loop
+from tests.llm.conftest import MakeClient
+from tests.llm_server import LLMTestServer
+
+
+def test_cancel_all_stops_a_batch_within_a_second(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    llm_server.latency = 10
+    client = make_client()
+    budget = Budget()
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        t0 = time.monotonic()
+        try:
+            client.complete_batch([f"p{i}" for i in range(40)], concurrency=8, budget=budget)
+        except BaseException as exc:  # noqa: BLE001 - inspected below
+            outcome["error"] = exc
+        outcome["elapsed"] = time.monotonic() - t0
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    time.sleep(0.5)
+    cancelled_at = time.monotonic()
+    assert llm_loop.cancel_all() >= 1
+    worker.join(5)
+    assert not worker.is_alive()
+    assert isinstance(outcome["error"], LLMCancelled)
+    assert time.monotonic() - cancelled_at < 1.0
+    assert len(llm_server.requests) == 8  # the 32 queued calls were never sent
+    snap = budget.snapshot()
+    assert snap["reserved"]["calls"] == 0 and snap["calls"] == 0
+    llm_server.latency = 0
+    assert client.complete("next call works").text == "next call works"
+
+
+def test_interrupt_while_waiting_cancels_and_next_call_works(
+    make_client: MakeClient, llm_server: LLMTestServer
+) -> None:
+    llm_server.latency = 10
+    client = make_client()
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        client.complete_batch([f"p{i}" for i in range(10)])
+    assert time.monotonic() - t0 < 1.5
+    deadline = time.monotonic() + 1.0
+    while llm_loop._active and time.monotonic() < deadline:  # noqa: SLF001 - checking the registry empties
+        time.sleep(0.02)
+    assert not llm_loop._active  # noqa: SLF001
+    llm_server.latency = 0
+    assert client.complete("after interrupt").text == "after interrupt"
