@@ -49,7 +49,8 @@ def ok(kernel: KernelHarness, code: str, timeout: float = 60):
 
 
 def probe(kernel: KernelHarness, expr: str) -> object:
-    return json.loads(ok(kernel, f"print(json.dumps({expr}))").stdout)
+    # the last line: fan-out summaries from the widgets may be printed before it
+    return json.loads(ok(kernel, f"print(json.dumps({expr}))").stdout.strip().splitlines()[-1])
 
 
 def test_rlm_magic_full_run_with_live_display_and_exports(served, kernel: KernelHarness) -> None:
