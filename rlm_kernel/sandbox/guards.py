@@ -464,6 +464,13 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         return guarded_unpack_sequence(it, spec, guarded_getiter)
 
     def guarded_hasattr(obj: Any, name: Any) -> bool:
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        if type(name) is not str:
+            raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
+        # Existence only (nothing is handed out), so dunder names such as '__len__' may be asked about.
+        if name.startswith("_") or name in INSPECT_ATTRIBUTES:
+            return hasattr(obj, name)
         try:
             guarded_getattr(obj, name)
         except AttributeError:

@@ -241,7 +241,7 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
 
     Resets the per-cell output count and cancellation, arms CPU/wall timers (sticky: once fired they re-fire
     every 50 ms while user code runs, and every guard and `except` handler re-raises), lowers RLIMIT_CPU's
-    soft limit as a backstop for C loops (the process dies and the kernel manager restarts it), and caps memory.
+    soft limit as a backstop for C loops (the process dies; the kernel manager restarts it), caps memory.
     """
     if session.active_depth:
         session.active_depth += 1

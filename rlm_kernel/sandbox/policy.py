@@ -58,6 +58,11 @@ REFUSED_NAMES = {
     "memoryview": "memoryview() is not available in the rlm kernel",
 }
 
+# Private names (`_cache`, `_helper`): allowed as attributes (checked at run time: only on objects of classes
+# defined in cells) and as method/attribute names directly in a class body. Never the guards' names, which
+# end with '_', nor RestrictedPython's `_print` or the transformer's `_tmpN` temporaries.
+PRIVATE_NAME = re.compile(r"_(?!_)(?!print\Z)(?!tmp\d+\Z)\w*[A-Za-z0-9]\Z")
+
 # IPython history names that may be read: _ __ ___ _N _i _ii _iii _iN
 _HISTORY_NAME = re.compile(r"_(?:\d+|_{1,2}|i{1,3}|i\d+)\Z")
 
@@ -85,6 +90,7 @@ class RLMTransformer(RestrictingNodeTransformer):
         super().__init__()
         self.trusted_names = frozenset(trusted_names)
         self.first_error: tuple[ast.AST | None, str] | None = None
+        self.scopes: list[str] = ["module"]
 
     # -- reporting ------------------------------------------------------------------------------------------
     def error(self, node: ast.AST, info: str) -> None:
@@ -101,7 +107,14 @@ class RLMTransformer(RestrictingNodeTransformer):
             return
         if name in self.trusted_names:
             return
-        if allow_magic_methods and name in ALLOWED_DUNDER_METHODS and getattr(node, "col_offset", 0) != 0:
+        in_class_body = self.scopes[-1] == "class"
+        if allow_magic_methods and name in ALLOWED_DUNDER_METHODS and in_class_body:
+            return
+        if (
+            in_class_body
+            and PRIVATE_NAME.match(name)
+            and not isinstance(getattr(node, "ctx", None), ast.Load)
+        ):
             return
         if name.startswith("_") and name != "_":
             if allow_magic_methods:
@@ -147,6 +160,19 @@ class RLMTransformer(RestrictingNodeTransformer):
             )
             copy_locations(call, node)
             return call
+        if PRIVATE_NAME.match(attr):
+            # Checked at run time: private attributes only of your own objects.
+            node.value = self.visit(node.value)
+            if isinstance(node.ctx, ast.Load):
+                call = _call("_getattr_", node.value, ast.Constant(attr))
+                copy_locations(call, node)
+                copy_locations(call.func, node)
+                return call
+            wrapped = _call("_write_", node.value)
+            copy_locations(wrapped, node.value)
+            copy_locations(wrapped.func, node.value)
+            node.value = wrapped
+            return node
         if attr.startswith("_") and attr != "_":
             self.refuse(
                 node,
@@ -180,6 +206,22 @@ class RLMTransformer(RestrictingNodeTransformer):
             "unchecked); use if/elif",
         )
 
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        self.scopes.append("function")
+        try:
+            return super().visit_Lambda(node)
+        finally:
+            self.scopes.pop()
+
+    def _comprehension(self, node: ast.AST) -> ast.AST:
+        self.scopes.append("function")
+        try:
+            return getattr(super(), f"visit_{type(node).__name__}")(node)
+        finally:
+            self.scopes.pop()
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST | list[ast.AST]:
         """Allow annotations (`x: int = 1`, dataclass fields); the target and value are checked as usual."""
         node.annotation = self.visit(node.annotation)
@@ -189,7 +231,14 @@ class RLMTransformer(RestrictingNodeTransformer):
         return node
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
-        new = super().visit_ClassDef(node)
+        self.check_name(node, node.name)
+        self.scopes.append("class")
+        try:
+            node.name, saved = "C", node.name  # the name was checked above, in the enclosing scope
+            new = super().visit_ClassDef(node)
+            new.name = saved
+        finally:
+            self.scopes.pop()
         mark = ast.Name("_mark_class_", ast.Load())
         copy_locations(mark, node)
         new.decorator_list.insert(0, mark)
@@ -197,7 +246,14 @@ class RLMTransformer(RestrictingNodeTransformer):
         return new
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-        new = super().visit_FunctionDef(node)
+        self.check_name(node, node.name, allow_magic_methods=True)
+        self.scopes.append("function")
+        try:
+            node.name, saved = "f", node.name  # the name was checked above, in the enclosing scope
+            new = super().visit_FunctionDef(node)
+            new.name = saved
+        finally:
+            self.scopes.pop()
         new.body.insert(0, self._cancel_check(node))
         return new
 
@@ -269,7 +325,7 @@ class RLMTransformer(RestrictingNodeTransformer):
             ]
         elif isinstance(target, ast.Attribute):
             attr = target.attr
-            if attr.startswith("_") or attr in INSPECT_ATTRIBUTES:
+            if (attr.startswith("_") and not PRIVATE_NAME.match(attr)) or attr in INSPECT_ATTRIBUTES:
                 self.refuse(
                     node,
                     f"attribute {attr!r} starts with '_': underscore attributes are not available "
@@ -361,6 +417,14 @@ def _post_check(tree: ast.AST) -> None:
     """Defence in depth: after transforming, no raw underscore attribute access may remain."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
+            guarded_write = (
+                not isinstance(node.ctx, ast.Load)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+                and node.value.func.id == "_write_"
+            )
+            if guarded_write and (PRIVATE_NAME.match(node.attr) or not node.attr.startswith("_")):
+                continue
             if node.attr.startswith("_") and node.attr not in _GENERATED_ATTRS:
                 raise _Refusal(node, f"attribute {node.attr!r} survived the policy")
             if isinstance(node.ctx, ast.Load) and node.attr not in _GENERATED_ATTRS:
