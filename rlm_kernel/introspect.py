@@ -20,6 +20,14 @@ class LookupRefused(LookupError):
     """The name is not a plain public dotted path, or it does not resolve."""
 
 
+def _refused_names() -> frozenset[str]:
+    try:
+        from rlm_kernel.sandbox.policy import REFUSED_NAMES
+    except ImportError:  # the policy's list is the authority; this fallback only keeps completion tidy
+        return frozenset({"get_ipython", "exit", "quit", "open", "eval", "exec", "compile", "input"})
+    return frozenset(REFUSED_NAMES)
+
+
 def _visible(name: str) -> bool:
     return name.isidentifier() and not name.startswith("_")
 
@@ -124,8 +132,9 @@ def complete(
         for name, value in ns.items():
             if _visible(name) and name.startswith(partial) and name not in hidden:
                 items[name] = _kind(value)
+        refused = _refused_names()
         for name, value in _builtins_of(ns).items():
-            if _visible(name) and name.startswith(partial):
+            if _visible(name) and name.startswith(partial) and name not in refused:
                 items.setdefault(name, _kind(value))
         for name in keyword.kwlist:
             if name.startswith(partial) and name not in ("async", "await", "nonlocal"):

@@ -81,6 +81,13 @@ class RLMKernel(IPythonKernel):
             "body": {},
         }
 
+    def do_history(self, hist_access_type: str, output: bool, raw: bool, *args: Any, **kwargs: Any) -> dict:
+        """As IPython's, but entries of the current session carry its number (IPython reports them as 0)."""
+        reply = super().do_history(hist_access_type, output, raw, *args, **kwargs)
+        number = self.shell.history_manager.session_number
+        reply["history"] = [(session or number, line, entry) for session, line, entry in reply["history"]]
+        return reply
+
     def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
         shell = self.shell
         return introspect.complete(

@@ -326,8 +326,6 @@ def _line_snippet(name: str, line: str) -> str:
         return f"{line}?"
     if name == "pinfo2":
         return f"{line}??"
-    if name == "psearch":
-        return f"{line}?"
     return f"%{name} {line}".rstrip()
 
 

@@ -154,24 +154,18 @@ class RLMShell(ZMQInteractiveShell):
     def _ofind(self, oname: str, namespaces: Any = None) -> OInfo:
         """`obj?` and inspect_request: plain dotted names only, each step through the `_getattr_` guard."""
         oname = oname.strip()
-        not_found = OInfo(ismagic=False, isalias=False, found=False, obj=None, namespace=None, parent=None)
-        if oname.startswith("%"):
-            name = oname.lstrip("%")
-            cell = oname.startswith("%%")
-            allowed = magics.allowed_cell_magics() if cell else magics.allowed_line_magics()
-            if name not in allowed:
-                return not_found
+        if not oname.startswith("%"):
+            try:
+                parent, obj = resolve_path(self.user_ns, oname)
+                return _oinfo(obj, "Interactive", parent=parent)
+            except LookupRefused:
+                pass
+        name, cell = oname.lstrip("%"), oname.startswith("%%")
+        if name in (magics.allowed_cell_magics() if cell else magics.allowed_line_magics()):
             obj = self.find_cell_magic(name) if cell else self.find_line_magic(name)
-            if obj is None:
-                return not_found
-            return OInfo(ismagic=True, isalias=False, found=True, obj=obj, namespace="rlm magic", parent=None)
-        try:
-            parent, obj = resolve_path(self.user_ns, oname)
-        except LookupRefused:
-            return not_found
-        return OInfo(
-            ismagic=False, isalias=False, found=True, obj=obj, namespace="Interactive", parent=parent
-        )
+            if obj is not None:
+                return _oinfo(obj, "rlm magic", ismagic=True)
+        return OInfo(ismagic=False, isalias=False, found=False, obj=None, namespace=None, parent=None)
 
     def complete(self, text: Any, line: Any = None, cursor_pos: Any = None) -> tuple[str, list[str]]:
         """Never used by the rlm kernel (see RLMKernel.do_complete); refuse IPython's evaluating completer."""
@@ -226,6 +220,10 @@ class RLMShell(ZMQInteractiveShell):
         for item in reversed(kept):
             new = types.TracebackType(new, item.tb_frame, item.tb_lasti, item.tb_lineno)
         return new
+
+
+def _oinfo(obj: Any, namespace: str, *, parent: Any = None, ismagic: bool = False) -> OInfo:
+    return OInfo(ismagic=ismagic, isalias=False, found=True, obj=obj, namespace=namespace, parent=parent)
 
 
 def _backstop_marker() -> str | None:

@@ -106,7 +106,7 @@ def test_api_keys_removed_from_kernel_environment(rlm_kernel_factory) -> None:
     pid = harness.km.provisioner.process.pid
     environ = Path(f"/proc/{pid}/environ").read_bytes().decode("utf-8", "replace")
     assert CANARY not in environ
-    assert "OPENAI_API_KEY" not in environ and secrets.SECRETS_FD_VAR not in environ
+    assert "OPENAI_API_KEY=" not in environ and "RLM_API_KEY=" not in environ
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace")
     assert CANARY not in cmdline
     for cell in ("import os", "os.environ", "import sys", "sys.modules"):
