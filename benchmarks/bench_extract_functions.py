@@ -1,0 +1,134 @@
+"""extract_functions accuracy and speed per language and engine against ground truth on real corpora.
+
+Ground truth: Python's `ast` (CPython stdlib); tree-sitter (Go sources, npm JS/TS). Matching on (name, start_line).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from benchmarks.common import Figure
+from benchmarks.corpora import read_corpus
+from rlm_kernel.analysis.extract import extract_functions, python_ast, treesitter
+from rlm_kernel.analysis.extract.common import normalise_newlines
+
+__all__ = ["Score", "evaluate", "robustness", "run"]
+
+
+@dataclass
+class Score:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    end_ok: int = 0
+    seconds: float = 0.0
+    truth_seconds: float = 0.0
+    nbytes: int = 0
+    misses: Counter = field(default_factory=Counter)
+
+    @property
+    def precision(self) -> float:
+        return self.tp / max(1, self.tp + self.fp)
+
+    @property
+    def recall(self) -> float:
+        return self.tp / max(1, self.tp + self.fn)
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+    @property
+    def end_accuracy(self) -> float:
+        return self.end_ok / max(1, self.tp)
+
+
+def truth(text: str, language: str) -> list[dict]:
+    text = normalise_newlines(text)
+    if language == "python":
+        return python_ast.extract(text)
+    return treesitter.extract(text, language)
+
+
+def evaluate(language: str, engine: str, files: list[tuple[str, str]], keep_examples: int = 0) -> Score:
+    score = Score()
+    examples: list[str] = []
+    for path, text in files:
+        try:
+            t0 = time.perf_counter()
+            expected = truth(text, language)
+            score.truth_seconds += time.perf_counter() - t0
+        except (SyntaxError, ValueError, RecursionError):
+            continue  # not valid source for the ground truth: not counted
+        t0 = time.perf_counter()
+        got = extract_functions(text, language, engine=engine)
+        score.seconds += time.perf_counter() - t0
+        score.nbytes += len(text.encode("utf-8", "surrogatepass"))
+        want = {(r["name"], r["start_line"]): r for r in expected}
+        have = {(r["name"], r["start_line"]): r for r in got}
+        for key, r in have.items():
+            if key in want:
+                score.tp += 1
+                if want[key]["end_line"] == r["end_line"]:
+                    score.end_ok += 1
+                elif len(examples) < keep_examples:
+                    examples.append(f"END {path}:{key} want {want[key]['end_line']} got {r['end_line']}")
+            else:
+                score.fp += 1
+                if len(examples) < keep_examples:
+                    examples.append(f"FP  {path}:{key} {r['signature'][:60]}")
+        for key in want.keys() - have.keys():
+            score.fn += 1
+            if len(examples) < keep_examples:
+                examples.append(f"FN  {path}:{key} {want[key]['signature'][:60]}")
+    score.misses = Counter(examples)
+    return score
+
+
+def robustness() -> list[tuple[str, float, float]]:
+    """(case, seconds, megabytes) for pathological inputs through the default engine."""
+    cases = {
+        "random bytes 1MB js": os.urandom(1_000_000).decode("latin-1"),
+        "random bytes 1MB py": os.urandom(1_000_000).decode("latin-1"),
+        "unclosed function 100KB js": "function f(a, b {\n" * 5600,
+        "deep braces 1MB js": "{" * 500_000 + "}" * 500_000,
+        "deep parens 1MB py": "x = " + "(" * 500_000,
+        "NUL bytes 1MB go": ("func f() {\x00}\n" * 80_000),
+        "mixed line endings ts": "function a() {\r\n}\rfunction b() {\n}\r\n" * 30_000,
+    }
+    langs = {"js": "javascript", "py": "python", "go": "go", "ts": "typescript"}
+    out = []
+    for name, text in cases.items():
+        lang = langs[name.rsplit(" ", 1)[1]]
+        t0 = time.perf_counter()
+        extract_functions(text, lang)
+        out.append((name, time.perf_counter() - t0, len(text.encode("utf-8", "surrogatepass")) / 1e6))
+    return out
+
+
+LANG_BYTES_QUICK = {"python": 4_000_000, "go": 4_000_000, "javascript": 4_000_000, "typescript": 3_000_000}
+
+
+def run(quick: bool) -> list[Figure]:
+    figures: list[Figure] = []
+    for language, quick_bytes in LANG_BYTES_QUICK.items():
+        files = read_corpus(language, quick_bytes if quick else None)
+        for engine, f1_target in (("regex", 0.98), ("auto", 0.995)):
+            s = evaluate(language, engine, files)
+            mb = s.nbytes / 1e6
+            figures += [
+                Figure(f"{language} {engine} F1", s.f1, "", target=f">= {f1_target}", met=s.f1 >= f1_target,
+                       note=f"P={s.precision:.4f} R={s.recall:.4f} tp={s.tp} fp={s.fp} fn={s.fn} on {mb:.1f} MB"),
+                Figure(f"{language} {engine} end lines right", s.end_accuracy, "", target=">= 0.99",
+                       met=s.end_accuracy >= 0.99),
+                Figure(f"{language} {engine} throughput", mb / max(s.seconds, 1e-9), "MB/s",
+                       baseline=mb / max(s.truth_seconds, 1e-9), baseline_name="ground-truth parser"),
+            ]
+    for name, seconds, mb in robustness():
+        figures.append(Figure(f"robustness: {name}", seconds / mb, "s/MB", target="<= 1 s/MB",
+                              met=seconds / mb <= 1.0))
+    return figures

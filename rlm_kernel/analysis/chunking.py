@@ -1,0 +1,101 @@
+"""Partitioning text into chunks held as (start, end) character offsets, never copies.
+
+`split_even` cuts into n roughly equal parts at line (else whitespace) boundaries; `line_windows` makes
+fixed-size line windows with overlap (find_relevant's ~50-line chunks with 5-line overlap).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["line_starts", "line_windows", "split_even"]
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_SPACE = re.compile(r"\s")
+
+
+def line_starts(content: str) -> list[int]:
+    """Offsets where each line begins (`\\n`, `\\r\\n` and lone `\\r` all end a line); always starts with 0."""
+    if "\r" not in content:
+        starts = [0]
+        find = content.find
+        pos = find("\n")
+        while pos != -1:
+            starts.append(pos + 1)
+            pos = find("\n", pos + 1)
+    else:
+        starts = [0] + [m.end() for m in _NEWLINE.finditer(content)]
+    if len(starts) > 1 and starts[-1] == len(content):
+        starts.pop()  # a trailing newline does not open another line
+    return starts
+
+
+def line_windows(content: str, lines_per_chunk: int = 50, overlap: int = 5) -> list[tuple[int, int]]:
+    """Windows of `lines_per_chunk` lines, each starting `lines_per_chunk - overlap` lines after the last.
+
+    Returns (start, end) offsets; the last window may be shorter. Empty content gives no windows.
+    """
+    if not content:
+        return []
+    if lines_per_chunk < 1 or not 0 <= overlap < lines_per_chunk:
+        raise ValueError(
+            f"line_windows needs lines_per_chunk >= 1 and 0 <= overlap < lines_per_chunk, "
+            f"got {lines_per_chunk} and {overlap}"
+        )
+    starts = line_starts(content)
+    n_lines = len(starts)
+    step = lines_per_chunk - overlap
+    windows = []
+    first = 0
+    while True:
+        last = first + lines_per_chunk
+        end = starts[last] if last < n_lines else len(content)
+        windows.append((starts[first], end))
+        if last >= n_lines:
+            break
+        first += step
+    return windows
+
+
+def _cut_near(content: str, target: int, lo: int, hi: int) -> int:
+    """A cut offset in (lo, hi) closest to `target`: after a newline, else after whitespace, else `target`."""
+    for pattern in ("\n", None):
+        if pattern is not None:
+            before = content.rfind(pattern, lo + 1, target)
+            after = content.find(pattern, target, hi)
+        else:
+            m_before = None
+            for m_before in _SPACE.finditer(content, max(lo + 1, target - 4096), target):
+                pass
+            before = m_before.start() if m_before else -1
+            m_after = _SPACE.search(content, target, min(hi, target + 4096))
+            after = m_after.start() if m_after else -1
+        options = [p + 1 for p in (before, after) if p != -1 and lo < p + 1 < hi]
+        if options:
+            return min(options, key=lambda p: abs(p - target))
+    return target
+
+
+def split_even(content: str, n: int) -> list[tuple[int, int]]:
+    """Cut `content` into at most `n` contiguous, non-empty, roughly equal parts that together cover it.
+
+    Cuts fall just after a newline when one is near, else after whitespace, else mid-text. Returns offsets.
+    """
+    if n < 1:
+        raise ValueError(f"the number of chunks must be at least 1, got {n}")
+    if not content:
+        return []
+    n = min(n, len(content))
+    size = len(content) / n
+    cuts = [0]
+    for i in range(1, n):
+        target = round(i * size)
+        # search no further than half a part either side so parts stay roughly equal
+        lo = max(cuts[-1], round(target - size / 2))
+        hi = min(len(content), round(target + size / 2))
+        cut = _cut_near(content, target, lo, hi)
+        if cut <= cuts[-1] or cut >= len(content):
+            continue
+        cuts.append(cut)
+    cuts.append(len(content))
+    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]

@@ -1,0 +1,122 @@
+"""extract_functions: function definitions of Python, Go, JavaScript or TypeScript source (SPEC-01.13-.17).
+
+Engines: "exact" (Python `ast`, tree-sitter for the others), "regex" (line-anchored patterns) and "auto".
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from rlm_kernel.analysis.errors import AnalysisInputError
+from rlm_kernel.analysis.extract import python_ast, regex_engine, treesitter
+from rlm_kernel.analysis.extract.common import normalise_newlines, sort_records
+
+__all__ = ["ENGINES", "LANGUAGES", "extract_functions", "normalise_language"]
+
+LANGUAGES = ("python", "go", "javascript", "typescript")
+ALIASES = {
+    "py": "python",
+    "python3": "python",
+    "go": "go",
+    "golang": "go",
+    "js": "javascript",
+    "javascript": "javascript",
+    "node": "javascript",
+    "jsx": "javascript",
+    "mjs": "javascript",
+    "ecmascript": "javascript",
+    "ts": "typescript",
+    "typescript": "typescript",
+    "python": "python",
+}
+ENGINES = ("auto", "exact", "regex")
+# time allowed to the exact tree-sitter parse before falling back to regex: generous for real code
+# (tree-sitter parses source at several MB/s), short enough that garbage input stays under 1 s per MB
+_SECONDS_PER_MB = 0.4
+_MIN_SECONDS = 0.05
+
+
+def normalise_language(language: object) -> str:
+    """The canonical language name for `language` (aliases accepted, case-insensitive)."""
+    if not isinstance(language, str):
+        raise AnalysisInputError(
+            f"extract_functions: language must be a str, got {type(language).__name__}; "
+            f"use one of {', '.join(LANGUAGES)}"
+        )
+    key = language.strip().lower().lstrip(".")
+    if key not in ALIASES:
+        raise AnalysisInputError(
+            f"extract_functions: unsupported language {language!r}; use one of {', '.join(LANGUAGES)} "
+            "(aliases: py, golang, js, ts)"
+        )
+    return ALIASES[key]
+
+
+def extract_functions(content: str, language: str = "python", engine: str = "auto") -> list[dict]:
+    """Extract function definitions from source code.
+
+    Returns a list of dicts {"name", "signature", "start_line", "end_line"} sorted by start line; lines are
+    1-based and inclusive (`\\n`, `\\r\\n` and `\\r` all end a line), `start_line` is the line holding the
+    function's name (decorators are not included), `end_line` its last line. Covers functions, methods,
+    nested and async functions, generators; for JS/TS also arrow functions and function expressions bound
+    to names, class fields and object-literal methods, and TS overload signatures; Go functions and methods.
+    `engine="auto"` uses the exact parser (Python `ast`, tree-sitter) and falls back to the regex engine on
+    malformed input, returning partial results rather than raising; `"exact"` and `"regex"` force one.
+    """
+    if not isinstance(content, str):
+        raise AnalysisInputError(
+            f"extract_functions: content must be a str, got {type(content).__name__}; pass source text"
+        )
+    lang = normalise_language(language)
+    if engine not in ENGINES:
+        raise AnalysisInputError(f"extract_functions: engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if not content.strip():
+        return []
+    text = normalise_newlines(content)
+    if engine == "regex":
+        return regex_engine.extract(text, lang)
+    if lang == "python":
+        return _python(text, engine)
+    return _tree_sitter(text, lang, engine)
+
+
+def _python(text: str, engine: str) -> list[dict]:
+    try:
+        return python_ast.extract(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if engine == "exact":
+            raise AnalysisInputError(
+                f"extract_functions: Python's parser rejected the source ({type(exc).__name__}: {exc}); "
+                'use engine="auto" or "regex" for partial results'
+            ) from None
+        return regex_engine.extract(text, "python")
+
+
+def _tree_sitter(text: str, lang: str, engine: str) -> list[dict]:
+    seconds = None if engine == "exact" else max(_MIN_SECONDS, len(text) / 1e6 * _SECONDS_PER_MB)
+    try:
+        parsed = treesitter.parse(text, lang, seconds)
+    except treesitter.ParseTimeout:
+        return regex_engine.extract(text, lang)
+    exact = treesitter.extract(text, lang, parsed=parsed)
+    if engine == "exact" or not parsed.has_error:
+        return exact
+    # malformed input: keep what tree-sitter found outside its error regions, take regex finds inside them
+    merged: list[list[int]] = []
+    for a, b in sorted(parsed.error_line_spans()):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    firsts = [a for a, _ in merged]
+
+    def in_error(line: int) -> bool:
+        i = bisect.bisect_right(firsts, line) - 1
+        return i >= 0 and line <= merged[i][1]
+
+    kept = [r for r in exact if not in_error(r["start_line"])]
+    taken = {r["start_line"] for r in kept}
+    extra = [
+        r for r in regex_engine.extract(text, lang) if in_error(r["start_line"]) and r["start_line"] not in taken
+    ]
+    return sort_records(kept + extra)

@@ -1,0 +1,158 @@
+"""Exact engine for Go, JavaScript and TypeScript: tree-sitter grammars and queries, under a time limit.
+
+A parse that runs past its deadline is cancelled (progress_callback) and raises `ParseTimeout`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from functools import cache
+
+import tree_sitter as ts
+
+from rlm_kernel.analysis.extract.common import collapse, record, sort_records
+
+__all__ = ["ParseTimeout", "Parsed", "extract", "parse"]
+
+_FN = "[(function_expression) (arrow_function) (generator_function)]"
+_JS_COMMON = f"""
+(function_declaration name: (identifier) @name) @fn
+(generator_function_declaration name: (identifier) @name) @fn
+(method_definition name: (_) @name) @fn
+(variable_declarator name: (identifier) @name value: {_FN} @fn) @def
+(assignment_expression left: (identifier) @name right: {_FN} @fn) @def
+(assignment_expression left: (member_expression property: (_) @name) right: {_FN} @fn) @def
+(pair key: (_) @name value: {_FN} @fn) @def
+"""
+_JS_TAIL = """
+(function_expression name: (identifier) @name) @fn
+(generator_function name: (identifier) @name) @fn
+"""
+QUERIES = {
+    "go": """
+(function_declaration name: (identifier) @name) @fn
+(method_declaration name: (field_identifier) @name) @fn
+""",
+    "javascript": _JS_COMMON + f"(field_definition property: (_) @name value: {_FN} @fn) @def\n" + _JS_TAIL,
+    "typescript": _JS_COMMON
+    + f"(public_field_definition name: (_) @name value: {_FN} @fn) @def\n"
+    + """
+(function_signature name: (identifier) @name) @fn
+(class_body (method_signature name: (_) @name) @fn)
+(abstract_method_signature name: (_) @name) @fn
+"""
+    + _JS_TAIL,
+}
+
+
+class ParseTimeout(Exception):
+    """tree-sitter did not finish within its time limit."""
+
+
+@cache
+def _language(language: str) -> ts.Language:
+    if language == "go":
+        import tree_sitter_go as mod
+
+        return ts.Language(mod.language())
+    if language == "javascript":
+        import tree_sitter_javascript as mod
+
+        return ts.Language(mod.language())
+    import tree_sitter_typescript as mod
+
+    return ts.Language(mod.language_typescript())
+
+
+@cache
+def _query(language: str) -> ts.Query:
+    return ts.Query(_language(language), QUERIES[language])
+
+
+_local = threading.local()
+
+
+def _parser(language: str) -> ts.Parser:
+    parsers = _local.__dict__.setdefault("parsers", {})
+    if language not in parsers:
+        parsers[language] = ts.Parser(_language(language))
+    return parsers[language]
+
+
+class Parsed:
+    """A finished parse: the tree and the UTF-8 source it was built from."""
+
+    def __init__(self, tree: ts.Tree, source: bytes) -> None:
+        self.tree = tree
+        self.source = source
+
+    @property
+    def has_error(self) -> bool:
+        return self.tree.root_node.has_error
+
+    def error_line_spans(self) -> list[tuple[int, int]]:
+        """1-based inclusive line spans of ERROR and MISSING nodes (where the grammar gave up)."""
+        spans: list[tuple[int, int]] = []
+        stack = [self.tree.root_node]
+        while stack:
+            node = stack.pop()
+            if not node.has_error:
+                continue
+            if node.is_error or node.is_missing:
+                spans.append((node.start_point[0] + 1, node.end_point[0] + 1))
+                continue
+            stack.extend(node.children)
+        return spans
+
+
+def parse(text: str, language: str, seconds: float | None) -> Parsed:
+    """Parse `text`; give up with ParseTimeout after `seconds` of parsing (None: no limit)."""
+    source = text.encode("utf-8", "surrogatepass")
+    parser = _parser(language)
+    if seconds is None:
+        return Parsed(parser.parse(source), source)
+    deadline = time.monotonic() + seconds
+
+    def read(offset: int, _point: object) -> bytes:
+        return source[offset : offset + 1 << 16]
+
+    def progress(_offset: int, _has_error: bool) -> bool:
+        return time.monotonic() > deadline
+
+    try:
+        tree = parser.parse(read, progress_callback=progress)
+    except ValueError:
+        parser.reset()
+        raise ParseTimeout(f"tree-sitter {language} parse exceeded {seconds:.2f} s") from None
+    return Parsed(tree, source)
+
+
+def extract(text: str, language: str, seconds: float | None = None, parsed: Parsed | None = None) -> list[dict]:
+    """Functions of `text` in `language` ("go", "javascript", "typescript")."""
+    parsed = parsed or parse(text, language, seconds)
+    src = parsed.source
+    best: dict[tuple[int, int], tuple[int, dict]] = {}
+    cursor = ts.QueryCursor(_query(language))
+    for pattern, caps in cursor.matches(parsed.tree.root_node):
+        fn = caps["fn"][0]
+        name_node = caps["name"][0]
+        key = (fn.start_byte, fn.end_byte)
+        if key in best and best[key][0] <= pattern:
+            continue
+        name = src[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace")
+        if name_node.type in ("string", "template_string") and len(name) >= 2:
+            name = name[1:-1]
+        def_node = caps["def"][0] if "def" in caps else fn
+        line_start = src.rfind(b"\n", 0, name_node.start_byte) + 1
+        sig_start = max(line_start, def_node.start_byte)
+        for child in def_node.children:  # decorators are not part of the signature
+            if child.type == "decorator":
+                sig_start = max(sig_start, child.end_byte)
+        body = fn.child_by_field_name("body")
+        sig_end = body.start_byte if body is not None else fn.end_byte
+        if sig_end < sig_start:
+            sig_end = fn.end_byte
+        signature = collapse(src[sig_start:sig_end].decode("utf-8", "replace"))
+        best[key] = (pattern, record(name, signature, name_node.start_point[0] + 1, fn.end_point[0] + 1))
+    return sort_records([r for _, r in best.values()])

@@ -1,0 +1,81 @@
+"""find_relevant: the chunks of a text most relevant to a query (SPEC-01.07-.12).
+
+BM25 over ~50-line chunks with 5-line overlap after a keyword pre-filter; optionally re-ranked by the model.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rlm_kernel.analysis.errors import AnalysisInputError, FindRelevantError
+from rlm_kernel.analysis.llm_calls import BatchFailure, complete_batch
+from rlm_kernel.analysis.ranking import get_index
+
+__all__ = ["LLM_POOL_MAX", "find_relevant"]
+
+LLM_POOL_MAX = 50
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+SCORE_PROMPT = (
+    "Rate how relevant the TEXT is to the QUERY on a scale from 0 (unrelated) to 10 (exactly what is asked "
+    "for). Reply with the number only.\n\nQUERY: {query}\n\nTEXT:\n{chunk}"
+)
+
+
+def find_relevant(
+    content: str, query: str, top_k: int = 5, use_llm_scoring: bool = False
+) -> list[tuple[str, float]]:
+    """Find the sections of `content` most relevant to `query`.
+
+    Returns up to `top_k` (chunk, score) tuples, best first. Chunks are ~50-line slices of `content`
+    overlapping by 5 lines; only chunks sharing a term with the query are candidates (keyword pre-filter).
+    Identifiers match whole and by their snake_case/camelCase parts. Scores are BM25; with
+    `use_llm_scoring=True` and more than `top_k * 2` candidates, the best BM25 candidates (up to 50) are
+    re-scored by the model on a 0-10 scale and that ranking is returned (ties broken by BM25).
+    """
+    _check(content, query, top_k, use_llm_scoring)
+    if top_k == 0 or not content or not query.strip():
+        return []
+    index = get_index(content)
+    windows = index.windows
+    if not use_llm_scoring:
+        return [(content[slice(*windows[i])], score) for i, score in index.search(query, top_k)]
+    ranked = index.search(query, max(top_k * 2 + 1, min(LLM_POOL_MAX, top_k * 4)))
+    if len(ranked) <= top_k * 2:
+        return [(content[slice(*windows[i])], score) for i, score in ranked[:top_k]]
+    return _llm_rerank(content, query, [(content[slice(*windows[i])], s) for i, s in ranked], top_k)
+
+
+def _llm_rerank(content: str, query: str, pool: list[tuple[str, float]], top_k: int) -> list[tuple[str, float]]:
+    prompts = [SCORE_PROMPT.replace("{query}", query).replace("{chunk}", chunk) for chunk, _ in pool]
+    try:
+        replies = complete_batch(prompts, model="auto", role="map", label="find_relevant scoring", max_tokens=8)
+    except BatchFailure as exc:
+        done = sum(t is not None for t in exc.texts)
+        raise FindRelevantError(
+            f"find_relevant: LLM scoring stopped after {done} of {len(prompts)} calls ({exc.message}). "
+            "The keyword ranking is in the error's .keyword_results; call again with use_llm_scoring=False "
+            "or raise the budget.",
+            keyword_results=pool[:top_k],
+        ) from None
+    scored = []
+    for rank, ((chunk, bm25), reply) in enumerate(zip(pool, replies, strict=True)):
+        m = _NUMBER.search(reply or "")
+        llm = min(10.0, float(m.group())) if m else 0.0
+        scored.append((llm, bm25, -rank, chunk))
+    scored.sort(reverse=True)
+    return [(chunk, llm) for llm, _, _, chunk in scored[:top_k]]
+
+
+def _check(content: object, query: object, top_k: object, use_llm_scoring: object) -> None:
+    if not isinstance(content, str):
+        raise AnalysisInputError(
+            f"find_relevant: content must be a str, got {type(content).__name__}; pass text, e.g. str(x)"
+        )
+    if not isinstance(query, str):
+        raise AnalysisInputError(f"find_relevant: query must be a str, got {type(query).__name__}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+        raise AnalysisInputError(f"find_relevant: top_k must be an int >= 0, got {top_k!r}")
+    if not isinstance(use_llm_scoring, bool):
+        raise AnalysisInputError(
+            f"find_relevant: use_llm_scoring must be True or False, got {use_llm_scoring!r}"
+        )

@@ -1,0 +1,159 @@
+"""BM25 index over ~50-line overlapping chunks of one text, code-aware terms, cached per content string.
+
+Chunks are (start, end) offsets. The text is tokenised once (overlaps are not re-read) and the index is a
+term-major sparse matrix of BM25 (Lucene variant, as bm25s) scores built with numpy, reused by later queries.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from rlm_kernel.analysis.chunking import line_starts
+from rlm_kernel.analysis.tokens import WORD, query_terms, terms_of
+
+__all__ = ["ChunkIndex", "clear_cache", "get_index"]
+
+LINES_PER_CHUNK = 50
+OVERLAP = 5
+K1 = 1.5
+B = 0.75
+_CACHE_ENTRIES = 4
+_CACHE_MAX_CHARS = 200_000_000
+
+
+@dataclass
+class ChunkIndex:
+    """Chunk offsets, the term vocabulary and a term-major (CSC) matrix of BM25 scores."""
+
+    windows: list[tuple[int, int]]
+    vocab: dict[str, int]
+    indptr: np.ndarray  # term t's chunks are indices[indptr[t]:indptr[t+1]]
+    indices: np.ndarray
+    data: np.ndarray
+
+    @classmethod
+    def build(cls, content: str, lines_per_chunk: int = LINES_PER_CHUNK, overlap: int = OVERLAP) -> ChunkIndex:
+        if not 0 <= overlap * 2 <= lines_per_chunk:
+            raise ValueError("overlap must be at most half of lines_per_chunk")
+        empty = np.empty(0, dtype=np.int64)
+        if not content:
+            return cls([], {}, np.zeros(1, dtype=np.int64), empty, np.empty(0, dtype=np.float32))
+        starts = line_starts(content)
+        n_lines = len(starts)
+        step = lines_per_chunk - overlap
+        n_chunks = 1 if n_lines <= lines_per_chunk else 1 + -(-(n_lines - lines_per_chunk) // step)
+        offset = starts.__getitem__
+
+        def at(line: int) -> int:
+            return offset(line) if line < n_lines else len(content)
+
+        windows = [(at(j * step), at(min(j * step + lines_per_chunk, n_lines))) for j in range(n_chunks)]
+        # pieces: [step*j, step*j+overlap) (shared by chunks j-1 and j) and [step*j+overlap, step*(j+1))
+        bounds = [min(n_lines, step * j + d) for j in range(n_chunks + 1) for d in (0, overlap)] + [n_lines]
+        findall = WORD.findall
+        words_per_piece = [findall(content, at(a), at(b)) for a, b in itertools.pairwise(bounds)]
+        lens = np.fromiter(map(len, words_per_piece), dtype=np.int64, count=len(words_per_piece))
+        all_words = list(itertools.chain.from_iterable(words_per_piece))
+        if not all_words:
+            return cls(windows, {}, np.zeros(1, dtype=np.int64), empty, np.empty(0, dtype=np.float32))
+        # word ids in C: setdefault keeps each word's first position, then compact to 0..n_words-1
+        first: dict[str, int] = {}
+        raw = np.fromiter(map(first.setdefault, all_words, itertools.count()), dtype=np.int64, count=len(all_words))
+        compact = np.empty(len(all_words), dtype=np.int64)
+        compact[np.fromiter(first.values(), dtype=np.int64, count=len(first))] = np.arange(len(first))
+        word_id = compact[raw]
+        piece = np.repeat(np.arange(len(lens)), lens)
+        # (piece, word) -> count
+        n_words = len(first)
+        key, count = np.unique(piece * n_words + word_id, return_counts=True)
+        piece, word_id = key // n_words, key % n_words
+        # word -> its terms (the word itself and its snake/camel parts)
+        vocab: dict[str, int] = {}
+        term_lists = [[vocab.setdefault(t, len(vocab)) for t in terms_of(w)] for w in first]
+        n_terms_of = np.fromiter(map(len, term_lists), dtype=np.int64, count=n_words)
+        w_ptr = np.concatenate(([0], np.cumsum(n_terms_of)))
+        w_terms = np.fromiter(itertools.chain.from_iterable(term_lists), dtype=np.int64, count=int(w_ptr[-1]))
+        rep = n_terms_of[word_id]
+        total = int(rep.sum())
+        within = np.arange(total) - np.repeat(np.cumsum(rep) - rep, rep)
+        term = w_terms[np.repeat(w_ptr[word_id], rep) + within]
+        piece = np.repeat(piece, rep)
+        count = np.repeat(count, rep)
+        # pieces -> chunks: piece 2j+1 is in chunk j; piece 2j in chunk j and chunk j-1
+        own = piece // 2
+        keep = own < n_chunks
+        prev_mask = (piece % 2 == 0) & (piece >= 2)
+        chunk = np.concatenate((own[keep], own[prev_mask] - 1))
+        term = np.concatenate((term[keep], term[prev_mask]))
+        count = np.concatenate((count[keep], count[prev_mask]))
+        n_vocab = len(vocab)
+        key = term * n_chunks + chunk
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first_of_run = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+        tf = np.add.reduceat(count[order], first_of_run).astype(np.float32)
+        key = key[first_of_run]
+        term, chunk = key // n_chunks, key % n_chunks
+        df = np.bincount(term, minlength=n_vocab)
+        doc_len = np.bincount(chunk, weights=tf, minlength=n_chunks)
+        avg = float(doc_len.mean()) or 1.0
+        idf = np.log(1.0 + (n_chunks - df + 0.5) / (df + 0.5))
+        norm = K1 * (1.0 - B + B * doc_len / avg)
+        data = (idf[term] * tf / (tf + norm[chunk])).astype(np.float32)
+        indptr = np.concatenate(([0], np.cumsum(df)))
+        return cls(windows, vocab, indptr, chunk, data)
+
+    def candidates(self, terms: list[str]) -> np.ndarray:
+        """Keyword pre-filter: the sorted indices of chunks containing at least one of `terms`."""
+        cols = [self.indices[self.indptr[t] : self.indptr[t + 1]] for t in self._ids(terms)]
+        if not cols:
+            return np.empty(0, dtype=np.int64)
+        return np.unique(np.concatenate(cols))
+
+    def search(self, query: str, top_k: int) -> list[tuple[int, float]]:
+        """(chunk index, BM25 score) of the best `top_k` candidate chunks, best first; ties in text order."""
+        ids = self._ids(query_terms(query))
+        if top_k <= 0 or not ids:
+            return []
+        spans = [slice(self.indptr[t], self.indptr[t + 1]) for t in ids]
+        chunks = np.concatenate([self.indices[s] for s in spans])
+        scores = np.concatenate([self.data[s] for s in spans])
+        cand, inverse = np.unique(chunks, return_inverse=True)
+        total = np.bincount(inverse, weights=scores, minlength=len(cand))
+        order = np.lexsort((cand, -total))[:top_k]
+        return [(int(cand[i]), float(total[i])) for i in order]
+
+    def _ids(self, terms: list[str]) -> list[int]:
+        return [tid for t in dict.fromkeys(terms) if (tid := self.vocab.get(t)) is not None]
+
+
+_cache: OrderedDict[str, ChunkIndex] = OrderedDict()
+_lock = threading.Lock()
+
+
+def get_index(content: str) -> ChunkIndex:
+    """The index of `content`, built on first use and kept in a small LRU keyed by the string itself."""
+    with _lock:
+        hit = _cache.get(content)
+        if hit is not None:
+            _cache.move_to_end(content)
+            return hit
+    index = ChunkIndex.build(content)
+    if len(content) < 20_000:
+        return index  # cheap to rebuild; keep the cache for texts worth caching
+    with _lock:
+        _cache[content] = index
+        while len(_cache) > _CACHE_ENTRIES or (len(_cache) > 1 and sum(map(len, _cache)) > _CACHE_MAX_CHARS):
+            _cache.popitem(last=False)
+    return index
+
+
+def clear_cache() -> None:
+    """Forget every cached index."""
+    with _lock:
+        _cache.clear()
