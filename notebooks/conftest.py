@@ -1,0 +1,47 @@
+"""nbval set-up for the tutorials: every notebook replays its own recorded LLM calls, offline.
+
+The kernel nbval starts inherits this process's environment, so the cache mode and folder are set here,
+per notebook, just before nbval starts that notebook's kernel.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+CACHE_ROOT = HERE / ".rlm-cache"
+
+# Keys that would make the kernel pick a real provider instead of the recorded offline model.
+_PROVIDER_VARS = (
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENROUTER_API_KEY",
+    "RLM_BASE_URL", "RLM_API_KEY", "RLM_MODEL", "RLM_CONFIG",
+)
+
+
+def notebook_cache_dir(notebook: Path) -> Path:
+    """Where a notebook's recorded calls live: notebooks/.rlm-cache/<notebook stem>/."""
+    return CACHE_ROOT / notebook.stem
+
+
+def kernel_env(notebook: Path, mode: str) -> dict[str, str]:
+    """The kernel environment for `notebook` in cache `mode` (`replay`, or `readwrite` to record)."""
+    return {
+        "RLM_PROVIDER": "local",
+        "RLM_CACHE": mode,
+        "RLM_CACHE_DIR": str(notebook_cache_dir(notebook)),
+        "RLM_DISPLAY": "text",  # deterministic text views of fan-outs and budgets (widgets need a frontend)
+    }
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before nbval starts a notebook's kernel, point the environment at that notebook's recordings."""
+    path = Path(str(item.fspath))
+    if path.suffix != ".ipynb":
+        return
+    for name in _PROVIDER_VARS:
+        os.environ.pop(name, None)
+    os.environ.update(kernel_env(path, os.environ.get("RLM_NOTEBOOK_CACHE_MODE", "replay")))

