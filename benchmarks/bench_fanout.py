@@ -1,0 +1,133 @@
+"""Fan-out: N calls at latency L and concurrency C through `LLMClient.complete_batch`, aiohttp vs plain httpx.
+
+The test server runs in its own process so this process's CPU time is the client's alone (both transports).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.common import Figure
+from rlm_kernel.llm import Budget, LLMClient, load_config
+
+__all__ = ["run"]
+
+ROOT = Path(__file__).resolve().parents[1]
+LATENCY = 0.05
+CONCURRENCY = 64
+
+
+def _start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.llm_server",
+            "--port",
+            "0",
+            "--mode",
+            "echo",
+            "--latency",
+            str(latency),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http://127.0.0.1:"):
+        proc.kill()
+        raise RuntimeError(f"test server did not start (printed {url!r})")
+    return proc, url
+
+
+def _measure(url: str, transport: str, n: int, cache_dir: str) -> tuple[float, float]:
+    """(wall seconds, client CPU seconds per call) for one batch of `n` calls."""
+    config = load_config(
+        environ={},
+        use_settings=False,
+        provider="openai",
+        base_url=url + "/v1",
+        model="bench",
+        cache="off",
+        cache_dir=cache_dir,
+        concurrency=CONCURRENCY,
+        max_connections=CONCURRENCY,
+        max_retries=0,
+        prices={"bench": (0.0, 0.0)},
+    )
+    client = LLMClient(config, transport=transport)  # type: ignore[arg-type]
+    try:
+        client.complete_batch(
+            [f"warm up {i}" for i in range(CONCURRENCY)], budget=Budget()
+        )  # open connections
+        prompts = [f"prompt number {i} with a few words" for i in range(n)]
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        out = client.complete_batch(prompts, budget=Budget())
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        if [c.text for c in out] != prompts:
+            raise AssertionError("results out of order")
+        return wall, cpu / n
+    finally:
+        client.close()
+
+
+def run(quick: bool) -> list[Figure]:
+    n = 640 if quick else 1000
+    ideal = math.ceil(n / CONCURRENCY) * LATENCY
+    proc, url = _start_server(LATENCY)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            a_wall, a_cpu = _measure(url, "aiohttp", n, tmp)
+            h_wall, h_cpu = _measure(url, "httpx", n, tmp)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    setup = f"N={n}, L={LATENCY * 1000:.0f} ms, C={CONCURRENCY}; server in a separate process"
+    return [
+        Figure(
+            "fan-out wall time (httpx-aiohttp transport)",
+            a_wall,
+            "s",
+            baseline=ideal,
+            baseline_name="ideal ceil(N/C)·L",
+            target="≤1.3× ideal",
+            met=a_wall <= 1.3 * ideal,
+            note=setup,
+        ),
+        Figure(
+            "client CPU per call (httpx-aiohttp transport)",
+            a_cpu * 1000,
+            "ms",
+            baseline=h_cpu * 1000,
+            baseline_name="plain httpx, same run",
+            target="≤1 ms",
+            met=a_cpu <= 0.001,
+            note=setup,
+        ),
+        Figure(
+            "fan-out wall time (plain httpx 0.28 transport)",
+            h_wall,
+            "s",
+            baseline=ideal,
+            baseline_name="ideal ceil(N/C)·L",
+            note="baseline transport, for comparison",
+        ),
+        Figure(
+            "client CPU per call (plain httpx 0.28 transport)",
+            h_cpu * 1000,
+            "ms",
+            baseline=a_cpu * 1000,
+            baseline_name="httpx-aiohttp, same run",
+            note="baseline transport, for comparison",
+        ),
+    ]
