@@ -31,6 +31,7 @@ __all__ = [
     "get_settings",
     "load_config",
     "provider_key_present",
+    "register_setting",
     "set_setting",
     "settings_version",
 ]
@@ -156,6 +157,22 @@ _TOML_TABLES = {
     },
     "budget": {k[len("budget_") :]: k for k in SETTINGS if k.startswith("budget_")},
 }
+
+
+_EXTRA_KEYS: list[str] = []
+
+
+def register_setting(key: str, parser: Callable[[Any], Any], default: Any, what: str) -> None:
+    """Add a setting owned by another part of the kernel (e.g. `display`): it is then accepted by `%rlm set`,
+    `RLM_<KEY>` and the TOML file, resolved in the same order, and found in `LLMConfig.extra[key]`.
+
+    `parser` turns a raw value into the setting's value or raises ValueError; `what` says what is valid.
+    Registering a key twice is a no-op; the LLM layer's own keys cannot be replaced.
+    """
+    if key in SETTINGS:
+        return
+    SETTINGS[key] = (parser, default, what)
+    _EXTRA_KEYS.append(key)
 
 
 def _unknown(key: str, source: str) -> ConfigError:
@@ -317,6 +334,7 @@ class LLMConfig:
     cache_dir: str = ".rlm-cache"
     budget_limits: dict[str, float | int] = field(default_factory=dict)
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict, compare=False)
     _api_key: str | None = field(default=None, repr=False, compare=False)
 
@@ -356,6 +374,7 @@ class LLMConfig:
             "cache": self.cache,
             "cache_dir": self.cache_dir,
             **{f"budget_{k}": v for k, v in self.budget_limits.items()},
+            **self.extra,
         }
 
 
@@ -470,6 +489,7 @@ def load_config(
         cache_dir=value("cache_dir"),
         budget_limits=budget,
         prices=pick("prices") or {},
+        extra={k: value(k) for k in _EXTRA_KEYS},
         sources=sources,
         _api_key=api_key,
     )

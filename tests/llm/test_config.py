@@ -222,3 +222,29 @@ def test_magics_show_never_the_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert "▶ openai" in repr(table) and "anthropic" in repr(table)
     with pytest.raises(ConfigError, match="did you mean 'concurrency'"):
         rlm_set("concurency=3")
+
+
+def test_other_parts_can_register_a_setting(tmp_path: Path) -> None:
+    from rlm_kernel.llm.config import SETTINGS, register_setting
+
+    def parse(v: object) -> str:
+        if str(v) not in ("a", "b"):
+            raise ValueError
+        return str(v)
+
+    register_setting("test_extra_knob", parse, "a", "a or b")
+    try:
+        assert load_config(environ={"RLM_BASE_URL": URL}).extra["test_extra_knob"] == "a"
+        assert (
+            load_config(environ={"RLM_BASE_URL": URL, "RLM_TEST_EXTRA_KNOB": "b"}).extra["test_extra_knob"]
+            == "b"
+        )
+        with pytest.raises(ConfigError, match="test_extra_knob"):
+            set_setting("test_extra_knob", "c")
+        register_setting("concurrency", parse, "a", "x")  # the layer's own keys cannot be replaced
+        assert SETTINGS["concurrency"][1] == 16
+    finally:
+        from rlm_kernel.llm import config as config_module
+
+        SETTINGS.pop("test_extra_knob", None)
+        config_module._EXTRA_KEYS.remove("test_extra_knob")  # noqa: SLF001
