@@ -111,6 +111,10 @@ def test_api_keys_removed_from_kernel_environment(rlm_kernel_factory) -> None:
     assert CANARY not in cmdline
     for cell in ("import os", "os.environ", "import sys", "sys.modules"):
         assert CANARY not in harness.execute(cell).all_text
+    shown = harness.execute("%rlm show")
+    if shown.ok:  # the LLM layer found the key in the kernel's private store, and shows only that it is there
+        api_key_line = next(line for line in (shown.result or "").splitlines() if line.startswith("api_key"))
+        assert "yes" in api_key_line and CANARY not in shown.all_text
 
 
 def test_secret_names_and_store() -> None:
