@@ -1,6 +1,6 @@
 """Reading one text file into a `str` without holding a second copy of it.
 
-ASCII files are read straight into a freshly allocated `str`; other files are decoded from an `mmap`.
+Large files go straight into a freshly allocated `str` (ASCII: read in place; other text: decoded twice).
 """
 
 from __future__ import annotations
@@ -10,26 +10,36 @@ import ctypes
 import mmap
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["DecodeRefused", "read_text"]
+__all__ = ["BIG_FILE", "DecodeRefused", "read_text"]
 
 BIG_FILE = 8 * 1024 * 1024
 """Files at least this large take the no-copy paths; smaller ones are read and decoded plainly."""
 
-_CHUNK = 16 * 1024 * 1024
-_UTF8 = {"utf-8", "utf8", "utf_8", "utf-8-sig", "ascii", "us-ascii"}
+_CHUNK = 4 * 1024 * 1024
+_UTF8 = {"utf-8", "utf8", "utf_8", "u8", "utf"}
+_MAXCHAR = {0: 0x7F, 1: 0xFF, 2: 0xFFFF, 4: 0x10FFFF}
+_CODEC = {
+    0: ("ascii", "strict"),
+    1: ("latin-1", "strict"),
+    2: ("utf-16-le", "surrogatepass"),
+    4: ("utf-32-le", "surrogatepass"),
+}
 
 
 class DecodeRefused(ValueError):
     """The bytes are not text in the requested encoding (message says where and what to do)."""
 
 
-def _ascii_str_factory():
-    """Return `new(n) -> (str, writable memoryview of its n bytes)` or None if this Python is unsuitable.
+def _str_factory() -> tuple[Callable[[int, int], tuple[str, memoryview]], Callable[[str], int]] | None:
+    """Return (new, kind) or None where CPython's string layout is not the one assumed.
 
-    CPython's compact ASCII strings keep their bytes right after the object header (`sys.getsizeof('') - 1`
-    bytes), which is where C code fills a string made by `PyUnicode_New` before anyone else sees it.
+    `new(n, kind)` makes a str of n code points of `kind` (0 = ASCII, 1, 2 or 4 bytes each) with
+    `PyUnicode_New` and returns a writable view of its n*kind data bytes, which C code fills the same way
+    before anyone else sees the string. `kind(s)` is the storage kind of an existing str. Compact strings
+    keep their data right after the header: `sys.getsizeof('') - 1` bytes (ASCII) or `sys.getsizeof('é') - 2`.
     """
     if sys.implementation.name != "cpython":
         return None
@@ -39,31 +49,46 @@ def _ascii_str_factory():
         new_unicode.restype = ctypes.py_object
     except AttributeError:
         return None
-    offset = sys.getsizeof("") - 1
+    ascii_header = sys.getsizeof("") - 1
+    compact_header = sys.getsizeof("é") - 2
 
-    def new(n: int) -> tuple[str, memoryview]:
+    def new(n: int, kind: int) -> tuple[str, memoryview]:
         if n < 2:
             raise ValueError("only for non-trivial sizes")
-        s = new_unicode(n, 127)
-        buf = (ctypes.c_char * n).from_address(id(s) + offset)
+        s = new_unicode(n, _MAXCHAR[kind])
+        width = max(kind, 1)
+        buf = (ctypes.c_char * (n * width)).from_address(id(s) + (compact_header if kind else ascii_header))
         return s, memoryview(buf).cast("B")
 
-    try:  # self-check once: the layout assumption must hold exactly
-        probe, view = new(5)
-        view[:] = b"hello"
-        if probe != "hello" or hash(probe) != hash("hello") or len(probe) != 5:
-            return None
-    except Exception:  # noqa: BLE001 - any surprise means: do not use this path
+    def kind_of(s: str) -> int:
+        if s.isascii():
+            return 0
+        return (sys.getsizeof(s) - compact_header) // (len(s) + 1)
+
+    try:  # self-check once per kind: the layout assumptions must hold exactly
+        for sample in ("hello", "héllo", "hĀllo", "h\U00010000llo"):
+            kind = kind_of(sample)
+            made, view = new(len(sample), kind)
+            view[:] = sample.encode(*_CODEC[kind])
+            view.release()
+            if (
+                made != sample
+                or hash(made) != hash(sample)
+                or kind_of(made) != kind
+                or len(made) != len(sample)
+            ):
+                return None
+    except Exception:  # noqa: BLE001 - any surprise means: do not use the in-place paths
         return None
-    return new
+    return new, kind_of
 
 
-_new_ascii = _ascii_str_factory()
+_factory = _str_factory()
 
 
-def _describe_bad_bytes(path: Path, err: UnicodeDecodeError, encoding: str) -> DecodeRefused:
+def _refusal(path: Path, position: int, reason: str, encoding: str) -> DecodeRefused:
     return DecodeRefused(
-        f"{path} is not valid {encoding} text (byte {err.start}: {err.reason}). "
+        f"{path} is not valid {encoding} text (byte {position}: {reason}). "
         f"Pass the file's encoding, e.g. load_context(path, encoding='latin-1'), "
         f"or errors='replace' to substitute undecodable bytes."
     )
@@ -71,9 +96,9 @@ def _describe_bad_bytes(path: Path, err: UnicodeDecodeError, encoding: str) -> D
 
 def _read_ascii_in_place(path: Path, size: int) -> str | None:
     """Read an ASCII file directly into a new str; None if it is not ASCII or changed while reading."""
-    if _new_ascii is None:
+    if _factory is None:
         return None
-    text, view = _new_ascii(size)
+    text, view = _factory[0](size, 0)
     with open(path, "rb", buffering=0) as f:
         got = 0
         while got < size:
@@ -90,40 +115,85 @@ def _read_ascii_in_place(path: Path, size: int) -> str | None:
     return text
 
 
+def _decoded_chunks(path: Path, encoding: str, errors: str) -> Iterator[str]:
+    """The file's text, decoded incrementally in chunks; a UTF-8 BOM is dropped."""
+    codec = "utf-8-sig" if encoding in _UTF8 else encoding
+    decoder = codecs.getincrementaldecoder(codec)(errors)
+    buf = bytearray(_CHUNK)
+    offset = 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            n = f.readinto(buf)
+            pending = len(decoder.getstate()[0])
+            try:
+                with memoryview(buf) as view, view[:n] as part:
+                    text = decoder.decode(part, final=not n)
+            except UnicodeDecodeError as err:
+                raise _refusal(path, offset - pending + err.start, err.reason, encoding) from None
+            if text:
+                yield text
+            if not n:
+                return
+            offset += n
+
+
+def _decode_in_place(path: Path, encoding: str, errors: str) -> str | None:
+    """Decode twice: count the code points and find the widest, then write each chunk into the final str."""
+    if _factory is None:
+        return None
+    new, kind_of = _factory
+    total, kind = 0, 0
+    for chunk in _decoded_chunks(path, encoding, errors):
+        total += len(chunk)
+        kind = max(kind, kind_of(chunk))
+    if total < 2:
+        return None
+    text, view = new(total, kind)
+    width, (codec, codec_errors) = max(kind, 1), _CODEC[kind]
+    pos = 0
+    for chunk in _decoded_chunks(path, encoding, errors):
+        data = chunk.encode(codec, codec_errors)
+        if pos + len(data) > len(view) or kind_of(chunk) > kind:
+            return None  # the file changed between the passes
+        view[pos : pos + len(data)] = data
+        pos += len(data)
+    view.release()
+    return text if pos == total * width else None
+
+
 def _decode_mapped(path: Path, size: int, encoding: str, errors: str) -> str:
+    codec = "utf-8-sig" if encoding in _UTF8 else encoding
     with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mm:
         if hasattr(mm, "madvise"):
             mm.madvise(mmap.MADV_SEQUENTIAL)
-        skip = (
-            3
-            if encoding.replace("_", "-") in {"utf-8", "utf8", "utf-8-sig"} and mm[:3] == codecs.BOM_UTF8
-            else 0
-        )
-        with memoryview(mm) as view, view[skip:] as body:
-            return codecs.decode(body, "utf-8" if skip else encoding, errors)
+        with memoryview(mm) as view:
+            return codecs.decode(view, codec, errors)
 
 
 def read_text(path: Path, *, encoding: str = "utf-8", errors: str = "strict") -> str:
-    """Return the text of `path`. Large files never exist twice in this process's own memory.
+    """Return the text of `path`. Large files never exist twice in this process's memory.
 
     Raises `DecodeRefused` when the bytes are not valid in `encoding` (with `errors='strict'`).
     """
-    size = os.stat(path).st_size
-    enc = encoding.lower()
     try:
-        if size < BIG_FILE:
-            data = path.read_bytes()
-            if enc.replace("_", "-") in {"utf-8", "utf8"} and data.startswith(codecs.BOM_UTF8):
-                data = data[3:]
-            return data.decode(encoding, errors)
-        if enc in _UTF8 and enc != "utf-8-sig":
-            text = _read_ascii_in_place(path, size)
-            if text is not None:
-                return text
-        return _decode_mapped(path, size, encoding, errors)
-    except UnicodeDecodeError as err:
-        raise _describe_bad_bytes(path, err, encoding) from None
+        codecs.lookup(encoding)
     except LookupError:
         raise DecodeRefused(
             f"unknown encoding {encoding!r}; use a Python codec name such as 'latin-1'"
         ) from None
+    enc = "utf-8" if encoding.lower().replace("_", "-") in _UTF8 else encoding
+    size = os.stat(path).st_size
+    try:
+        if size < BIG_FILE:
+            data = path.read_bytes()
+            return data.decode("utf-8-sig" if enc == "utf-8" else enc, errors)
+        if enc in ("utf-8", "ascii", "us-ascii"):
+            text = _read_ascii_in_place(path, size)
+            if text is not None:
+                return text
+        text = _decode_in_place(path, enc, errors)
+        if text is not None:
+            return text
+        return _decode_mapped(path, size, enc, errors)  # only where the in-place path is unavailable
+    except UnicodeDecodeError as err:
+        raise _refusal(path, err.start, err.reason, encoding) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,15 +113,26 @@ def test_data_kinds(root: Path) -> None:
         ctxmod.load(3)
 
 
-@pytest.mark.parametrize("content", [b"ascii only\n" * 1_000_000, "ünïcødé ✓\n".encode() * 600_000])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"ascii only\n" * 1_000_000,
+        b"\xef\xbb\xbf" + b"ascii after a BOM\n" * 600_000,
+        "latin-1 range: café\n".encode() * 500_000,
+        "ünïcødé ✓\n".encode() * 600_000,
+        ("plain " * 2_000_000).encode() + "🙂 astral at the end".encode(),
+    ],
+    ids=["ascii", "bom", "latin1-kind", "ucs2-kind", "ucs4-kind"],
+)
 def test_big_file_paths_match_plain_decode(root: Path, content: bytes) -> None:
     assert len(content) >= textfile.BIG_FILE
     path = root / "big.txt"
     path.write_bytes(content)
     text = textfile.read_text(path)
-    assert text == content.decode("utf-8")
-    assert hash(text) == hash(content.decode("utf-8"))
-    assert text.isascii() == content.isascii()
+    expected = content.decode("utf-8-sig")
+    assert text == expected and hash(text) == hash(expected) and len(text) == len(expected)
+    assert sys.getsizeof(text) == sys.getsizeof(expected)  # same (canonical) storage kind
+    assert text.isascii() == expected.isascii() and text[-5:] == expected[-5:]
 
 
 def test_big_file_with_bad_bytes_refused(root: Path) -> None:
@@ -128,10 +140,32 @@ def test_big_file_with_bad_bytes_refused(root: Path) -> None:
     path.write_bytes(b"a" * textfile.BIG_FILE + b"\xff")
     with pytest.raises(textfile.DecodeRefused, match=f"byte {textfile.BIG_FILE}"):
         textfile.read_text(path)
+    far = 20 * 1024 * 1024 + 1  # past the first 16 MiB decoding chunk, after a split 2-byte sequence
+    path.write_bytes(
+        b"a" * (16 * 1024 * 1024 - 1) + "é".encode() + b"b" * (far - 16 * 1024 * 1024 - 1) + b"\xff"
+    )
+    with pytest.raises(textfile.DecodeRefused, match=f"byte {far}:"):
+        textfile.read_text(path)
 
 
-def test_ascii_in_place_is_used() -> None:
-    assert textfile._new_ascii is not None, "the no-copy ASCII path should be available on CPython"
-    s, view = textfile._new_ascii(4)
-    view[:] = b"abcd"
-    assert s == "abcd" and s.upper() == "ABCD" and {s: 1}["abcd"] == 1
+def test_in_place_paths_available() -> None:
+    assert textfile._factory is not None, "the no-copy paths should be available on CPython"
+
+
+def test_big_non_utf8_encoding_and_replace(root: Path) -> None:
+    path = root / "latin.txt"
+    path.write_bytes("déjà vu\n".encode("latin-1") * 1_200_000)
+    assert textfile.read_text(path, encoding="latin-1") == "déjà vu\n" * 1_200_000
+    with pytest.raises(textfile.DecodeRefused, match="byte 1:"):
+        textfile.read_text(path)
+    assert textfile.read_text(path, errors="replace")[:4] == "d\ufffdj\ufffd"
+    assert (
+        textfile.read_text(path, errors="surrogateescape").encode("utf-8", "surrogateescape")
+        == path.read_bytes()
+    )
+
+
+def test_unknown_encoding(root: Path) -> None:
+    (root / "x.txt").write_text("x")
+    with pytest.raises(textfile.DecodeRefused, match="unknown encoding"):
+        textfile.read_text(root / "x.txt", encoding="klingon")
