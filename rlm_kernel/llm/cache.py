@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rlm_kernel.llm.errors import ConfigError, ReplayMiss
+from rlm_kernel.llm.errors import ConfigError, LLMError, ReplayMiss
 from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse
 
 __all__ = ["CACHE_FILE", "CacheEntry", "ResponseCache", "cache_key"]
@@ -114,7 +114,20 @@ class ResponseCache:
         """The recorded entry for this call, or None (mode `off` always misses)."""
         if self.mode == "off":
             return None
-        row = (
+        try:
+            row = self._lookup(provider, req)
+        except sqlite3.Error as exc:
+            raise LLMError(
+                f"the LLM cache {self.path} cannot be read ({exc}); fix or delete it, "
+                "or set RLM_CACHE=off / RLM_CACHE_DIR to another directory"
+            ) from None
+        if row is None:
+            return None
+        text, model, tin, tout, finish, rid, recorded = row
+        return CacheEntry(ChatResponse(text, model or req.model, tin, tout, finish, rid), recorded)
+
+    def _lookup(self, provider: str, req: ChatRequest) -> tuple | None:
+        return (
             self._conn()
             .execute(
                 "SELECT text, response_model, input_tokens, output_tokens, finish_reason, request_id, "
@@ -123,10 +136,6 @@ class ResponseCache:
             )
             .fetchone()
         )
-        if row is None:
-            return None
-        text, model, tin, tout, finish, rid, recorded = row
-        return CacheEntry(ChatResponse(text, model or req.model, tin, tout, finish, rid), recorded)
 
     def miss_error(self, provider: str, req: ChatRequest) -> ReplayMiss:
         """The `ReplayMiss` naming a call that replay mode cannot answer."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 import time
 import uuid
@@ -39,6 +40,7 @@ from rlm_kernel.llm.transport import TransportKind, make_http_client
 __all__ = ["Completion", "LLMClient", "Prompt", "cancel_all", "get_client", "reset_client"]
 
 Prompt = str | Sequence[dict[str, str]]
+log = logging.getLogger("rlm_kernel.llm")
 _ROLES_OK = ("system", "user", "assistant")
 cancel_all = loop.cancel_all
 
@@ -152,6 +154,7 @@ class LLMClient:
         self._http: httpx.AsyncClient | None = None
         self._cooldown = CoolDown()
         self._closed = False
+        self._inflight = 0  # calls running on the loop (touched only there)
 
     def __repr__(self) -> str:
         return (
@@ -221,6 +224,19 @@ class LLMClient:
                 errors=errors,
             ) from None
         return results
+
+    def retire(self) -> None:
+        """Stop taking calls and close once the calls already running have finished (does not block)."""
+        self._closed = True
+        loop.run_on_loop(self._aclose_when_idle())
+
+    async def _aclose_when_idle(self) -> None:
+        while self._inflight:
+            await asyncio.sleep(0.1)
+        http, self._http = self._http, None
+        if http is not None:
+            await http.aclose()
+        self.cache.close()
 
     def close(self) -> None:
         """Close the HTTP connections and the cache (the client cannot be used afterwards)."""
@@ -406,6 +422,15 @@ class LLMClient:
             )
 
         t0 = time.monotonic()
+        self._inflight += 1
+        try:
+            return await self._call_inner(item, budget, event, t0)
+        finally:
+            self._inflight -= 1
+
+    async def _call_inner(self, item: _Item, budget: Budget, event: Any, t0: float) -> Completion:
+        req = item.request
+        provider = self.config.provider
         try:
             if self.cache.enabled:
                 entry = self.cache.get(provider, req)
@@ -442,7 +467,7 @@ class LLMClient:
         try:
             self.cache.put(provider, req, resp)
         except Exception as exc:  # noqa: BLE001 - a cache write failure must not lose a paid answer
-            event("retry", error=f"cache write failed: {redact(exc)}", extra={"cache_error": True})
+            log.warning("could not record a %s answer in the LLM cache: %s", provider, redact(exc))
         latency = time.monotonic() - t0
         event(
             "finish",
@@ -529,6 +554,7 @@ class LLMClient:
                 error=str(error),
                 extra={"delay_s": delay, "status": error.status},
             )
+            log.info("retry %d of a %s call in %.2f s: %s", attempt + 1, provider, delay, error)
             await asyncio.sleep(delay)
             attempt += 1
 
@@ -549,7 +575,7 @@ def get_client() -> LLMClient:
             _default = LLMClient(load_config())
             _default_version = version
             if old is not None:
-                old.close()
+                old.retire()
         return _default
 
 
@@ -559,4 +585,4 @@ def reset_client() -> None:
     with _default_lock:
         old, _default = _default, None
     if old is not None:
-        old.close()
+        old.retire()
