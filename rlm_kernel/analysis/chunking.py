@@ -58,28 +58,25 @@ def line_windows(content: str, lines_per_chunk: int = 50, overlap: int = 5) -> l
 
 
 def _cut_near(content: str, target: int, lo: int, hi: int) -> int:
-    """A cut offset in (lo, hi) closest to `target`: after a newline, else after whitespace, else `target`."""
-    for pattern in ("\n", None):
-        if pattern is not None:
-            before = content.rfind(pattern, lo + 1, target)
-            after = content.find(pattern, target, hi)
-        else:
-            m_before = None
-            for m_before in _SPACE.finditer(content, max(lo + 1, target - 4096), target):
-                pass
-            before = m_before.start() if m_before else -1
-            m_after = _SPACE.search(content, target, min(hi, target + 4096))
-            after = m_after.start() if m_after else -1
-        options = [p + 1 for p in (before, after) if p != -1 and lo < p + 1 < hi]
-        if options:
-            return min(options, key=lambda p: abs(p - target))
-    return target
+    """A cut offset in (lo, hi) closest to `target`: just after a newline, else after whitespace; -1 if none."""
+    before = content.rfind("\n", lo, target)
+    after = content.find("\n", target, hi)
+    options = [p + 1 for p in (before, after) if p != -1 and lo < p + 1 < hi]
+    if not options:
+        m_before = None
+        for m_before in _SPACE.finditer(content, max(lo, target - 4096), target):  # noqa: B007 - keep last
+            pass
+        m_after = _SPACE.search(content, target, min(hi, target + 4096))
+        options = [m.end() for m in (m_before, m_after) if m is not None and lo < m.end() < hi]
+    return min(options, key=lambda p: abs(p - target)) if options else -1
 
 
-def split_even(content: str, n: int) -> list[tuple[int, int]]:
+def split_even(content: str, n: int, max_part: int | None = None) -> list[tuple[int, int]]:
     """Cut `content` into at most `n` contiguous, non-empty, roughly equal parts that together cover it.
 
-    Cuts fall just after a newline when one is near, else after whitespace, else mid-text. Returns offsets.
+    Cuts fall just after a newline when one is within half a part of the ideal place, else just after
+    whitespace; where neither is near, that cut is skipped (the part grows) so words are never split — unless
+    the part would then exceed `max_part` characters, when it is cut mid-text. Returns (start, end) offsets.
     """
     if n < 1:
         raise ValueError(f"the number of chunks must be at least 1, got {n}")
@@ -90,12 +87,18 @@ def split_even(content: str, n: int) -> list[tuple[int, int]]:
     cuts = [0]
     for i in range(1, n):
         target = round(i * size)
-        # search no further than half a part either side so parts stay roughly equal
-        lo = max(cuts[-1], round(target - size / 2))
-        hi = min(len(content), round(target + size / 2))
-        cut = _cut_near(content, target, lo, hi)
-        if cut <= cuts[-1] or cut >= len(content):
+        if target <= cuts[-1]:
             continue
-        cuts.append(cut)
+        lo = max(cuts[-1], round(target - size / 2))
+        hi = min(len(content), round(target + size / 2) + 1)
+        cut = _cut_near(content, target, lo, hi)
+        if cut == -1:
+            if max_part is None or target - cuts[-1] <= max_part:
+                continue
+            cut = target
+        if cuts[-1] < cut < len(content):
+            cuts.append(cut)
+    while max_part is not None and len(content) - cuts[-1] > max_part:
+        cuts.append(cuts[-1] + max_part)  # only a whitespace-free tail can get here
     cuts.append(len(content))
     return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
