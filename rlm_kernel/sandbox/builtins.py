@@ -59,6 +59,9 @@ class SafeType(metaclass=_SafeTypeMeta):
     """`type(obj)` for cells: the class of `obj`; metaclasses (even `type`) are never handed out."""
 
 
+SafeType.__name__ = SafeType.__qualname__ = "type"
+
+
 def _refuser(name: str, reason: str) -> Callable[..., Any]:
     def refused(*args: Any, **kwargs: Any) -> Any:
         raise refusal(reason)

@@ -248,6 +248,60 @@ def _localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> Any:
     return decimal.localcontext(ctx, **kwargs)
 
 
+class _SafeEnumType(enum.EnumType):
+    """EnumType whose functional API (`Enum('Name', names)`) refuses underscore member names (dunders would
+    become methods of the new class, a type() factory)."""
+
+    def __call__(cls, value: Any, names: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if names is not None:
+            names = _enum_names(names)
+        return super().__call__(value, names, *args, **kwargs)
+
+
+def _enum_names(names: Any) -> Any:
+    """Materialise the functional API's `names` once (no second look a stateful object could change)."""
+    if isinstance(names, str):
+        text = str.__str__(names)
+        checked: list[Any] = text.replace(",", " ").split()
+        keys = checked
+        result: Any = text
+    else:
+        items = list(names)
+        if hasattr(names, "keys"):
+            result = [(key, names[key]) for key in items]
+        elif all(type(item) is str for item in items):
+            result = items
+        else:
+            result = [tuple(item) for item in items]
+        keys = [item if type(item) is str else item[0] if len(item) == 2 else None for item in result]
+    for name in keys:
+        if type(name) is not str or name.startswith("_"):
+            raise refusal(
+                f"enum member name {name!r} is not allowed: names must be strings that do not start with '_'"
+            )
+    return result
+
+
+class Enum(enum.Enum, metaclass=_SafeEnumType):
+    """enum.Enum for cells (its functional API refuses underscore names)."""
+
+
+class IntEnum(enum.IntEnum, metaclass=_SafeEnumType):
+    """enum.IntEnum for cells."""
+
+
+class StrEnum(enum.StrEnum, metaclass=_SafeEnumType):
+    """enum.StrEnum for cells."""
+
+
+class Flag(enum.Flag, metaclass=_SafeEnumType):
+    """enum.Flag for cells."""
+
+
+class IntFlag(enum.IntFlag, metaclass=_SafeEnumType):
+    """enum.IntFlag for cells."""
+
+
 ALLOWED_MODULES = (
     "base64 bisect cmath collections collections.abc csv dataclasses datetime decimal difflib enum fractions "
     "functools hashlib heapq io itertools json math operator pprint random re statistics string textwrap "
@@ -426,7 +480,8 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "OrderedDict ChainMap Pattern Match Self Never TypeAlias LiteralString "
         "Required NotRequired",
     )
-    f["enum"] = _pick(enum, "Enum IntEnum Flag IntFlag StrEnum auto unique verify")
+    f["enum"] = _pick(enum, "auto unique verify")
+    f["enum"].update(Enum=Enum, IntEnum=IntEnum, StrEnum=StrEnum, Flag=Flag, IntFlag=IntFlag)
     f["dataclasses"] = _pick(
         dataclasses,
         "dataclass field fields asdict astuple replace is_dataclass "

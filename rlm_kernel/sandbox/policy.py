@@ -151,7 +151,9 @@ class RLMTransformer(RestrictingNodeTransformer):
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         attr = node.attr
         allowed_dunder = isinstance(node.ctx, ast.Load) and (
-            attr in READABLE_DUNDERS or (attr in ALLOWED_DUNDER_METHODS and _is_super_call(node.value))
+            attr in READABLE_DUNDERS
+            or (attr in ALLOWED_DUNDER_METHODS and _is_super_call(node.value))
+            or (attr in ALLOWED_DUNDER_METHODS and attr.startswith("_repr_"))  # run time: own objects only
         )
         if allowed_dunder:
             value = self.visit(node.value)

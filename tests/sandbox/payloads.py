@@ -1,0 +1,460 @@
+"""Attack payloads and positive controls for the sandbox, grouped by category, each with its expected outcome.
+
+Run in-process by tests/sandbox/test_payloads.py and through a real kernel by tests/sandbox/test_payloads_kernel.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "BLOCKED",
+    "CANARY_ENV_VAR",
+    "CANARY_VALUE",
+    "LIMIT",
+    "OK",
+    "PAYLOADS",
+    "REFUSED",
+    "TRUNCATED",
+    "Payload",
+    "render",
+]
+
+# Outcomes
+REFUSED = "refused"  # a SandboxError (compile time or run time)
+LIMIT = "limit"  # LimitExceeded, CellTimeout or MemoryError
+BLOCKED = "blocked"  # any error: the thing reached for does not exist in the sandbox (or is refused)
+OK = "ok"  # runs; `match` must appear in the output or result
+TRUNCATED = "truncated"  # runs; the output was cut with an "output truncated" note
+
+LIMIT_ERRORS = frozenset({"LimitExceeded", "CellTimeout", "MemoryError"})
+
+CANARY_ENV_VAR = "OPENAI_API_KEY"
+CANARY_VALUE = "sk-canary-7d1c0ffee5ecret"
+
+
+@dataclass(frozen=True)
+class Payload:
+    """One cell to run and what must happen.
+
+    `code` may contain `{secret_file}`; `kernel_only` payloads need IPython (magics, `!cmd`, history);
+    `mode` is "code", "user_expressions" or "debug_request"; `isolated` payloads need process-wide limits
+    (RLIMIT_AS, the RLIMIT_CPU backstop) and only run in a kernel started for them.
+    """
+
+    category: str
+    id: str
+    code: str
+    expect: str
+    match: str | None = None
+    kernel_only: bool = False
+    mode: str = "code"
+    isolated: bool = False
+
+
+def render(payload: Payload, secret_file: str) -> str:
+    """The payload's code with the canary file's path filled in."""
+    return payload.code.replace("{secret_file}", secret_file)
+
+
+_P = Payload
+
+PAYLOADS: list[Payload] = [
+    # -- dunder walks ---------------------------------------------------------------------------------------
+    _P("dunder", "subclasses", "().__class__.__bases__[0].__subclasses__()", REFUSED),
+    _P("dunder", "mro", "[].__class__.__mro__[-1].__subclasses__()", REFUSED),
+    _P("dunder", "func_globals", "f = lambda: 0\nf.__globals__", REFUSED),
+    _P("dunder", "builtin_self", "len.__self__", REFUSED),
+    _P("dunder", "dict", "class A: pass\nA().__dict__", REFUSED),
+    _P("dunder", "reduce_ex", "(1).__reduce_ex__(2)", REFUSED),
+    _P("dunder", "code_consts", "def f(): return 1\nf.__code__.co_consts", REFUSED),
+    _P("dunder", "object_subclasses", "object.__subclasses__()", REFUSED),
+    _P("dunder", "builtins_name", "__builtins__", REFUSED),
+    _P("dunder", "import_name", "__import__('os')", REFUSED),
+    _P("dunder", "class_getitem", "list.__class_getitem__", REFUSED),
+    _P("dunder", "init_subclass_def", "class A:\n    def __init_subclass__(cls): pass", REFUSED),
+    _P("dunder", "getattribute_def", "class A:\n    def __getattribute__(self, n): return 1", REFUSED),
+    _P("dunder", "del_def", "class A:\n    def __del__(self):\n        while True: pass", REFUSED),
+    _P("dunder", "super_walk", "class A:\n    def f(self):\n        return super().__thisclass__\nA().f()", REFUSED),
+    _P("dunder", "name_is_text_only", "def f(): pass\nf.__name__ = 'x'", REFUSED),
+    # -- computed attribute names ------------------------------------------------------------------------
+    _P("computed", "getattr_concat", "getattr((), '__cl' + 'ass__')", REFUSED),
+    _P("computed", "getattr_chr", "getattr(1, chr(95) * 2 + 'class' + chr(95) * 2)", REFUSED),
+    _P("computed", "getattr_default", "getattr((), '__class__', None)", REFUSED),
+    _P("computed", "getattr_frame", "g = (x for x in [1])\ngetattr(g, 'gi' + '_frame')", REFUSED),
+    _P("computed", "getattr_private_foreign", "import json\ngetattr(json.JSONDecoder(), '_' + 'scanner')", REFUSED),
+    _P("computed", "getattr_str_subclass",
+       "class S(str):\n    def startswith(self, *a):\n        return False\ngetattr(1, S('__class__'))", BLOCKED),
+    _P("computed", "setattr_class", "class A: pass\nsetattr(A(), '__class__', int)", REFUSED),
+    _P("computed", "delattr_dunder", "class A: pass\ndelattr(A, '__init__')", REFUSED),
+    _P("computed", "vars", "vars(1)", REFUSED),
+    _P("computed", "map_getattr", "list(map(getattr, [1], ['__class__']))", REFUSED),
+    _P("computed", "dir_hides_private", "print([n for n in dir(1) if n.startswith('_')])", OK, match="[]"),
+    # -- format-string traversal ------------------------------------------------------------------------
+    _P("format", "str_format_class", "'{0.__class__}'.format(1)", REFUSED),
+    _P("format", "str_format_globals", "def f(): pass\n'{0.__globals__}'.format(f)", REFUSED),
+    _P("format", "str_format_map", "'{x.__class__.__mro__}'.format_map({'x': 1})", REFUSED),
+    _P("format", "str_format_unbound", "str.format('{0.__class__}', 1)", REFUSED),
+    _P("format", "str_format_index_walk", "'{0[0].__class__}'.format([1])", REFUSED),
+    _P("format", "userstring_format",
+       "from collections import UserString\nUserString('{0.__class__}').format(1)", REFUSED),
+    _P("format", "userstring_format_map",
+       "import collections\ncollections.UserString('{a.__init__}').format_map({'a': 1})", REFUSED),
+    _P("format", "formatter_class", "import string\nstring.Formatter().format('{0.__class__}', 1)", BLOCKED),
+    _P("format", "formatter_get_field", "import string\nstring.Formatter().get_field('0.__class__', [1], {})",
+       BLOCKED),
+    _P("format", "methodcaller_format", "import operator\noperator.methodcaller('format', 1)('{0.__class__}')",
+       REFUSED),
+    _P("format", "fstring_dunder", "x = 1\nf'{x.__class__}'", REFUSED),
+    _P("format", "template_is_safe", "import string\nprint(string.Template('$a-$b').substitute(a=1, b='x'))",
+       OK, match="1-x"),
+    # -- pivots from every allowlisted module ------------------------------------------------------------
+    _P("pivot", "re_enum_sys", "import re\nre.enum.sys.modules['os']", BLOCKED),
+    _P("pivot", "re_compiler", "import re\nre.sre_compile", BLOCKED),
+    _P("pivot", "re_pattern_is_data", "import re\nprint(re.compile('a+').pattern)", OK, match="a+"),
+    _P("pivot", "json_codecs", "import json\njson.codecs.open('{secret_file}').read()", BLOCKED),
+    _P("pivot", "json_decoder_module", "import json\njson.decoder.scanstring", BLOCKED),
+    _P("pivot", "json_decoder_init_globals", "import json\njson.JSONDecoder.__init__.__globals__", REFUSED),
+    _P("pivot", "math_loader", "import math\nmath.__loader__", REFUSED),
+    _P("pivot", "math_spec", "import math\ngetattr(math, '__spec__')", REFUSED),
+    _P("pivot", "cmath_dict", "import cmath\ncmath.__dict__", REFUSED),
+    _P("pivot", "statistics_sys", "import statistics\nstatistics.sys.modules", BLOCKED),
+    _P("pivot", "statistics_random", "import statistics\nstatistics.random._os.system('id')", BLOCKED),
+    _P("pivot", "collections_sys", "import collections\ncollections._sys.modules", REFUSED),
+    _P("pivot", "collections_abc_sys", "import collections.abc\ncollections.abc.sys", BLOCKED),
+    _P("pivot", "abc_register", "from collections.abc import Sequence\nSequence.register(int)", REFUSED),
+    _P("pivot", "itertools_loader", "import itertools\nitertools.__loader__", REFUSED),
+    _P("pivot", "functools_update_wrapper",
+       "import functools\nfunctools.update_wrapper(lambda: 0, len, assigned=('__self__',))", BLOCKED),
+    _P("pivot", "operator_private", "import operator\noperator._abs", REFUSED),
+    _P("pivot", "string_formatter", "import string\nstring.Formatter", BLOCKED),
+    _P("pivot", "textwrap_re", "import textwrap\ntextwrap.re.enum.sys", BLOCKED),
+    _P("pivot", "difflib_builtins", "import difflib\ngetattr(difflib.SequenceMatcher, '__module__')", REFUSED),
+    _P("pivot", "datetime_sys", "import datetime\ndatetime.sys.modules", BLOCKED),
+    _P("pivot", "decimal_getcontext", "import decimal\ndecimal.getcontext().prec = 10**9", BLOCKED),
+    _P("pivot", "decimal_context_write", "import decimal\nc = decimal.Context()\nc.prec = 10**9", REFUSED),
+    _P("pivot", "fractions_math", "import fractions\nfractions.math", BLOCKED),
+    _P("pivot", "random_self", "import random\nrandom.random.__self__", REFUSED),
+    _P("pivot", "random_os", "import random\nrandom._os", REFUSED),
+    _P("pivot", "random_systemrandom", "import random\nrandom.SystemRandom", BLOCKED),
+    _P("pivot", "heapq_module", "import heapq\nheapq.heappush.__module__", REFUSED),
+    _P("pivot", "bisect_builtin", "import bisect\nbisect.bisect.__self__", REFUSED),
+    _P("pivot", "unicodedata_ucd", "import unicodedata\nunicodedata.ucd_3_2_0", BLOCKED),
+    _P("pivot", "hashlib_openssl", "import hashlib\nhashlib._hashlib", REFUSED),
+    _P("pivot", "hashlib_file_digest", "import hashlib\nhashlib.file_digest", BLOCKED),
+    _P("pivot", "base64_binascii", "import base64\nbase64.binascii", BLOCKED),
+    _P("pivot", "csv_open", "import csv\nlist(csv.reader(open('{secret_file}')))", REFUSED),
+    _P("pivot", "csv_register_dialect", "import csv\ncsv.register_dialect('x', delimiter=';')", BLOCKED),
+    _P("pivot", "pprint_printer", "import pprint\npprint.PrettyPrinter", BLOCKED),
+    _P("pivot", "pprint_sys", "import pprint\npprint._sys", REFUSED),
+    _P("pivot", "typing_get_type_hints",
+       "import typing\nclass A:\n    x: 'print(1)'\ntyping.get_type_hints(A)", BLOCKED),
+    _P("pivot", "typing_forwardref", "import typing\ntyping.ForwardRef('1')", BLOCKED),
+    _P("pivot", "typing_sys", "import typing\ntyping.sys", BLOCKED),
+    _P("pivot", "enum_sys", "import enum\nenum.sys", BLOCKED),
+    _P("pivot", "enum_type", "import enum\nenum.EnumType", BLOCKED),
+    _P("pivot", "dataclasses_inspect", "import dataclasses\ndataclasses.inspect.stack()", BLOCKED),
+    _P("pivot", "dataclasses_make", "import dataclasses\ndataclasses.make_dataclass('X', ['a'])", BLOCKED),
+    _P("pivot", "io_open", "import io\nio.open('{secret_file}').read()", BLOCKED),
+    _P("pivot", "io_fileio", "import io\nio.FileIO('{secret_file}')", BLOCKED),
+    _P("pivot", "facade_write", "import json\njson.dumps = print", REFUSED),
+    _P("pivot", "facade_delete", "import math\ndel math.pi", REFUSED),
+    _P("pivot", "facade_type_new", "import re\ntype(re)('os', {})", REFUSED),
+    # -- operator / functools gadgets ----------------------------------------------------------------------
+    _P("gadget", "attrgetter_class", "import operator\noperator.attrgetter('__class__')(1)", REFUSED),
+    _P("gadget", "attrgetter_dotted", "import operator\noperator.attrgetter('real.__class__')(1)", REFUSED),
+    _P("gadget", "methodcaller_reduce", "import operator\noperator.methodcaller('__reduce_ex__', 2)(1)", REFUSED),
+    _P("gadget", "partial_getattr", "import functools\nfunctools.partial(getattr, 1)('__class__')", REFUSED),
+    _P("gadget", "reduce_getattr", "import functools\nfunctools.reduce(getattr, ['__class__', '__base__'], 1)",
+       REFUSED),
+    _P("gadget", "partial_func", "import functools\nfunctools.partial(print, 1).func", REFUSED),
+    _P("gadget", "partial_args", "import functools\nfunctools.partial(print, 1).args", REFUSED),
+    _P("gadget", "wraps_assigned",
+       "import functools\nfunctools.wraps(len, assigned=('__self__',))(lambda: 0)", BLOCKED),
+    _P("gadget", "sorted_key_attrgetter", "import operator\nsorted([1, 2], key=operator.attrgetter('__class__'))",
+       REFUSED),
+    _P("gadget", "operator_setitem_facade", "import operator, json\noperator.setitem(json, 'x', 1)", REFUSED),
+    _P("gadget", "lru_wrapped", "import functools\nfunctools.lru_cache()(len).__wrapped__", REFUSED),
+    _P("gadget", "exception_obj", "try:\n    (1).nope\nexcept AttributeError as e:\n    e.obj", REFUSED),
+    # -- type() factories ---------------------------------------------------------------------------------
+    _P("type", "type3", "type('X', (), {'__getattr__': lambda s, n: 1})", REFUSED),
+    _P("type", "type_of_type", "type(type(1))('X', (), {})", REFUSED),
+    _P("type", "metaclass_subclass", "class M(type): pass\nM('X', (), {})", REFUSED),
+    _P("type", "metaclass_kw", "class A(metaclass=type): pass", REFUSED),
+    _P("type", "namedtuple_dunder", "import collections\ncollections.namedtuple('X', ['__class__'])", BLOCKED),
+    _P("type", "enum_functional_dunder",
+       "import enum\nE = enum.Enum('E', {'__getattr__': 1})\nprint(E)", BLOCKED),
+    _P("type", "type_one_arg_ok", "print(type(3).__name__, type(int).__name__, isinstance(int, type))", OK,
+       match="int type True"),
+    # -- frames and tracebacks -------------------------------------------------------------------------
+    _P("frames", "traceback_attr", "try:\n    1/0\nexcept Exception as e:\n    e.__traceback__", REFUSED),
+    _P("frames", "tb_frame_via_exit",
+       "class C:\n    def __enter__(self): return self\n    def __exit__(self, t, v, tb):\n        self.tb = tb\n"
+       "        return True\nc = C()\nwith c:\n    1/0\nc.tb.tb_frame", REFUSED),
+    _P("frames", "tb_frame_getattr",
+       "class C:\n    def __enter__(self): return self\n    def __exit__(self, t, v, tb):\n        self.tb = tb\n"
+       "        return True\nc = C()\nwith c:\n    1/0\ngetattr(c.tb, 'tb_frame')", REFUSED),
+    _P("frames", "tb_next", "try:\n    1/0\nexcept Exception as e:\n    t = e.with_traceback(None)\nt.tb_next",
+       REFUSED),
+    _P("frames", "f_back", "def f(): pass\ngetattr(f, 'f_back')", REFUSED),
+    _P("frames", "sys_getframe", "import sys\nsys._getframe()", REFUSED),
+    _P("frames", "inspect_module", "import inspect\ninspect.currentframe()", REFUSED),
+    _P("frames", "traceback_module", "import traceback\ntraceback.extract_stack()", REFUSED),
+    # -- generator / coroutine internals ---------------------------------------------------------------
+    _P("generator", "gi_frame", "g = (x for x in [1])\ng.gi_frame.f_globals", REFUSED),
+    _P("generator", "gi_code", "def g():\n    yield 1\ng().gi_code", REFUSED),
+    _P("generator", "gi_yieldfrom", "def g():\n    yield from [1]\ng().gi_yieldfrom", REFUSED),
+    _P("generator", "gi_frame_computed", "def g():\n    yield 1\ngetattr(g(), 'gi_' + 'frame')", REFUSED),
+    _P("generator", "cr_frame", "async def c(): pass\nc().cr_frame", REFUSED),
+    _P("generator", "ag_frame", "async def a():\n    yield 1\na().ag_frame", REFUSED),
+    _P("generator", "generator_ok", "def g():\n    yield 1\n    yield 2\nprint(sum(g()))", OK, match="3"),
+    # -- imports ---------------------------------------------------------------------------------------
+    _P("imports", "os", "import os", REFUSED, match="available modules"),
+    _P("imports", "sys", "import sys", REFUSED),
+    _P("imports", "subprocess", "import subprocess", REFUSED),
+    _P("imports", "importlib", "import importlib\nimportlib.import_module('os')", REFUSED),
+    _P("imports", "builtins", "import builtins\nbuiltins.open", REFUSED),
+    _P("imports", "relative", "from . import x", REFUSED),
+    _P("imports", "relative_parent", "from .. import os", REFUSED),
+    _P("imports", "star", "from json import *", REFUSED),
+    _P("imports", "submodule", "import json.decoder", REFUSED),
+    _P("imports", "from_submodule", "from json import decoder", BLOCKED),
+    _P("imports", "alias_guard", "import re as _getattr_", REFUSED),
+    _P("imports", "dunder_import_builtin", "__builtins__['__import__']('os')", REFUSED),
+    _P("imports", "pathlib", "import pathlib\npathlib.Path('{secret_file}').read_text()", REFUSED),
+    _P("imports", "ctypes", "import ctypes", REFUSED),
+    _P("imports", "pickle", "import pickle", REFUSED),
+    _P("imports", "threading", "import threading", REFUSED),
+    # -- asyncio -----------------------------------------------------------------------------------------
+    _P("asyncio", "import_asyncio", "import asyncio", REFUSED),
+    _P("asyncio", "async_def", "async def f():\n    return 1", REFUSED, match="async"),
+    _P("asyncio", "await_top", "await something()", REFUSED),
+    _P("asyncio", "async_for", "async def f():\n    async for x in y:\n        pass", REFUSED),
+    _P("asyncio", "async_with", "async def f():\n    async with y:\n        pass", REFUSED),
+    _P("asyncio", "concurrent_futures", "import concurrent.futures", REFUSED),
+    _P("asyncio", "async_comprehension", "async def f():\n    return [x async for x in y]", REFUSED),
+    # -- guard-shadowing parameters -------------------------------------------------------------------
+    _P("shadow", "default_param", "def f(_getattr_=getattr):\n    return _getattr_", REFUSED),
+    _P("shadow", "posonly_param", "def f(_write_=None, /):\n    return 1", REFUSED),
+    _P("shadow", "kwonly_param", "def f(*, _getiter_=None):\n    return 1", REFUSED),
+    _P("shadow", "varargs", "def f(*_apply_):\n    return 1", REFUSED),
+    _P("shadow", "kwargs", "def f(**_getitem_):\n    return 1", REFUSED),
+    _P("shadow", "lambda_param", "(lambda _getattr_: 1)(2)", REFUSED),
+    _P("shadow", "assign_guard", "_getattr_ = lambda o, n: 1", REFUSED),
+    _P("shadow", "walrus", "(_write_ := 1)", REFUSED),
+    _P("shadow", "for_target", "for _getitem_ in [1]: pass", REFUSED),
+    _P("shadow", "with_target", "class C:\n    def __enter__(self): return 1\n    def __exit__(self, *a): pass\n"
+       "with C() as _print:\n    pass", REFUSED),
+    _P("shadow", "except_name", "try:\n    1/0\nexcept Exception as _getattr_:\n    pass", REFUSED),
+    _P("shadow", "comprehension", "[1 for _getiter_ in [1]]", REFUSED),
+    _P("shadow", "class_attr", "class A:\n    _getattr_ = print", REFUSED),
+    _P("shadow", "global_decl", "def f():\n    global _print\n    _print = 1", REFUSED),
+    _P("shadow", "nested_def", "def f():\n    def _getattr_(o, n):\n        return 1", REFUSED),
+    _P("shadow", "del_guard", "del _write_", REFUSED),
+    _P("shadow", "class_named_guard", "class _getitem_: pass", REFUSED),
+    _P("shadow", "match_statement", "match 1:\n    case int(real=r):\n        pass", REFUSED),
+    # -- except* --------------------------------------------------------------------------------------
+    _P("except_star", "except_star", "try:\n    raise ValueError\nexcept* ValueError:\n    pass", REFUSED),
+    _P("except_star", "except_star_group",
+       "try:\n    raise ExceptionGroup('g', [ValueError()])\nexcept* ValueError as eg:\n    eg", REFUSED),
+    # -- resource bombs ---------------------------------------------------------------------------------
+    _P("bomb", "python_loop", "while True:\n    pass", LIMIT),
+    _P("bomb", "swallow_bare_except",
+       "while True:\n    try:\n        while True:\n            pass\n    except:\n        pass", LIMIT),
+    _P("bomb", "swallow_baseexception",
+       "n = 0\nwhile True:\n    try:\n        while True:\n            n = n + 1\n    except BaseException:\n"
+       "        pass", LIMIT),
+    _P("bomb", "swallow_finally_return",
+       "def f():\n    try:\n        while True:\n            pass\n    finally:\n        return 1\nwhile True:\n"
+       "    f()", LIMIT),
+    _P("bomb", "swallow_exit_true",
+       "class S:\n    def __enter__(self): return self\n    def __exit__(self, *a): return True\nwhile True:\n"
+       "    with S():\n        while True:\n            pass", LIMIT),
+    _P("bomb", "c_loop_sum_range", "sum(range(10**12))", LIMIT),
+    _P("bomb", "c_loop_max_range", "max(range(10**10))", LIMIT),
+    _P("bomb", "c_loop_repeat", "import itertools\nany(itertools.repeat(0))", LIMIT),
+    _P("bomb", "c_loop_count", "import itertools, collections\ncollections.deque(itertools.count(), maxlen=0)",
+       LIMIT),
+    _P("bomb", "c_loop_cycle", "import itertools\nsum(itertools.cycle([1]))", LIMIT),
+    _P("bomb", "c_loop_iter_callable", "any(iter(int, 1))", LIMIT),
+    _P("bomb", "c_loop_product", "import itertools\nany(x is None for x in itertools.product(range(50), repeat=9))",
+       LIMIT),
+    _P("bomb", "c_loop_reduce", "import functools, operator\nfunctools.reduce(operator.mul, range(1, 3 * 10**6))",
+       LIMIT),
+    _P("bomb", "memory_str_repeat", "x = 'a' * 10**10", LIMIT),
+    _P("bomb", "memory_list_repeat", "x = [0] * 10**10", LIMIT),
+    _P("bomb", "memory_bytearray", "x = bytearray(10**11)", LIMIT),
+    _P("bomb", "memory_bytes", "x = bytes(10**11)", LIMIT),
+    _P("bomb", "memory_inplace_repeat", "x = [1]\nx *= 10**10", LIMIT),
+    _P("bomb", "memory_growth", "x = []\nwhile True:\n    x.append('a' * 10**7)", LIMIT, isolated=True),
+    _P("bomb", "memory_center", "x = 'a'.center(10**11)", LIMIT, isolated=True),
+    _P("bomb", "bignum_pow", "10**(10**8)", LIMIT),
+    _P("bomb", "bignum_pow_builtin", "pow(7, 10**9)", LIMIT),
+    _P("bomb", "bignum_shift", "1 << 10**10", LIMIT),
+    _P("bomb", "bignum_inplace_pow", "x = 10\nx **= 10**9", LIMIT),
+    _P("bomb", "bignum_factorial", "import math\nmath.factorial(10**8)", LIMIT),
+    _P("bomb", "bignum_operator_pow", "import operator\noperator.pow(10, 10**9)", LIMIT),
+    _P("bomb", "redos", "import re\nre.match(r'(a+)+$', 'a' * 40 + 'b')", LIMIT),
+    _P("bomb", "format_width_fstring", "f'{1:999999999999}'", LIMIT),
+    _P("bomb", "format_width_method", "'{:>2000000000}'.format('x')", LIMIT),
+    _P("bomb", "format_width_builtin", "format(1, '2000000000')", LIMIT),
+    _P("bomb", "format_width_percent", "'%2000000000d' % 1", LIMIT),
+    _P("bomb", "format_width_star", "'%*d' % (2000000000, 1)", LIMIT),
+    _P("bomb", "format_precision", "f'{1.5:.900000000f}'", LIMIT),
+    _P("bomb", "output_flood_loop", "for i in range(30000):\n    print('x' * 100)", TRUNCATED),
+    _P("bomb", "output_flood_single", "print('y' * 5_000_000)", TRUNCATED),
+    _P("bomb", "compile_bomb_size", "x = [" + "1," * 400_000 + "]", BLOCKED),
+    _P("bomb", "compile_bomb_nesting", "x = " + "(" * 5000 + "1" + ")" * 5000, BLOCKED),
+    _P("bomb", "compile_bomb_unary", "x = " + "-" * 100_000 + "1", BLOCKED),
+    _P("bomb", "decimal_precision", "import decimal\ndecimal.Context(prec=10**9)", LIMIT),
+    # -- secrets -------------------------------------------------------------------------------------
+    _P("secrets", "open_secret", "open('{secret_file}').read()", REFUSED),
+    _P("secrets", "os_environ", "import os\nos.environ['OPENAI_API_KEY']", REFUSED),
+    _P("secrets", "exec_open", "exec(\"print(open('{secret_file}').read())\")", REFUSED),
+    _P("secrets", "eval_open", "eval(\"open('{secret_file}').read()\")", REFUSED),
+    _P("secrets", "compile_builtin", "compile('1', 'x', 'eval')", REFUSED),
+    _P("secrets", "globals", "globals()", REFUSED),
+    _P("secrets", "locals", "locals()", REFUSED),
+    _P("secrets", "input", "input()", REFUSED),
+    _P("secrets", "breakpoint", "breakpoint()", REFUSED),
+    _P("secrets", "help", "help(len)", REFUSED),
+    # -- IPython escapes (need a real kernel) -----------------------------------------------------------
+    _P("ipython", "get_ipython", "get_ipython().system('cat {secret_file}')", REFUSED, kernel_only=True),
+    _P("ipython", "get_ipython_bare", "ip = get_ipython", REFUSED, kernel_only=True),
+    _P("ipython", "bang_cmd", "!cat {secret_file}", REFUSED, kernel_only=True, match="shell commands"),
+    _P("ipython", "bang_assign", "x = !env", REFUSED, kernel_only=True),
+    _P("ipython", "magic_run", "%run {secret_file}", REFUSED, kernel_only=True),
+    _P("ipython", "magic_load", "%load {secret_file}", REFUSED, kernel_only=True),
+    _P("ipython", "magic_env", "%env", REFUSED, kernel_only=True),
+    _P("ipython", "magic_pip", "%pip list", REFUSED, kernel_only=True),
+    _P("ipython", "magic_sx", "%sx cat {secret_file}", REFUSED, kernel_only=True),
+    _P("ipython", "cell_bash", "%%bash\ncat {secret_file}", REFUSED, kernel_only=True),
+    _P("ipython", "cell_writefile", "%%writefile /tmp/rlm-pwn.py\nprint(1)", REFUSED, kernel_only=True),
+    _P("ipython", "magic_config", "%config IPCompleter.evaluation = 'unsafe'", REFUSED, kernel_only=True),
+    _P("ipython", "magic_store", "%store -r", REFUSED, kernel_only=True),
+    _P("ipython", "magic_debug", "%debug", REFUSED, kernel_only=True),
+    _P("ipython", "magic_time_body", "%time open('{secret_file}').read()", REFUSED, kernel_only=True),
+    _P("ipython", "magic_timeit_body", "%timeit -n1 -r1 ().__class__", REFUSED, kernel_only=True),
+    _P("ipython", "exit", "exit()", REFUSED, kernel_only=True),
+    _P("ipython", "quit", "quit()", REFUSED, kernel_only=True),
+    _P("ipython", "user_expressions", "open('{secret_file}').read()", REFUSED, kernel_only=True,
+       mode="user_expressions"),
+    _P("ipython", "user_expressions_dunder", "().__class__.__subclasses__()", REFUSED, kernel_only=True,
+       mode="user_expressions"),
+    _P("ipython", "debug_request", "", REFUSED, kernel_only=True, mode="debug_request"),
+    # -- positive controls ---------------------------------------------------------------------------
+    _P("control", "regex", "import re\nprint(re.findall(r'\\d+', 'a1b22c333'))", OK, match="['1', '22', '333']"),
+    _P("control", "regex_groups",
+       "import re\nm = re.search(r'(?P<k>\\w+)=(?P<v>\\d+)', 'x a=12')\nprint(m.group('k'), m['v'], m.span())",
+       OK, match="a 12 (2, 6)"),
+    _P("control", "json", "import json\nd = json.loads('{\"a\": [1, 2]}')\nd['b'] = True\nprint(json.dumps(d, "
+       "sort_keys=True))", OK, match='{"a": [1, 2], "b": true}'),
+    _P("control", "counter",
+       "from collections import Counter\nc = Counter('the cat the hat the end'.split())\nprint(c.most_common(1))",
+       OK, match="[('the', 3)]"),
+    _P("control", "counting_augassign",
+       "counts = {}\nfor w in 'a b a c a'.split():\n    counts[w] = counts.get(w, 0)\n    counts[w] += 1\n"
+       "print(counts)", OK, match="{'a': 3, 'b': 1, 'c': 1}"),
+    _P("control", "defaultdict",
+       "from collections import defaultdict\nd = defaultdict(list)\nfor k, v in [('a', 1), ('b', 2), ('a', 3)]:\n"
+       "    d[k].append(v)\nprint(dict(d))", OK, match="{'a': [1, 3], 'b': [2]}"),
+    _P("control", "comprehensions",
+       "xs = [i * i for i in range(5) if i % 2 == 0]\nd = {k: v for k, v in zip('abc', range(3))}\n"
+       "s = {c for c in 'hello'}\ng = sum(x for x in range(10))\nprint(xs, d, sorted(s), g)",
+       OK, match="[0, 4, 16] {'a': 0, 'b': 1, 'c': 2} ['e', 'h', 'l', 'o'] 45"),
+    _P("control", "class_with_state",
+       "class Stack:\n    def __init__(self):\n        self.items = []\n        self._pushes = 0\n"
+       "    def push(self, x):\n        self.items.append(x)\n        self._pushes += 1\n"
+       "    def __len__(self):\n        return len(self.items)\n    def __iter__(self):\n"
+       "        return iter(self.items)\n    def __repr__(self):\n        return f'Stack({self.items!r})'\n"
+       "    def _repr_html_(self):\n        return '<b>stack</b>'\n"
+       "s = Stack()\ns.push(1)\ns.push(2)\nprint(len(s), list(s), s, s._pushes, s._repr_html_())",
+       OK, match="2 [1, 2] Stack([1, 2]) 2 <b>stack</b>"),
+    _P("control", "class_ordering",
+       "class V:\n    def __init__(self, n):\n        self.n = n\n    def __eq__(self, o):\n        return self.n == o.n\n"
+       "    def __lt__(self, o):\n        return self.n < o.n\n    def __hash__(self):\n        return hash(self.n)\n"
+       "print([v.n for v in sorted([V(3), V(1), V(2)])], V(1) == V(1), len({V(1), V(1)}))",
+       OK, match="[1, 2, 3] True 1"),
+    _P("control", "inheritance_super",
+       "class A:\n    def __init__(self, x):\n        self.x = x\nclass B(A):\n    def __init__(self, x, y):\n"
+       "        super().__init__(x)\n        self.y = y\nb = B(1, 2)\nb.x += 10\nprint(b.x, b.y, isinstance(b, A))",
+       OK, match="11 2 True"),
+    _P("control", "sorting_keys",
+       "import operator\nrows = [{'n': 'b', 'v': 2}, {'n': 'a', 'v': 2}, {'n': 'c', 'v': 1}]\n"
+       "print([r['n'] for r in sorted(rows, key=lambda r: (-r['v'], r['n']))])\n"
+       "print(sorted([(2, 'x'), (1, 'y')], key=operator.itemgetter(1), reverse=True))",
+       OK, match="['a', 'b', 'c']\n[(1, 'y'), (2, 'x')]"),
+    _P("control", "attrgetter_ok",
+       "import operator\nclass P:\n    def __init__(self, n):\n        self.n = n\n"
+       "print([p.n for p in sorted([P(2), P(1)], key=operator.attrgetter('n'))])", OK, match="[1, 2]"),
+    _P("control", "fstrings",
+       "x = 3.14159\nname = 'pi'\nprint(f'{name!r:>6}|{x:.2f}|{x:8.3f}|{42:05d}|{1234567:,}')",
+       OK, match="  'pi'|3.14|   3.142|00042|1,234,567"),
+    _P("control", "str_format_ok", "print('{} has {:.1f}% of {name}'.format('a', 12.345, name='b'))",
+       OK, match="a has 12.3% of b"),
+    _P("control", "percent_format_ok", "print('%s=%05.1f' % ('x', 3.14159))", OK, match="x=003.1"),
+    _P("control", "dataclasses",
+       "from dataclasses import dataclass, field, asdict\n@dataclass(order=True)\nclass Item:\n    score: float\n"
+       "    name: str = field(default='', compare=False)\n    tags: list = field(default_factory=list)\n"
+       "items = sorted([Item(2.0, 'b'), Item(1.0, 'a')])\nitems[0].tags.append('t')\nprint(asdict(items[0]))",
+       OK, match="{'score': 1.0, 'name': 'a', 'tags': ['t']}"),
+    _P("control", "namedtuple",
+       "from collections import namedtuple\nP = namedtuple('P', 'x y')\np = P(1, 2)\n"
+       "print(p._asdict(), p._replace(x=5), P._fields)", OK, match="{'x': 1, 'y': 2} P(x=5, y=2) ('x', 'y')"),
+    _P("control", "enum", "from enum import Enum, auto\nclass C(Enum):\n    RED = auto()\n    BLUE = auto()\n"
+       "print(C.RED.name, C(2), len(C))", OK, match="RED C.BLUE 2"),
+    _P("control", "exceptions",
+       "def f(x):\n    if x < 0:\n        raise ValueError(f'negative: {x}')\n    return x\ntry:\n    f(-1)\n"
+       "except ValueError as e:\n    print('caught', e, e.args)", OK, match="caught negative: -1 ('negative: -1',)"),
+    _P("control", "closures_nonlocal",
+       "def counter():\n    n = 0\n    def inc():\n        nonlocal n\n        n += 1\n        return n\n"
+       "    return inc\nc = counter()\nc()\nprint(c())", OK, match="2"),
+    _P("control", "itertools_ok",
+       "import itertools\nprint(list(itertools.islice(itertools.count(10), 3)), list(itertools.chain([1], [2])), "
+       "[k for k, g in itertools.groupby('aabbb')], list(itertools.combinations('abc', 2))[:2])",
+       OK, match="[10, 11, 12] [1, 2] ['a', 'b'] [('a', 'b'), ('a', 'c')]"),
+    _P("control", "heapq_bisect",
+       "import heapq, bisect\nh = [5, 1, 3]\nheapq.heapify(h)\nprint(heapq.heappop(h), heapq.nlargest(1, h), "
+       "bisect.bisect([1, 3, 5], 4))", OK, match="1 [5] 2"),
+    _P("control", "math_stats",
+       "import math, statistics\nprint(math.sqrt(16), math.prod([2, 3]), statistics.mean([1, 2, 3, 4]), "
+       "statistics.median([3, 1, 2]), math.factorial(10))", OK, match="4.0 6 2.5 2 3628800"),
+    _P("control", "decimal_fraction",
+       "from decimal import Decimal\nfrom fractions import Fraction\nprint(Decimal('1.1') + Decimal('2.2'), "
+       "Fraction(1, 3) + Fraction(1, 6))", OK, match="3.3 1/2"),
+    _P("control", "random_seeded",
+       "import random\nrandom.seed(7)\na = [random.randint(1, 100) for _ in range(3)]\nrandom.seed(7)\n"
+       "b = [random.randint(1, 100) for _ in range(3)]\nprint(a == b, len(random.sample(range(100), 5)))",
+       OK, match="True 5"),
+    _P("control", "csv_stringio",
+       "import csv, io\nrows = list(csv.reader(io.StringIO('a,b\\n1,2\\n')))\nout = io.StringIO()\n"
+       "csv.writer(out).writerow(['x', 'y'])\nprint(rows, repr(out.getvalue()))",
+       OK, match="[['a', 'b'], ['1', '2']] 'x,y\\r\\n'"),
+    _P("control", "text_tools",
+       "import textwrap, difflib, string\nprint(textwrap.shorten('hello big world', 12), "
+       "round(difflib.SequenceMatcher(None, 'abcd', 'abce').ratio(), 2), string.capwords('a b'))",
+       OK, match="hello [...] 0.75 A B"),
+    _P("control", "hash_b64_unicode",
+       "import hashlib, base64, unicodedata\nprint(hashlib.sha256(b'x').hexdigest()[:8], "
+       "base64.b64encode(b'hi').decode(), unicodedata.name('a'))", OK, match="2d711642 aGk= LATIN SMALL LETTER A"),
+    _P("control", "datetime",
+       "import datetime\nd = datetime.date(2024, 1, 31) + datetime.timedelta(days=1)\n"
+       "print(d.isoformat(), f'{d:%Y/%m}')", OK, match="2024-02-01 2024/02"),
+    _P("control", "pprint", "import pprint\npprint.pprint({'b': 1, 'a': [1, 2]})", OK, match="{'a': [1, 2], 'b': 1}"),
+    _P("control", "typing_annotations",
+       "from typing import List, Optional\ndef f(xs: List[int], k: Optional[int] = None) -> int:\n"
+       "    return sum(xs) + (k or 0)\ntotal: int = f([1, 2], 3)\nprint(total)", OK, match="6"),
+    _P("control", "hasattr_dunder", "print(hasattr([], '__len__'), hasattr(1, 'nope'), getattr(1, 'nope', 'd'))",
+       OK, match="True False d"),
+    _P("control", "builtins_mix",
+       "print(sorted(zip('ba', [1, 2])), tuple(reversed([1, 2])), bytes([104, 105]), divmod(7, 2), "
+       "list(enumerate('ab')), hex(255), chr(65), ord('A'), round(2.567, 2), any([0, 1]), all([]))",
+       OK, match="[('a', 2), ('b', 1)] (2, 1) b'hi' (3, 1) [(0, 'a'), (1, 'b')] 0xff A 65 2.57 True True"),
+    _P("control", "variables_survive_error", "kept = 41\nkept += 1\nraise ValueError('boom')", BLOCKED),
+    _P("control", "big_but_fine", "x = 'a' * 10**6\nprint(len(x), len(list(range(10**6))), 2**1000 % 7)",
+       OK, match="1000000 1000000 2"),
+    _P("control", "while_loop_done", "n = 0\nwhile n < 100000:\n    n += 1\nprint(n)", OK, match="100000"),
+    _P("control", "try_finally_ok", "def f():\n    try:\n        return 1\n    finally:\n        print('cleanup')\nprint(f())",
+       OK, match="cleanup\n1"),
+    _P("control", "history_underscore", "40 + 2", OK, match="42", kernel_only=True),
+]
