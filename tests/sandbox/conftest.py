@@ -1,4 +1,4 @@
-"""Fixtures for the in-process sandbox tests: a session with small limits, canaries planted in env and on disk."""
+"""Fixtures for the in-process sandbox tests: a session with small limits; canaries in the env and on disk."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from tests.sandbox.payloads import CANARY_ENV_VAR, CANARY_VALUE
 
 # In-process limits: short CPU time; no RLIMIT_CPU backstop and no RLIMIT_AS (they would outlive the test
 # in the pytest process); those two are tested in subprocesses and through a real kernel.
-TEST_LIMITS = dict(cpu_seconds=1.0, wall_seconds=30.0, cpu_backstop_seconds=0, memory_mb=0, output_bytes=100_000)
+TEST_LIMITS = dict(
+    cpu_seconds=1.0, wall_seconds=30.0, cpu_backstop_seconds=0, memory_mb=0, output_bytes=100_000
+)
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """Attack payloads and positive controls for the sandbox, grouped by category, each with its expected outcome.
 
-Run in-process by tests/sandbox/test_payloads.py and through a real kernel by tests/sandbox/test_payloads_kernel.py.
+Run in-process by tests/sandbox/test_payloads.py and through a real kernel by test_payloads_kernel.py.
 """
+# ruff: noqa: E501 - a table of code snippets reads best one payload per line
 
 from __future__ import annotations
 

@@ -117,7 +117,8 @@ def test_runtime_refusal_points_at_the_users_line(session: SandboxSession) -> No
 def test_import_refusal_lists_available_modules(session: SandboxSession) -> None:
     outcome = run_source("import os", new_namespace(session), session)
     assert outcome.error is not None
-    assert "module 'os' is not available" in outcome.error and "json" in outcome.error and "re," in outcome.error
+    assert "module 'os' is not available" in outcome.error
+    assert "json" in outcome.error and "re," in outcome.error
 
 
 def test_last_expression_value_and_print(session: SandboxSession) -> None:
