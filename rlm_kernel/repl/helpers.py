@@ -251,6 +251,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         )
         if result.termination == "interrupted":
             raise interrupted()
+        if result.termination == "budget":
+            raise budget_hit(result.message)
         if result.answer is None:
             raise QueryError(f"the sub-RLM ended without an answer ({result.termination}: {result.message})")
         return result.answer, result.usage

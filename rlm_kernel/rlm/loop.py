@@ -178,6 +178,13 @@ class _Run:
                     turn.final = answer
                     self._show(turn, "final answer")
                     return answer, "final", f"FINAL accepted at turn {index}"
+                cancelled = getattr(self.state.session, "cancelled", None)
+                if cancelled:
+                    self._show(turn, "time limit")
+                    return None, "time_limit", (
+                        f"the cell's time limit ended the run during turn {index} ({cancelled}); "
+                        "raise RLM_CPU_SECONDS / RLM_WALL_SECONDS for longer runs"
+                    )
                 if tracker.budget_error:
                     self._show(turn, "budget exhausted")
                     return (

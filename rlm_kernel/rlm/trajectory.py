@@ -95,7 +95,8 @@ def _check_target(path: str | os.PathLike, suffix: str) -> Path:
 class RLMResult:
     """The outcome of `rlm_run` / `%%rlm`.
 
-    `termination`: final, max_iterations, no_code, budget, interrupted or error; `message` explains it.
+    `termination`: final, max_iterations, no_code, budget, time_limit, interrupted or error; `message` says
+    why.
     Everything computed before the end is kept, whatever the reason: `trajectory` (the turns) and `namespace`
     (the run's variables).
     """

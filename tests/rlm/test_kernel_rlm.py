@@ -185,3 +185,31 @@ def test_interrupt_during_run(served, kernel: KernelHarness) -> None:
     assert got == ["interrupted", 2, True, False]
     assert any("slow please" in r.prompt for r in server.requests)
     assert ok(kernel, "1 + 1").result == "2"  # the kernel lives on
+
+
+def test_shared_mode_uses_the_notebook_namespace(served, kernel: KernelHarness) -> None:
+    script(served, Script(root=[repl("doubled = base * 2\nv = llm_query('ok')"), "FINAL_VAR(doubled)"]))
+    ok(kernel, "import json\nbase = 21\nload_context('shared context')")
+    ok(kernel, "%%rlm --shared\nDouble it")
+    assert probe(kernel, "[rlm_result.termination, rlm_result.answer, doubled]") == ["final", "42", 42]
+    ex = ok(kernel, "FINAL('person again')")  # the notebook's FINAL is a person's FINAL again after the run
+    assert any("person again" in d.get("text/html", "") for d in ex.display)
+
+
+def test_time_limit_ends_the_run_and_keeps_turns(rlm_kernel_factory) -> None:
+    server = LLMTestServer().start()
+    try:
+        server.reply_with(
+            Script(root=[repl("started = True"), repl("while True:\n    started = not started")] * 5)
+        )
+        kernel = rlm_kernel_factory(env={**llm_env(server), "RLM_CPU_SECONDS": "2"})
+        ex = kernel.execute("import json\nr = rlm_run('q', context='abc')", timeout=60)
+        assert ex.ok, ex
+        assert probe(kernel, "[r.termination, r.iterations, 'started' in r.namespace]") == [
+            "time_limit",
+            2,
+            True,
+        ]
+        assert "CellTimeout" in probe(kernel, "r.trajectory[1].error")
+    finally:
+        server.stop()
