@@ -17,9 +17,19 @@ from rlm_kernel.repl.state import ReplState
 __all__ = ["ANALYSIS_NAMES", "install", "notebook", "populate", "repair"]
 
 ANALYSIS_NAMES = ("map_reduce", "find_relevant", "extract_functions")
+ANALYSIS_ERRORS = ("AnalysisError", "MapReduceError", "FindRelevantError")
 ERROR_NAMES = {"QueryError": QueryError, "QueryBatchError": QueryBatchError, "ContextError": ContextError}
 _registry: dict[int, tuple[dict, ReplState]] = {}
 _notebook: tuple[dict, ReplState] | None = None
+
+
+def _calls_a_model(name: str, args: tuple, kwargs: dict) -> bool:
+    """Whether this analysis call asked a model (only those count as child calls for the FINAL rule)."""
+    if name == "map_reduce":
+        return True
+    if name == "find_relevant":
+        return bool(kwargs.get("use_llm_scoring", args[3] if len(args) > 3 else False))
+    return False
 
 
 def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
@@ -32,11 +42,13 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
             value = fn(*args, **kwargs)
         except RLMError as err:
             if state.run is not None:
-                state.run.calls.append(ChildCall(name, "", False, error=str(err)))
+                state.run.calls.append(ChildCall(name, "", False, failed=1, error=str(err)))
+            if type(err).__module__.startswith("rlm_kernel.analysis"):
+                raise err from None  # text and plain data only (partial results), by that module's contract
             raise QueryError(f"{name} failed: {err}") from None
         except (TypeError, ValueError) as err:
             raise ReplError(f"{name}: {err}") from None
-        if state.run is not None:
+        if state.run is not None and _calls_a_model(name, args, kwargs):
             state.run.calls.append(ChildCall(name, "", True))
             state.run.successes += 1
         return value
@@ -50,16 +62,21 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
     return helper
 
 
-def _analysis_helpers(state: ReplState) -> dict[str, Callable]:
+def _analysis_helpers(state: ReplState) -> dict[str, object]:
+    """The analysis helpers (wrapped) and their error classes, as far as rlm_kernel.analysis provides them."""
     try:
         from rlm_kernel import analysis
     except ImportError:
         return {}
-    found = {}
+    found: dict[str, object] = {}
     for name in ANALYSIS_NAMES:
         fn = getattr(analysis, name, None)
         if callable(fn):
             found[name] = _wrap_analysis(name, fn, state)
+    for name in ANALYSIS_ERRORS:
+        cls = getattr(analysis, name, None)
+        if isinstance(cls, type) and issubclass(cls, RLMError):
+            found[name] = cls
     return found
 
 

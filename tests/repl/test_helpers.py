@@ -161,3 +161,14 @@ def test_load_context_updates_repair_snapshot(tmp_path, monkeypatch) -> None:
         assert dict(ns["context_files"]) == {"a.txt": (0, 11)}
     finally:
         ctxmod.set_allowed_roots(None)
+
+
+def test_analysis_helpers_preloaded_and_counted_only_when_a_model_is_asked(client_on_server) -> None:
+    ns, state = fresh(run=True)
+    for name in ("map_reduce", "find_relevant", "extract_functions", "MapReduceError"):
+        assert name in ns, name
+    assert ns["extract_functions"]("def f(x):\n    return x\n")[0]["name"] == "f"
+    assert state.run.successes == 0  # no model call: does not unlock FINAL
+    client_on_server.reply_with(lambda rec: "part")
+    assert ns["map_reduce"]("a\nb\nc\nd\n", "Summarise {chunk}", "Combine {results}", n_chunks=2) == "part"
+    assert state.run.successes == 1 and state.run.calls[-1].kind == "map_reduce"
