@@ -319,10 +319,26 @@ def _watch_parent(parent_pid: int) -> None:
             os._exit(0)
 
 
+def _lift_inherited_limits() -> None:
+    """Undo the sandbox's per-cell soft limits this process inherited from the kernel cell that started it.
+
+    A cell lowers RLIMIT_CPU's soft limit (a backstop for runaway C loops) and caps RLIMIT_AS; a child
+    started inside a cell keeps them, so the model server would be killed by SIGXCPU after a minute or two
+    of inference. Soft limits may be raised up to the hard limit, which the sandbox leaves alone.
+    """
+    import resource
+
+    for which in (resource.RLIMIT_CPU, resource.RLIMIT_AS):
+        with contextlib.suppress(ValueError, OSError):
+            _soft, hard = resource.getrlimit(which)
+            resource.setrlimit(which, (hard, hard))
+
+
 def _serve(argv: list[str]) -> None:
     """`python -m rlm_kernel.llm.local --parent-pid PID -- <llama_cpp.server args>`: the supervised server."""
     if len(argv) < 3 or argv[0] != "--parent-pid" or argv[2] != "--":
         raise SystemExit("usage: python -m rlm_kernel.llm.local --parent-pid PID -- <llama_cpp.server args>")
+    _lift_inherited_limits()
     parent_pid = int(argv[1])
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="parent-watch").start()
     import runpy

@@ -108,3 +108,30 @@ def test_server_dies_with_a_killed_parent() -> None:
     while _alive(server_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(server_pid), "the model server outlived its killed parent"
+
+
+def test_server_sheds_the_cells_cpu_and_memory_limits() -> None:
+    """Started from inside a sandboxed cell, the server must not inherit the cell's RLIMIT_CPU / RLIMIT_AS."""
+    script = textwrap.dedent(
+        """
+        import resource, time
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        soft = int(used.ru_utime + used.ru_stime) + 30
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 1024**3, resource.RLIM_INFINITY))
+        from rlm_kernel.llm import local
+        local.ensure_local_server()
+        print(local.local_server().pid, flush=True)
+        time.sleep(600)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        server_pid = int(parent.stdout.readline())
+        limits = Path(f"/proc/{server_pid}/limits").read_text().splitlines()
+        cpu = next(line for line in limits if line.startswith("Max cpu time")).split()
+        mem = next(line for line in limits if line.startswith("Max address space")).split()
+        assert cpu[3] == "unlimited" and mem[3] == "unlimited", "\n".join(limits)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
