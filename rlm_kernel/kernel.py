@@ -13,6 +13,7 @@ from ipykernel.ipkernel import IPythonKernel
 from traitlets import Type
 
 from rlm_kernel import __version__, introspect, magics
+from rlm_kernel.sandbox import cell_limits
 from rlm_kernel.shell import RLMCompiler, RLMShell
 
 __all__ = ["RLMKernel", "current_parent"]
@@ -87,6 +88,14 @@ class RLMKernel(IPythonKernel):
         number = self.shell.history_manager.session_number
         reply["history"] = [(session or number, line, entry) for session, line, entry in reply["history"]]
         return reply
+
+    def do_inspect(self, code: str, cursor_pos: int, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Shift-Tab help: a guarded lookup (RLMShell._ofind); the reprs it calls run under cell limits."""
+        try:
+            with cell_limits(self.shell.sandbox_session):
+                return super().do_inspect(code, cursor_pos, *args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - a time limit or interrupt in a user repr: reply, don't die
+            return {"status": "error", "ename": type(exc).__name__, "evalue": str(exc), "traceback": []}
 
     def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
         shell = self.shell

@@ -361,6 +361,8 @@ def make_magic_helpers(shell: Any) -> dict[str, Callable[..., Any]]:
             return spec.fn(line) if spec.fn is not None else None
         if name == "history":
             _check_history_args(line)
+        if name in ("pinfo", "pinfo2") and "*" in line:
+            raise SandboxError(f"{line!r} — wildcard search (%psearch) is not available in the rlm kernel")
         fn = shell.find_line_magic(name)
         kwargs = {}
         if getattr(fn, "needs_local_scope", False):

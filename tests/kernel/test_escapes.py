@@ -275,6 +275,23 @@ def test_inspect_of_guarded_paths(rlm_kernel: KernelHarness, name: str) -> None:
     assert "not found" in ex.stdout
 
 
+@pytest.mark.parametrize("cell", ["%pinfo a*", "%pinfo *", "%pinfo2 _* -a", "a*?"])
+def test_wildcard_search_refused(rlm_kernel: KernelHarness, cell: str) -> None:
+    ex = rlm_kernel.execute(cell)
+    assert ex.error_name == "SandboxError", str(ex)
+    assert "getattr" not in ex.all_text
+
+
+def test_inspect_runs_user_reprs_under_limits(rlm_kernel_factory) -> None:
+    harness = rlm_kernel_factory(env={"RLM_CPU_SECONDS": "1"})
+    harness.execute(  # a repr that never returns: Shift-Tab on it must still get a reply
+        "class Slow:\n    def __repr__(self):\n        while True:\n            pass\n\nslow = Slow()"
+    )
+    reply = harness.inspect("slow")
+    assert reply["status"] == "error" and reply["ename"] == "CellTimeout", reply
+    assert harness.execute("1 + 1", timeout=30).result == "2"
+
+
 def test_inspect_and_help_of_public_names(rlm_kernel: KernelHarness) -> None:
     rlm_kernel.execute("data = {'k': [1, 2]}")
     reply = rlm_kernel.inspect("data")
