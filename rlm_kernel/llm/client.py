@@ -301,7 +301,7 @@ class LLMClient:
 
     def _wait(self, fut: concurrent.futures.Future[Any]) -> Any:
         if loop.in_loop_thread():
-            fut.cancel()
+            loop.cancel(fut)
             raise LLMError(
                 "model calls cannot be made from the LLM layer's own event loop thread "
                 "(e.g. from an event subscriber)"
@@ -314,7 +314,8 @@ class LLMClient:
             raise _strip(exc) from None
         except BaseException as exc:
             if not fut.done():  # KeyboardInterrupt, a cell time limit...: stop this cell's calls, re-raise
-                fut.cancel()
+                loop.cancel(fut)
+                concurrent.futures.wait([fut], timeout=1.0)  # let budgets and events settle first
                 raise
             if isinstance(exc, Exception):
                 message = f"internal error in the LLM layer: {type(exc).__name__}: {redact(exc)}"

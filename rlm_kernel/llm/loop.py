@@ -11,14 +11,14 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["cancel_all", "in_loop_thread", "run_on_loop", "submit"]
+__all__ = ["cancel", "cancel_all", "in_loop_thread", "run_on_loop", "submit"]
 
 T = TypeVar("T")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
-_active: set[concurrent.futures.Future[Any]] = set()
+_active: dict[concurrent.futures.Future[Any], asyncio.Task[Any] | None] = {}
 
 
 def _get_loop() -> asyncio.AbstractEventLoop:
@@ -47,17 +47,61 @@ def in_loop_thread() -> bool:
 
 
 def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-    """Run `coro` on the LLM loop; the returned future is tracked until done so `cancel_all()` can stop it."""
-    fut = asyncio.run_coroutine_threadsafe(coro, _get_loop())
+    """Run `coro` as a task on the LLM loop and return a future for its outcome.
+
+    The future completes only when the task has really finished — after a cancellation, once the task's
+    clean-up (budget releases, `failed` events) has run — so a caller that sees it done sees settled state.
+    """
+    loop = _get_loop()
+    fut: concurrent.futures.Future[T] = concurrent.futures.Future()
     with _lock:
-        _active.add(fut)
-    fut.add_done_callback(_forget)
+        _active[fut] = None
+
+    def finish(task: asyncio.Task[T]) -> None:
+        with _lock:
+            _active.pop(fut, None)
+        if fut.done():
+            return
+        if task.cancelled():
+            fut.cancel()
+        elif (exc := task.exception()) is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(task.result())
+
+    def start() -> None:
+        if fut.done():  # cancelled before it started
+            coro.close()
+            with _lock:
+                _active.pop(fut, None)
+            return
+        task = loop.create_task(coro)
+        with _lock:
+            _active[fut] = task
+        task.add_done_callback(finish)
+
+    loop.call_soon_threadsafe(start)
     return fut
 
 
-def _forget(fut: concurrent.futures.Future[Any]) -> None:
-    with _lock:
-        _active.discard(fut)
+def cancel(fut: concurrent.futures.Future[Any]) -> None:
+    """Ask the task behind `fut` to stop; `fut` completes (cancelled) once the task has cleaned up."""
+    loop = _loop
+    if loop is None or fut.done():
+        return
+
+    def do_cancel() -> None:
+        with _lock:
+            task = _active.get(fut)
+        if task is not None:
+            task.cancel()
+        elif not fut.done():
+            fut.cancel()
+
+    try:
+        loop.call_soon_threadsafe(do_cancel)
+    except RuntimeError:  # the loop is closed (interpreter shutdown)
+        fut.cancel()
 
 
 def run_on_loop(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
@@ -69,10 +113,10 @@ def cancel_all() -> int:
     """Cancel every in-flight and queued model call (kernel interrupt); returns how many were running.
 
     Cancellation reaches the tasks at their next await — at once for requests waiting on the network, a
-    semaphore or a retry sleep. The loop itself keeps running, so the next call works.
+    semaphore or a retry sleep. Each waiter then gets its cancellation; the loop keeps running for new calls.
     """
     with _lock:
         futures = list(_active)
     for fut in futures:
-        fut.cancel()
+        cancel(fut)
     return len(futures)
