@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import keyword
 import re
+import types
 from typing import Any
 
 __all__ = ["LookupRefused", "complete", "resolve_path"]
@@ -39,6 +40,28 @@ def _builtins_of(ns: dict[str, Any]) -> dict[str, Any]:
     return {}  # a real builtins module would mean an unsandboxed namespace: offer nothing from it
 
 
+# Descriptors whose __get__ runs no user code: functions become bound methods, C slots read a field.
+_PLAIN_DESCRIPTORS = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.ClassMethodDescriptorType,
+    types.GetSetDescriptorType,
+    types.MemberDescriptorType,
+    staticmethod,
+    classmethod,
+)
+
+
+def _runs_code_on_access(static: Any) -> bool:
+    """True for properties, cached_property and any other descriptor that could run code when read."""
+    if static is None or isinstance(static, _PLAIN_DESCRIPTORS) or isinstance(static, type):
+        return False
+    return hasattr(type(static), "__get__")
+
+
 def resolve_path(ns: dict[str, Any], dotted: str) -> tuple[Any, Any]:
     """(parent, object) for `a.b.c` looked up in `ns`, then its safe builtins, via the `_getattr_` guard.
 
@@ -67,9 +90,9 @@ def resolve_path(ns: dict[str, Any], dotted: str) -> tuple[Any, Any]:
             static = inspect.getattr_static(obj, part)
         except AttributeError:
             static = None
-        if isinstance(static, property):
+        if _runs_code_on_access(static):
             if part == parts[-1]:
-                return parent, static
+                return parent, static  # the descriptor itself, as IPython shows properties
             raise LookupRefused(dotted)
         try:
             obj = guard(obj, part)

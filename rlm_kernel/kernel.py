@@ -99,10 +99,10 @@ class RLMKernel(IPythonKernel):
 
     def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
         shell = self.shell
-        return introspect.complete(
-            shell.user_ns,
-            shell.user_ns_hidden,
-            code,
-            cursor_pos,
-            (list(magics.allowed_line_magics()), list(magics.allowed_cell_magics())),
-        )
+        magic_names = (list(magics.allowed_line_magics()), list(magics.allowed_cell_magics()))
+        try:
+            return introspect.complete(shell.user_ns, shell.user_ns_hidden, code, cursor_pos, magic_names)
+        except Exception as exc:  # noqa: BLE001 - completion must always answer
+            self.log.warning("completion failed: %s", exc)
+            end = len(code) if cursor_pos is None else cursor_pos
+            return {"matches": [], "cursor_start": end, "cursor_end": end, "metadata": {}, "status": "ok"}
