@@ -111,7 +111,7 @@ class BudgetView:
             cap = norm.get(cap_key)
             if used_key == "elapsed_s" and cap is None:
                 continue  # wall time is only worth a row when it is capped
-            gauge.layout.visibility = "visible" if cap is not None else "hidden"
+            gauge.layout.display = "" if cap is not None else "none"
             if cap is not None:
                 gauge.max = max(float(cap), 1e-12)
                 gauge.value = min(used, gauge.max)

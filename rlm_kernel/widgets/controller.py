@@ -25,7 +25,7 @@ class Sink(Protocol):
 
     def parent_for(self, owner: str | None) -> Any: ...
 
-    def show(self, widget: Any, parent: Any) -> None: ...
+    def show(self, widget: Any, parent: Any, fallback: str = "") -> None: ...
 
     def write(self, text: str, parent: Any) -> None: ...
 
@@ -110,7 +110,7 @@ class FanoutController:
                 live.coalescer = Coalescer(
                     lambda: self._refresh(root_id, view), interval=self.interval, scheduler=self.scheduler
                 )
-                self.sink.show(view.widget, live.parent)
+                self.sink.show(view.widget, live.parent, f"[fan-out widget: {snap.total} calls]")
         with self._lock:
             self._live[root_id] = live
 

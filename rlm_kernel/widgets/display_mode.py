@@ -26,22 +26,12 @@ def parse_mode(value: Any) -> str:
 
 
 def register_setting() -> None:
-    """Make `display` a known setting so `%rlm set display=…`, `RLM_DISPLAY` and the TOML file accept it.
-
-    Adds to `rlm_kernel.llm.config.SETTINGS` (extend, never replace); a no-op if the key is already known.
-    """
+    """Make `display` a known setting so `%rlm set display=…`, `RLM_DISPLAY` and the TOML file accept it."""
     try:
-        from rlm_kernel.llm import config
+        from rlm_kernel.llm.config import register_setting as register
     except ImportError:  # the LLM layer is optional for the pure logic
         return
-    register = getattr(config, "register_setting", None)
-    if callable(register):
-        try:
-            register("display", parse_mode, "auto", _WHAT)
-            return
-        except Exception:  # noqa: BLE001 - fall back to the plain table below
-            pass
-    config.SETTINGS.setdefault("display", (parse_mode, "auto", _WHAT))
+    register("display", parse_mode, "auto", _WHAT)
 
 
 def frontend_has_widgets() -> bool:

@@ -10,7 +10,7 @@ import html
 import ipywidgets as w
 
 from rlm_kernel.widgets.state import FanoutSnapshot
-from rlm_kernel.widgets.text import fanout_summary, format_duration, format_tokens, format_usd
+from rlm_kernel.widgets.text import format_duration, format_tokens, format_usd
 
 __all__ = ["MAX_NESTED_SHOWN", "FanoutView", "bar_style"]
 
@@ -61,8 +61,6 @@ class FanoutView:
         self.bar.add_class("rlm-fanout-bar")
         self.count = w.HTML("")
         self.stats = w.HTML("")
-        self.summary = w.HTML("")  # the final one-line summary, also written as text output
-        self.summary.add_class("rlm-fanout-summary")
         self.nested_box = w.VBox([], layout=w.Layout(margin="0 0 0 1.5em"))
         self.more = w.HTML("")
         self._nested: dict[str, FanoutView] = {}
@@ -81,10 +79,6 @@ class FanoutView:
         self.bar.bar_style = bar_style(snap)
         self.count.value = f"<span class='rlm-fanout-count'>{snap.completed}/{snap.total}</span>"
         self.stats.value = _stats_html(snap)
-        if snap.finished and self.nested_level == 0:
-            self.summary.value = f"<code>{html.escape(fanout_summary(snap))}</code>"
-            if self.summary not in self.widget.children:
-                self.widget.children = (*self.widget.children, self.summary)
         self._update_nested(snap)
 
     def _update_nested(self, snap: FanoutSnapshot) -> None:

@@ -82,11 +82,15 @@ class KernelSink:
         finally:
             self.shell.reset_thread_parent(tokens)
 
-    def show(self, widget: Any, parent: dict[str, Any]) -> None:
+    def show(self, widget: Any, parent: dict[str, Any], fallback: str = "") -> None:
+        """Display `widget` in the cell with `fallback` as its text/plain (not the widget's long repr)."""
         from IPython.display import display
 
+        bundle = dict(widget._repr_mimebundle_() or {})
+        if fallback:
+            bundle["text/plain"] = fallback
         with self._in_cell(parent):
-            display(widget)
+            display(bundle, raw=True)
 
     def write(self, text: str, parent: dict[str, Any]) -> None:
         stream = self._stdout

@@ -69,8 +69,8 @@ class _LazySink:
     def parent_for(self, owner: str | None) -> Any:
         return self._get().parent_for(owner)
 
-    def show(self, widget: Any, parent: Any) -> None:
-        self._get().show(widget, parent)
+    def show(self, widget: Any, parent: Any, fallback: str = "") -> None:
+        self._get().show(widget, parent, fallback)
 
     def write(self, text: str, parent: Any) -> None:
         self._get().write(text, parent)

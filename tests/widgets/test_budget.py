@@ -71,7 +71,8 @@ def test_view_gauges_and_live_refresh() -> None:
     assert calls_row[1].bar_style == "danger"
     # uncapped figures show a value without a visible gauge
     out_row = view.rows["output_tokens"]
-    assert out_row[1].layout.visibility == "hidden" and "10" in out_row[2].value
+    assert out_row[1].layout.display == "none" and "10" in out_row[2].value
+    assert calls_row[1].layout.display == ""
     monitor.close()
 
 

@@ -18,12 +18,14 @@ class RecordingSink:
     def __init__(self) -> None:
         self.shown: list[tuple[Any, Any]] = []
         self.written: list[tuple[str, Any]] = []
+        self.fallbacks: list[str] = []
 
     def parent_for(self, owner: str | None) -> Any:
         return {"cell": owner}
 
-    def show(self, widget: Any, parent: Any) -> None:
+    def show(self, widget: Any, parent: Any, fallback: str = "") -> None:
         self.shown.append((widget, parent))
+        self.fallbacks.append(fallback)
 
     def write(self, text: str, parent: Any) -> None:
         self.written.append((text, parent))
@@ -45,6 +47,7 @@ def test_widgets_mode_shows_in_owner_cell_and_writes_summary() -> None:
     assert len(sink.shown) == 1
     widget, parent = sink.shown[0]
     assert parent == {"cell": "cell-7"}
+    assert sink.fallbacks == ["[fan-out widget: 5 calls]"]
     assert "rlm-fanout" in widget._dom_classes
     assert sink.written == [
         ("fan-out: 5/5 done · 0 failed · 1 cached · 40 in / 12 out tokens · $0.0000", {"cell": "cell-7"})
@@ -62,7 +65,7 @@ def test_final_state_reaches_the_widget() -> None:
     count = widget.children[0].children[2]
     assert (bar.value, bar.max, bar.bar_style) == (200, 200, "success")
     assert "200/200" in count.value
-    assert "fan-out: 200/200 done" in widget.children[-1].value
+    assert "200 done · 0 in flight · 0 failed" in widget.children[1].value
 
 
 def test_updates_are_coalesced_to_the_interval() -> None:

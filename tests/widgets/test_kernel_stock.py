@@ -71,6 +71,7 @@ def test_fanout_widget_comms_and_summary(widgets_kernel: KernelHarness) -> None:
     # the fan-out widget was displayed in this cell …
     views = [d for d in r.display if WIDGET_VIEW in d]
     assert len(views) == 1
+    assert views[0]["text/plain"] == "[fan-out widget: 30 calls]"  # what a frontend without widgets shows
     # … its models were opened and updated over comms in this cell, ending at 30/30 with a success bar
     opened = [m for m in r.messages if m["msg_type"] == "comm_open"]
     assert any(m["content"]["data"]["state"].get("_model_name") == "IntProgressModel" for m in opened)
