@@ -58,8 +58,7 @@ def turn_text(turn: Turn) -> str:
     u = turn.usage
     return (
         f"Turn {turn.index}: {_status(turn)}, {len(turn.calls)} child call(s), {u.tokens} tokens, "
-        f"${u.cost_usd:.4f}"
-        + (f" — {turn.note}" if turn.note else "")
+        f"${u.cost_usd:.4f}" + (f" — {turn.note}" if turn.note else "")
     )
 
 

@@ -16,9 +16,15 @@ from rlm_kernel.rlm.extract import extract
 from rlm_kernel.rlm.prompt import SYSTEM_PROMPT, context_message
 from rlm_kernel.rlm.trajectory import RLMResult, Turn, Usage
 
-__all__ = ["run_from_namespace", "run_rlm", "truncate"]
+__all__ = ["active_runs", "run_from_namespace", "run_rlm", "truncate"]
 
 _REPLY_KEEP = 8000
+_active = 0
+
+
+def active_runs() -> int:
+    """How many root-loop runs are in progress in this process (nested sub-RLMs included)."""
+    return _active
 
 
 def truncate(text: str, limit: int) -> str:
@@ -83,11 +89,12 @@ class _Run:
     # -- sandbox side
     def execute(self, code: str, turn: Turn) -> None:
         from rlm_kernel.repl import preload
-        from rlm_kernel.sandbox import SandboxSession, run_source
+        from rlm_kernel.sandbox import SandboxSession, repair_namespace, run_source
 
         if self.state.session is None:
             self.state.session = SandboxSession()
         preload.repair(self.ns)
+        repair_namespace(self.ns, self.state.session)
         outcome = run_source(code, self.ns, self.state.session, filename=f"<rlm turn {turn.index}>")
         turn.stdout, turn.value, turn.error = outcome.stdout, outcome.value_repr, outcome.error
         preload.repair(self.ns)
@@ -181,9 +188,13 @@ class _Run:
                 cancelled = getattr(self.state.session, "cancelled", None)
                 if cancelled:
                     self._show(turn, "time limit")
-                    return None, "time_limit", (
-                        f"the cell's time limit ended the run during turn {index} ({cancelled}); "
-                        "raise RLM_CPU_SECONDS / RLM_WALL_SECONDS for longer runs"
+                    return (
+                        None,
+                        "time_limit",
+                        (
+                            f"the cell's time limit ended the run during turn {index} ({cancelled}); "
+                            "raise RLM_CPU_SECONDS / RLM_WALL_SECONDS for longer runs"
+                        ),
                     )
                 if tracker.budget_error:
                     self._show(turn, "budget exhausted")
@@ -263,11 +274,14 @@ def run_rlm(
         ns = new_namespace(session)
         state = ReplState(session=session, depth=depth, options=options, budget=budget, run=tracker)
         preload.populate(ns, state, loaded)
+    global _active
     display = LiveDisplay(question) if live else None
     run = _Run(question, loaded, ns, state, options, display)
+    _active += 1
     try:
         answer, reason, message = run.run()
     finally:
+        _active -= 1
         if saved is not None:
             state.depth, state.budget, state.run, state.options = saved
         else:

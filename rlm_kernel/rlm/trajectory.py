@@ -75,10 +75,13 @@ class Turn:
         return total
 
 
-def _check_target(path: str | os.PathLike, suffix: str) -> Path:
+def _check_target(path: str | os.PathLike, suffix: str, overwrite: bool) -> Path:
     from rlm_kernel.repl.context import check_allowed
     from rlm_kernel.repl.errors import ReplError
+    from rlm_kernel.rlm.loop import active_runs
 
+    if active_runs():
+        raise ReplError("saving files is not available inside a root-loop run; save the result afterwards")
     target = Path(path)
     if target.suffix != suffix:
         raise ReplError(f"refused {str(path)!r}: the file name must end in {suffix}") from None
@@ -88,6 +91,10 @@ def _check_target(path: str | os.PathLike, suffix: str) -> Path:
         raise ReplError(str(err).replace("context may only be read", "runs may only be saved")) from None
     if not resolved.parent.is_dir():
         raise ReplError(f"refused {str(path)!r}: the directory {resolved.parent} does not exist") from None
+    if resolved.exists() and not overwrite:
+        raise ReplError(
+            f"refused {str(path)!r}: the file exists; pass overwrite=True to replace it"
+        ) from None
     return resolved
 
 
@@ -106,10 +113,15 @@ class RLMResult:
     termination: str
     message: str
     trajectory: list[Turn]
-    namespace: dict
-    usage: Usage
+    _namespace: dict = field(repr=False)
+    usage: Usage = field(default_factory=Usage)
     depth: int = 1
     model: str | None = None
+
+    @property
+    def namespace(self) -> dict:
+        """The run's variables: a copy of its namespace without the names that start with an underscore."""
+        return {k: v for k, v in self._namespace.items() if not k.startswith("_")}
 
     @property
     def iterations(self) -> int:
@@ -157,9 +169,9 @@ class RLMResult:
         }
         return [head] + [{"type": "turn", **asdict(t), "usage": asdict(t.usage)} for t in self.trajectory]
 
-    def to_jsonl(self, path: str) -> str:
+    def to_jsonl(self, path: str, overwrite: bool = False) -> str:
         """Write the run as JSON lines (a header line, then one line per turn); returns the path written."""
-        target = _check_target(path, ".jsonl")
+        target = _check_target(path, ".jsonl", overwrite)
         with open(target, "w", encoding="utf-8") as f:
             for record in self.records():
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -195,10 +207,10 @@ class RLMResult:
         nbformat.validate(nb)
         return nb
 
-    def save(self, path: str) -> str:
+    def save(self, path: str, overwrite: bool = False) -> str:
         """Write the run as a notebook whose cells are the turns (`path` ends in .ipynb); returns the path."""
         import nbformat
 
-        target = _check_target(path, ".ipynb")
+        target = _check_target(path, ".ipynb", overwrite)
         nbformat.write(nbformat.from_dict(self.to_notebook()), str(target))
         return str(path)

@@ -129,6 +129,9 @@ def test_exports(client_on_server: LLMTestServer, tmp_path, monkeypatch) -> None
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert [c.source for c in code] == ["q = llm_query('x')\nprint(q)"]
         assert "child answer to: x" in code[0].outputs[0]["text"]
+        with pytest.raises(Exception, match="file exists; pass overwrite=True"):
+            result.save("run.ipynb")
+        result.save("run.ipynb", overwrite=True)
         with pytest.raises(Exception, match="must end in .ipynb"):
             result.save("run.txt")
         with pytest.raises(Exception, match="outside the allowed roots"):
@@ -142,3 +145,22 @@ def test_truncate_keeps_head_and_tail() -> None:
     cut = truncate(text, 20)
     assert cut.startswith("a" * 14) and cut.endswith("b" * 6) and "80 chars cut" in cut
     assert truncate("short", 20) == "short"
+
+
+def test_no_file_writes_from_inside_a_run(client_on_server: LLMTestServer, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    ctxmod.set_allowed_roots([tmp_path])
+    try:
+        script = Script(
+            root=[
+                repl("inner = rlm_run('inner', context='x', max_iterations=1)\ninner.save('evil.ipynb')"),
+                "inner run: no code",
+            ]
+        )
+        result = run(client_on_server, script, max_iterations=1)
+        assert "not available inside a root-loop run" in result.trajectory[0].error
+        assert not (tmp_path / "evil.ipynb").exists()
+        assert result.namespace["inner"].termination == "max_iterations"
+        assert all(not k.startswith("_") for k in result.namespace)
+    finally:
+        ctxmod.set_allowed_roots(None)
