@@ -1,1 +1,6 @@
-"""rlm_kernel.rlm subpackage."""
+"""The autonomous root loop (`%%rlm`, `rlm_run`): system prompt, block extraction, trajectories, live view.
+
+`loop.run_rlm(question, loaded, options=...)` returns an `RLMResult` (see `trajectory`).
+"""
+
+__all__: list[str] = []
