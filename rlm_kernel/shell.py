@@ -23,7 +23,15 @@ from traitlets import Any as AnyTrait
 from rlm_kernel import magics
 from rlm_kernel.introspect import LookupRefused, resolve_path
 from rlm_kernel.repl import preload
-from rlm_kernel.sandbox import SandboxError, SandboxSession, cell_limits, new_namespace, restrict_ast
+from rlm_kernel.sandbox import (
+    SandboxError,
+    SandboxSession,
+    cell_limits,
+    check_source_size,
+    new_namespace,
+    repair_namespace,
+    restrict_ast,
+)
 
 __all__ = ["RLMCompiler", "RLMShell", "MAGIC_MODULES"]
 
@@ -49,7 +57,12 @@ class RLMCompiler(XCachingCompiler):
         if filename != "<unknown>":
             self.current_filename = filename
             self.cell_filenames.add(filename)
-        return super().ast_parse(source, filename, symbol)
+        try:
+            return super().ast_parse(source, filename, symbol)
+        except (MemoryError, RecursionError):  # CPython's parser gives up on deeply nested source this way
+            raise SyntaxError(
+                "the cell is nested too deeply for Python's parser; split the expression into smaller parts"
+            ) from None
 
 
 class RLMShell(ZMQInteractiveShell):
@@ -59,6 +72,7 @@ class RLMShell(ZMQInteractiveShell):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        repair_namespace(self.user_ns, self.sandbox_session)
         self._load_magic_modules()
         preload.install(self.user_ns, self)
         self.user_ns_hidden.update({k: v for k, v in self.user_ns.items()})
@@ -113,11 +127,23 @@ class RLMShell(ZMQInteractiveShell):
 
     # -- run time ----------------------------------------------------------------------------------
     async def run_cell_async(self, raw_cell: str, *args: Any, **kwargs: Any) -> Any:
+        """Repair the namespace, refuse oversized sources, then run the cell as IPython does."""
+        self._repair_namespace()
+        if kwargs.get("preprocessing_exc_tuple") is None:
+            try:
+                check_source_size(raw_cell, self.sandbox_session.limits)
+            except SandboxError as exc:
+                kwargs["preprocessing_exc_tuple"] = (type(exc), exc, None)
+        return await super().run_cell_async(raw_cell, *args, **kwargs)
+
+    def _repair_namespace(self) -> None:
+        fixed = repair_namespace(self.user_ns, self.sandbox_session)
+        if fixed:
+            log.warning("sandbox namespace repaired: %s", ", ".join(fixed))
         try:
             preload.repair(self.user_ns)
-        except Exception:  # noqa: BLE001 - a broken repair must not block the cell
+        except Exception:  # noqa: BLE001 - a broken helper repair must not block the cell
             log.exception("preload.repair failed")
-        return await super().run_cell_async(raw_cell, *args, **kwargs)
 
     async def run_ast_nodes(self, nodelist: Any, cell_name: str, *args: Any, **kwargs: Any) -> Any:
         with cell_limits(self.sandbox_session):

@@ -164,3 +164,15 @@ def test_output_cap_truncates_with_note(limited_kernel: KernelHarness) -> None:
     assert len(ex.stdout) < 4000, len(ex.stdout)
     assert "output truncated" in ex.stdout + ex.stderr
     assert limited_kernel.execute("'alive'").result == "'alive'"
+
+
+def test_oversized_source_refused_before_parsing(limited_kernel: KernelHarness) -> None:
+    ex = limited_kernel.execute("big = '" + "a" * 600_000 + "'")
+    assert ex.error_name == "SandboxError" and "RLM_MAX_SOURCE_BYTES" in ex.error_value, str(ex)
+    assert limited_kernel.execute("big").error_name == "NameError"
+
+
+def test_parser_bomb_gives_syntax_error(limited_kernel: KernelHarness) -> None:
+    ex = limited_kernel.execute("x = " + "-" * 100_000 + "1", timeout=120)
+    assert ex.error_name == "SyntaxError" and "nested too deeply" in ex.error_value, str(ex)
+    assert limited_kernel.execute("2 + 2").result == "4"
