@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,9 +78,10 @@ class _Item:
 
 
 def _owner() -> str | None:
-    try:
-        from rlm_kernel.kernel import current_parent
-    except Exception:  # noqa: BLE001 - outside a kernel there is no owner
+    """The running cell's msg_id inside the kernel (None elsewhere; never imports the kernel itself)."""
+    kernel = sys.modules.get("rlm_kernel.kernel")
+    current_parent = getattr(kernel, "current_parent", None)
+    if current_parent is None:
         return None
     try:
         parent = current_parent() or {}
@@ -179,8 +181,7 @@ class LLMClient:
         item = self._item(0, prompt, model, max_tokens, system, temperature, stop, role)
         chosen = budget if budget is not None else get_session_budget()
         owner = _owner()
-        fut = loop.submit(self._call(item, chosen, batch_id=None, parent_batch_id=None, owner=owner))
-        return self._wait(fut)
+        return self._run(self._call(item, chosen, batch_id=None, parent_batch_id=None, owner=owner))
 
     def complete_batch(
         self,
@@ -212,8 +213,7 @@ class LLMClient:
             raise LLMError(f"concurrency must be a whole number ≥ 1, got {limit!r}")
         chosen = budget if budget is not None else get_session_budget()
         owner = _owner()
-        fut = loop.submit(self._batch(items, chosen, limit, batch_label, parent_batch_id, owner))
-        results, errors = self._wait(fut)
+        results, errors = self._run(self._batch(items, chosen, limit, batch_label, parent_batch_id, owner))
         if errors:
             first = min(errors)
             failed = len(errors)
@@ -299,20 +299,26 @@ class LLMClient:
                 raise NoProviderConfigured(redact(exc), key="provider") from None
             return self._base_url
 
-    def _wait(self, fut: concurrent.futures.Future[Any]) -> Any:
+    def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run `coro` on the LLM loop and wait for it; whatever interrupts the wait cancels it."""
         if loop.in_loop_thread():
-            loop.cancel(fut)
+            coro.close()
             raise LLMError(
                 "model calls cannot be made from the LLM layer's own event loop thread "
                 "(e.g. from an event subscriber)"
             )
+        fut: concurrent.futures.Future[Any] | None = None
         try:
+            fut = loop.submit(coro)
             return _result(fut)
         except concurrent.futures.CancelledError:
             raise LLMCancelled("model calls were cancelled (kernel interrupt or cancel_all())") from None
         except LLMError as exc:
             raise _strip(exc) from None
         except BaseException as exc:
+            if fut is None:
+                coro.close()
+                raise
             if not fut.done():  # KeyboardInterrupt, a cell time limit...: stop this cell's calls, re-raise
                 loop.cancel(fut)
                 concurrent.futures.wait([fut], timeout=1.0)  # let budgets and events settle first
