@@ -164,3 +164,31 @@ def test_no_file_writes_from_inside_a_run(client_on_server: LLMTestServer, tmp_p
         assert all(not k.startswith("_") for k in result.namespace)
     finally:
         ctxmod.set_allowed_roots(None)
+
+
+def test_rlm_query_batched_keeps_successes(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[
+            repl(
+                "try:\n    got = rlm_query_batched(['task one', 'task two', 'task three'])\n"
+                "except QueryBatchError as e:\n    got = e.results\n    why = e.errors"
+            ),
+            "FINAL_VAR(got)",
+        ],
+        # sub-RLM 1 answers, sub-RLM 2 never finishes (no code twice), sub-RLM 3 answers
+        sub=[
+            repl("a = llm_query(context)\nFINAL(a)"),
+            "no code",
+            "still no code",
+            "and again",
+            repl("b = llm_query(context)\nFINAL(b)"),
+        ],
+    )
+    result = run(client_on_server, script)
+    assert result.termination == "final"
+    got = result.namespace["got"]
+    assert (
+        got[0] == "child answer to: task one" and got[1] is None and got[2] == "child answer to: task three"
+    )
+    assert "no_code" in result.namespace["why"][1]
+    assert [c.ok for c in result.trajectory[0].calls] == [True, False, True]
