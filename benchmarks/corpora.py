@@ -1,6 +1,6 @@
 """Real source corpora for the analysis benchmarks, fetched into benchmarks/corpora/ (gitignored).
 
-Python: the running interpreter's stdlib. Go: Debian's golang-1.19-src. JS/TS: npm tarballs. Nothing committed.
+Python: the running interpreter's stdlib; Go: Debian's golang-1.19-src; JS/TS: npm tarballs.
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ def _roots(language: str) -> list[Path]:
     return [ensure_npm()]
 
 
-def iter_files(language: str, max_bytes: int | None = None, max_file_bytes: int = 3_000_000) -> Iterator[Path]:
+def iter_files(
+    language: str, max_bytes: int | None = None, max_file_bytes: int = 3_000_000
+) -> Iterator[Path]:
     """Yield the corpus files of `language` in a stable order, up to `max_bytes` in total."""
     total = 0
     for root in _roots(language):
@@ -81,7 +83,9 @@ def iter_files(language: str, max_bytes: int | None = None, max_file_bytes: int 
             parts = set(path.parts)
             if "site-packages" in parts or "__pycache__" in parts:
                 continue
-            if not path.name.endswith(EXTENSIONS[language]) or path.name.endswith((".d.ts", ".d.mts", ".d.cts")):
+            if not path.name.endswith(EXTENSIONS[language]) or path.name.endswith(
+                (".d.ts", ".d.mts", ".d.cts")
+            ):
                 continue  # declaration files hold signatures only
             if language == "javascript" and path.name.endswith((".min.js",)):
                 continue

@@ -15,7 +15,7 @@ _SPACE = re.compile(r"\s")
 
 
 def line_starts(content: str) -> list[int]:
-    """Offsets where each line begins (`\\n`, `\\r\\n` and lone `\\r` all end a line); always starts with 0."""
+    """Offsets where each line begins (`\\n`, `\\r\\n`, lone `\\r` end lines); starts with 0."""
     if "\r" not in content:
         starts = [0]
         find = content.find
@@ -58,7 +58,7 @@ def line_windows(content: str, lines_per_chunk: int = 50, overlap: int = 5) -> l
 
 
 def _cut_near(content: str, target: int, lo: int, hi: int) -> int:
-    """A cut offset in (lo, hi) closest to `target`: just after a newline, else after whitespace; -1 if none."""
+    """A cut offset in (lo, hi) closest to `target`: after a newline, else after whitespace; -1 if none."""
     before = content.rfind("\n", lo, target)
     after = content.find("\n", target, hi)
     options = [p + 1 for p in (before, after) if p != -1 and lo < p + 1 < hi]
@@ -93,8 +93,9 @@ def split_even(content: str, n: int, max_part: int | None = None) -> list[tuple[
         hi = min(len(content), round(target + size / 2) + 1)
         cut = _cut_near(content, target, lo, hi)
         if cut == -1:
-            if max_part is None or target - cuts[-1] <= max_part:
-                continue
+            next_target = round((i + 1) * size) if i + 1 < n else len(content)
+            if max_part is None or next_target - cuts[-1] <= max_part:
+                continue  # skipping this cut keeps the part within max_part
             cut = target
         if cuts[-1] < cut < len(content):
             cuts.append(cut)

@@ -15,7 +15,7 @@ class AnalysisError(RLMError):
 
 
 class AnalysisInputError(AnalysisError, ValueError):
-    """An argument was invalid (wrong type, unknown language, n_chunks < 1 ...); the message says what to pass."""
+    """An argument was invalid (wrong type, unknown language, n_chunks < 1); the message says what to pass."""
 
 
 class MapReduceError(AnalysisError):
@@ -37,7 +37,7 @@ class MapReduceError(AnalysisError):
 class FindRelevantError(AnalysisError):
     """LLM scoring in find_relevant failed or was stopped by a budget.
 
-    `keyword_results`: the keyword (BM25) ranking, list of (chunk, score), so the caller can go on without LLM scores.
+    `keyword_results`: the keyword (BM25) ranking as (chunk, score) tuples, to go on without LLM scores.
     """
 
     def __init__(self, message: str, *, keyword_results: list[tuple[str, float]]) -> None:

@@ -45,10 +45,14 @@ def find_relevant(
     return _llm_rerank(content, query, [(content[slice(*windows[i])], s) for i, s in ranked], top_k)
 
 
-def _llm_rerank(content: str, query: str, pool: list[tuple[str, float]], top_k: int) -> list[tuple[str, float]]:
+def _llm_rerank(
+    content: str, query: str, pool: list[tuple[str, float]], top_k: int
+) -> list[tuple[str, float]]:
     prompts = [SCORE_PROMPT.replace("{query}", query).replace("{chunk}", chunk) for chunk, _ in pool]
     try:
-        replies = complete_batch(prompts, model="auto", role="map", label="find_relevant scoring", max_tokens=8)
+        replies = complete_batch(
+            prompts, model="auto", role="map", label="find_relevant scoring", max_tokens=8
+        )
     except BatchFailure as exc:
         done = sum(t is not None for t in exc.texts)
         raise FindRelevantError(

@@ -1,6 +1,6 @@
 """The analysis helpers' one way to the model: a batch through `rlm_kernel.llm` returning plain strings.
 
-Any failure becomes text: `BatchFailure` keeps the finished replies (str or None per prompt) and the error texts.
+Any failure becomes text: `BatchFailure` keeps the finished replies (str or None each) and the error texts.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class BatchFailure(Exception):
 def complete_batch(
     prompts: list[str], *, model: str | None, role: str, label: str, max_tokens: int | None = None
 ) -> list[str]:
-    """Run `prompts` through the session client's batched path (budget, retries, cache, fan-out display apply)."""
+    """Run `prompts` through the session client's batched path (budget, retries, cache, fan-out display)."""
     from rlm_kernel.llm import get_client  # imported late: the LLM layer loads config and may start threads
     from rlm_kernel.llm.errors import BatchError, BudgetExceeded, LLMError
 

@@ -1,6 +1,6 @@
-"""map_reduce: split a text into parts, ask the model about each part in parallel, combine the answers (SPEC-01.01-.06).
+"""map_reduce: split a text, ask the model about each part in parallel, combine the answers (SPEC-01.01-.06).
 
-Map calls go through the batched path with role "map", reduce calls with role "synthesis" (what `auto` resolves).
+Map calls use the batched path with role "map", reduce calls role "synthesis" (what `auto` resolves by).
 """
 
 from __future__ import annotations
@@ -36,16 +36,16 @@ def combine(results: list[str], first_index: int = 0) -> str:
 def map_reduce(
     content: str, map_prompt: str, reduce_prompt: str, n_chunks: int = 4, model: str = "auto"
 ) -> str:
-    """Apply `map_prompt` to each of `n_chunks` parts of `content` in parallel, then `reduce_prompt` to the results.
+    """Apply `map_prompt` to each of `n_chunks` parts of `content` in parallel, then `reduce_prompt`.
 
-    The part is inserted where the map prompt says `{chunk}` (else appended); the numbered map results where the
-    reduce prompt says `{results}` (else appended). Parts are cut at line breaks (else whitespace) and are
-    roughly equal; `n_chunks` is raised so no part exceeds 200,000 characters. `model` is a tier
-    ("fast", "balanced", "powerful") or "auto" (default: map calls use `fast`, or `balanced` for prompts over
-    the configured token threshold; reduce calls use `powerful`) or a literal model name used for both.
-    When the combined results are too long for one reduce call they are reduced in groups, then again.
-    Returns the reduce answer as a string. Raises MapReduceError when calls fail or the budget runs out; its
-    `.map_results` keeps every finished map answer (None where a call failed).
+    The part is inserted where the map prompt says `{chunk}` (else appended); the numbered map results
+    where the reduce prompt says `{results}` (else appended); other braces are left alone. Parts are cut at
+    line breaks (else whitespace), roughly equal; `n_chunks` is raised so no part exceeds 200,000
+    characters. `model`: "fast", "balanced", "powerful", a literal model name (used for map and reduce), or
+    "auto" (default): map calls use the fast tier (balanced for prompts over the configured token threshold),
+    reduce calls the powerful tier. Combined results too long for one reduce call are reduced in groups,
+    then again. Returns the reduce answer (str). Raises MapReduceError when calls fail or the budget runs
+    out; its `.map_results` keeps every finished map answer (None where a call failed).
     """
     _check(content, map_prompt, reduce_prompt, n_chunks, model)
     if not content:
@@ -54,7 +54,9 @@ def map_reduce(
     spans = split_even(content, n, max_part=MAX_CHUNK_CHARS)
     prompts = [fill(map_prompt, "{chunk}", content[a:b]) for a, b in spans]
     try:
-        results = complete_batch(prompts, model=model, role="map", label=f"map_reduce: map ({len(prompts)} parts)")
+        results = complete_batch(
+            prompts, model=model, role="map", label=f"map_reduce: map ({len(prompts)} parts)"
+        )
     except BatchFailure as exc:
         done = sum(t is not None for t in exc.texts)
         raise MapReduceError(
@@ -117,7 +119,9 @@ def _groups(results: list[str], reduce_prompt: str) -> list[tuple[int, list[str]
     return groups
 
 
-def _check(content: object, map_prompt: object, reduce_prompt: object, n_chunks: object, model: object) -> None:
+def _check(
+    content: object, map_prompt: object, reduce_prompt: object, n_chunks: object, model: object
+) -> None:
     if not isinstance(content, str):
         raise AnalysisInputError(
             f"map_reduce: content must be a str, got {type(content).__name__}; pass text, e.g. str(x)"

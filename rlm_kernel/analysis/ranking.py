@@ -37,7 +37,9 @@ class ChunkIndex:
     data: np.ndarray
 
     @classmethod
-    def build(cls, content: str, lines_per_chunk: int = LINES_PER_CHUNK, overlap: int = OVERLAP) -> ChunkIndex:
+    def build(
+        cls, content: str, lines_per_chunk: int = LINES_PER_CHUNK, overlap: int = OVERLAP
+    ) -> ChunkIndex:
         if not 0 <= overlap * 2 <= lines_per_chunk:
             raise ValueError("overlap must be at most half of lines_per_chunk")
         empty = np.empty(0, dtype=np.int64)
@@ -63,7 +65,9 @@ class ChunkIndex:
             return cls(windows, {}, np.zeros(1, dtype=np.int64), empty, np.empty(0, dtype=np.float32))
         # word ids in C: setdefault keeps each word's first position, then compact to 0..n_words-1
         first: dict[str, int] = {}
-        raw = np.fromiter(map(first.setdefault, all_words, itertools.count()), dtype=np.int64, count=len(all_words))
+        raw = np.fromiter(
+            map(first.setdefault, all_words, itertools.count()), dtype=np.int64, count=len(all_words)
+        )
         compact = np.empty(len(all_words), dtype=np.int64)
         compact[np.fromiter(first.values(), dtype=np.int64, count=len(first))] = np.arange(len(first))
         word_id = compact[raw]

@@ -22,7 +22,7 @@ STOP_WORDS = frozenset(
 
 @lru_cache(maxsize=1 << 18)
 def terms_of(word: str) -> tuple[str, ...]:
-    """The index terms of one `\\w+` word: the lower-cased word, plus its snake/camel parts if it has several."""
+    """Index terms of one `\\w+` word: the word lower-cased, plus its snake/camel parts if it has several."""
     low = word.lower()
     if word.isdigit() or len(word) < 3:
         return (low,)

@@ -1,4 +1,4 @@
-"""Fixtures for the analysis tests: the session LLM client pointed at the local test server, one model per tier.
+"""Fixtures for the analysis tests: the session LLM client on the local test server, one model per tier.
 
 Map and reduce requests can then be told apart by the model they name.
 """

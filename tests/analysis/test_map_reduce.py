@@ -159,7 +159,9 @@ def test_partial_map_failure_keeps_finished_map_results(session_llm: LLMTestServ
 
 def test_reduce_failure_keeps_all_map_results(session_llm: LLMTestServer) -> None:
     session_llm.reply_with(
-        lambda r: Fault.http(400, body='{"error": {"message": "no"}}') if r.last_user.startswith("SUM") else "7"
+        lambda r: (
+            Fault.http(400, body='{"error": {"message": "no"}}') if r.last_user.startswith("SUM") else "7"
+        )
     )
     with pytest.raises(MapReduceError) as info:
         map_reduce("a\nb\n", MAP, REDUCE, n_chunks=2)
@@ -218,5 +220,7 @@ def test_spec_01_21_same_answer_for_any_chunking_when_map_and_reduce_are_order_i
     # the partition itself: contiguous, complete, never more than asked, no empty part
     spans = split_even(content, n_chunks)
     assert spans[0][0] == 0 and spans[-1][1] == len(content)
-    assert all(a < b for a, b in spans) and all(b == c for (_, b), (c, _) in zip(spans, spans[1:], strict=False))
+    assert all(a < b for a, b in spans) and all(
+        b == c for (_, b), (c, _) in zip(spans, spans[1:], strict=False)
+    )
     assert len(spans) <= n_chunks

@@ -30,10 +30,10 @@ ALIASES = {
     "python": "python",
 }
 ENGINES = ("auto", "exact", "regex")
-# time allowed to the exact tree-sitter parse before falling back to regex: generous for real code
-# (tree-sitter parses source at several MB/s), short enough that garbage input stays under 1 s per MB
-_SECONDS_PER_MB = 0.4
-_MIN_SECONDS = 0.05
+# CPU time allowed to the exact tree-sitter parse before falling back to regex: real code parses at 5-12 MB/s
+# (0.1-0.2 s/MB), pathological input can take seconds per MB; regex then needs at most ~0.6 s/MB
+_SECONDS_PER_MB = 0.35
+_MIN_SECONDS = 0.02
 
 
 def normalise_language(language: object) -> str:
@@ -69,7 +69,9 @@ def extract_functions(content: str, language: str = "python", engine: str = "aut
         )
     lang = normalise_language(language)
     if engine not in ENGINES:
-        raise AnalysisInputError(f"extract_functions: engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        raise AnalysisInputError(
+            f"extract_functions: engine must be one of {', '.join(ENGINES)}, got {engine!r}"
+        )
     if not content.strip():
         return []
     text = normalise_newlines(content)
@@ -92,7 +94,19 @@ def _python(text: str, engine: str) -> list[dict]:
         return regex_engine.extract(text, "python")
 
 
+def _looks_binary(text: str) -> bool:
+    """More than 1% control characters (other than tab, newline, form feed) in a sample: not source code."""
+    sample = text[:65536]
+    controls = len(sample) - len(sample.translate(_CONTROL_CHARS))
+    return controls * 100 > len(sample)
+
+
+_CONTROL_CHARS = {c: None for c in (*range(0, 9), 11, *range(14, 32), 127)}
+
+
 def _tree_sitter(text: str, lang: str, engine: str) -> list[dict]:
+    if engine == "auto" and _looks_binary(text):
+        return regex_engine.extract(text, lang)  # tree-sitter spends seconds per MB recovering from garbage
     seconds = None if engine == "exact" else max(_MIN_SECONDS, len(text) / 1e6 * _SECONDS_PER_MB)
     try:
         parsed = treesitter.parse(text, lang, seconds)
@@ -117,6 +131,8 @@ def _tree_sitter(text: str, lang: str, engine: str) -> list[dict]:
     kept = [r for r in exact if not in_error(r["start_line"])]
     taken = {r["start_line"] for r in kept}
     extra = [
-        r for r in regex_engine.extract(text, lang) if in_error(r["start_line"]) and r["start_line"] not in taken
+        r
+        for r in regex_engine.extract(text, lang)
+        if in_error(r["start_line"]) and r["start_line"] not in taken
     ]
     return sort_records(kept + extra)

@@ -37,7 +37,12 @@ def collapse(text: str) -> str:
 
 def record(name: str, signature: str, start_line: int, end_line: int) -> dict:
     """One result: plain dict with the four keys of SPEC-01.15 (lines 1-based, inclusive)."""
-    return {"name": name, "signature": signature, "start_line": start_line, "end_line": max(start_line, end_line)}
+    return {
+        "name": name,
+        "signature": signature,
+        "start_line": start_line,
+        "end_line": max(start_line, end_line),
+    }
 
 
 def sort_records(records: list[dict]) -> list[dict]:
@@ -79,7 +84,7 @@ _HEADER_TOKEN = re.compile(r"""[()\[\]{}:#\n]|[rRbBuUfF]{0,2}(?:'''|\"\"\"|'|")"
 
 
 def python_header_end(text: str, pos: int, limit: int = 20_000) -> int:
-    """Offset just past the `:` that ends the def header starting at `pos` (brackets, strings, comments skipped).
+    """Offset just past the `:` that ends the def header at `pos` (brackets, strings, comments skipped).
 
     Returns -1 when no such colon is found within `limit` characters.
     """

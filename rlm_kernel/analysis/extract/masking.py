@@ -74,7 +74,7 @@ def mask_go(text: str) -> str:
 
 mask_c_like = mask_go
 
-# --- JavaScript / TypeScript ---------------------------------------------------------------------------------
+# --- JavaScript / TypeScript ------------------------------------------------------------------------------
 _JS_CODE = re.compile(r"//|/\*|['\"`/]")
 _JS_CODE_IN_TEMPLATE = re.compile(r"//|/\*|['\"`/{}]")
 _JS_TEMPLATE = re.compile(r"\\.|`|\$\{", re.DOTALL)
@@ -106,7 +106,7 @@ def _regex_allowed(out: list[str], text: str, pos: int) -> bool:
 
 
 def mask_javascript(text: str) -> str:
-    """JavaScript/TypeScript: comments, strings, template literals (code inside `${}` kept), regex literals."""
+    """JavaScript/TypeScript: comments, strings, templates (code in `${}` kept), regex literals."""
     out: list[str] = []
     pos = 0
     n = len(text)
@@ -162,7 +162,7 @@ def mask_javascript(text: str) -> str:
 
 
 def _template(text: str, pos: int, out: list[str], stack: list[str], opened: bool) -> int:
-    """Mask template text from `pos` up to the closing backtick or the next `${`; return where code resumes."""
+    """Mask template text from `pos` to the closing backtick or the next `${`; return where code resumes."""
     scan = pos
     while True:
         m = _JS_TEMPLATE.search(text, scan)

@@ -5,8 +5,9 @@ Never raises on odd input and never goes quadratic: brackets are paired once wit
 
 from __future__ import annotations
 
-import bisect
 import re
+
+import numpy as np
 
 from rlm_kernel.analysis.extract.common import (
     LineIndex,
@@ -29,50 +30,102 @@ def extract(text: str, language: str) -> list[dict]:
     return _JsExtractor(text, typescript=language == "typescript").run()
 
 
+class _PairMap:
+    """A read-only int -> int mapping over two numpy arrays (keys sorted): `get`, `in`, `[]` like a dict."""
+
+    def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
+        order = np.argsort(keys, kind="stable")
+        self._keys = keys[order]
+        self._values = values[order]
+
+    def get(self, key: int, default: int | None = None) -> int | None:
+        i = int(np.searchsorted(self._keys, key))
+        if i < len(self._keys) and self._keys[i] == key:
+            return int(self._values[i])
+        return default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, int) and self.get(key) is not None
+
+    def __getitem__(self, key: int) -> int:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+
 class Brackets:
-    """Every (), [] and {} pair of a masked text, found in one pass with one stack per kind."""
+    """Every (), [] and {} pair of a masked text, matched per kind with numpy (a stack per kind, vectorised).
+
+    A closer with no opener is ignored; an opener never closed has no entry in `close_of`.
+    """
 
     def __init__(self, masked: str) -> None:
-        self.close_of: dict[int, int] = {}
-        self.open_of: dict[int, int] = {}
-        self.opens: list[int] = []  # every opening bracket, in text order
-        self.parent: dict[int, int] = {}  # opening bracket -> innermost bracket open around it (-1: none)
-        stacks: dict[str, list[int]] = {"(": [], "[": [], "{": []}
-        pairs = {")": "(", "]": "[", "}": "{"}
-        inner = -1  # innermost currently open bracket of any kind
-        for m in _BRACKET.finditer(masked):
-            c = m.group()
-            pos = m.start()
-            if c in stacks:
-                self.parent[pos] = inner
-                self.opens.append(pos)
-                stacks[c].append(pos)
-                inner = pos
-            else:
-                stack = stacks[pairs[c]]
-                if stack:
-                    opened = stack.pop()
-                    self.close_of[opened] = pos
-                    self.open_of[pos] = opened
-                    if opened == inner:
-                        inner = self._innermost_open(opened)
-
-    def _innermost_open(self, closed: int) -> int:
-        b = self.parent[closed]
-        while b != -1 and b in self.close_of:
-            b = self.parent[b]
-        return b
+        codes = _codes(masked)
+        hit = np.zeros(len(codes), dtype=bool)
+        for c in "()[]{}":
+            hit |= codes == ord(c)
+        pos_all = np.flatnonzero(hit)
+        ch = codes[pos_all]
+        opens_l, closes_l = [], []
+        for o, c in ("()", "[]", "{}"):
+            sel = (ch == ord(o)) | (ch == ord(c))
+            pos = pos_all[sel]
+            if len(pos) < 2:
+                continue
+            val = np.where(ch[sel] == ord(o), 1, -1)
+            level, valid = _levels(val)
+            pos, val, level = pos[valid], val[valid], level[valid]
+            order = np.argsort(level, kind="stable")  # by level, then position (already sorted)
+            p, v, lv = pos[order], val[order], level[order]
+            pair = (v[:-1] == 1) & (v[1:] == -1) & (lv[:-1] == lv[1:])
+            opens_l.append(p[:-1][pair])
+            closes_l.append(p[1:][pair])
+        empty = np.empty(0, dtype=np.int64)
+        opens = np.concatenate(opens_l) if opens_l else empty
+        closes = np.concatenate(closes_l) if closes_l else empty
+        self.close_of = _PairMap(opens, closes)
+        self.open_of = _PairMap(closes, opens)
+        # for `enclosing`: every opener with its combined nesting level (all kinds together)
+        val = np.where(np.isin(ch, [ord("("), ord("["), ord("{")]), 1, -1)
+        level, _ = _levels(val)
+        is_open = val == 1
+        self._event_pos = pos_all
+        self._event_depth_after = np.where(is_open, level, np.maximum(level - 1, 0))
+        o_order = np.argsort(level[is_open], kind="stable")
+        self._open_level = level[is_open][o_order]
+        self._open_pos = pos_all[is_open][o_order]
 
     def enclosing(self, pos: int) -> int:
         """Offset of the innermost bracket ((, [ or {) open around `pos`, or -1."""
-        i = bisect.bisect_left(self.opens, pos) - 1
-        b = self.opens[i] if i >= 0 else -1
-        while b != -1:
-            close = self.close_of.get(b)
-            if close is None or close > pos:
-                return b
-            b = self.parent[b]
-        return -1
+        i = int(np.searchsorted(self._event_pos, pos)) - 1
+        if i < 0:
+            return -1
+        depth = int(self._event_depth_after[i])
+        if depth <= 0:
+            return -1
+        lo = int(np.searchsorted(self._open_level, depth, "left"))
+        hi = int(np.searchsorted(self._open_level, depth, "right"))
+        k = int(np.searchsorted(self._open_pos[lo:hi], pos)) - 1
+        return int(self._open_pos[lo + k]) if k >= 0 else -1
+
+
+def _codes(text: str) -> np.ndarray:
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _levels(val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per event of a +1/-1 walk floored at 0: (level, valid). An opener's level is the depth after it, a
+    closer's the depth before it; a closer met at depth 0 is not valid (ignored, like a stack would)."""
+    c = np.cumsum(val)
+    floor = np.minimum(np.minimum.accumulate(c), 0)
+    depth = c - floor  # depth after each event
+    before = np.concatenate(([0], depth[:-1]))
+    valid = (val == 1) | (before > 0)
+    level = np.where(val == 1, depth, before)
+    return level, valid
 
 
 _BRACKET = re.compile(r"[()\[\]{}]")
@@ -80,6 +133,7 @@ _BRACKET = re.compile(r"[()\[\]{}]")
 
 # --- Python -------------------------------------------------------------------------------------------------
 _PY_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+_PY_STATEMENT = re.compile(r"[ \t]*(?:async[ \t]+def|def|class)[ \t]+\w+[ \t]*[(:]")
 _ONLY_BRACKETS = {c: None for c in range(128) if chr(c) not in "()[]{}\n\\"}
 
 
@@ -104,15 +158,28 @@ def _python(text: str) -> list[dict]:
     # cont[i]: line i (0-based) starts inside brackets, a multi-line string or after a backslash
     cont = [False] * n
     depth = 0
-    skeleton = masked.translate(_ONLY_BRACKETS).split("\n") if masked.isascii() else [
-        "".join(c for c in line if c in "()[]{}\\") for line in lines
-    ]
+    skeleton = (
+        masked.translate(_ONLY_BRACKETS).split("\n")
+        if masked.isascii()
+        else ["".join(c for c in line if c in "()[]{}\\") for line in lines]
+    )
     for i, sk in enumerate(skeleton):
         if depth > 0:
-            cont[i] = True
+            if _PY_STATEMENT.match(lines[i]):
+                depth = 0  # a def/class line cannot sit inside brackets: the brackets were never closed
+            else:
+                cont[i] = True
         if sk:
-            depth = max(0, depth + sk.count("(") + sk.count("[") + sk.count("{") - sk.count(")") - sk.count("]")
-                        - sk.count("}"))
+            depth = max(
+                0,
+                depth
+                + sk.count("(")
+                + sk.count("[")
+                + sk.count("{")
+                - sk.count(")")
+                - sk.count("]")
+                - sk.count("}"),
+            )
             if i + 1 < n and lines[i].rstrip(" \t").endswith("\\"):
                 cont[i + 1] = True
     if multi:
@@ -130,11 +197,15 @@ def _python(text: str) -> list[dict]:
         def_pos = m.start() + len(m.group(1))
         indent = _indent(m.group(1))
         header_end = _header_end(masked, def_pos)
-        end_row = row
-        if header_end == -1:
-            out.append(record(m.group(2), python_signature(text, def_pos), row + 1, row + 1))
-            continue
-        hrow = index.line(header_end) - 1
+        if (
+            header_end == -1
+            or (hrow := index.line(header_end) - 1) > row
+            and any(not cont[k] for k in range(row + 1, hrow + 1))
+        ):
+            # the header never closes: take the def line as the header, the indented block as the body
+            header_end = masked.find("\n", def_pos)
+            header_end = len(masked) if header_end == -1 else header_end
+            hrow = row
         end_row = hrow
         rest = masked[header_end : masked.find("\n", header_end) if hrow + 1 < n else len(masked)]
         if rest.strip():  # body on the header line: it ends where that logical line ends
@@ -192,7 +263,14 @@ def _go(text: str) -> list[dict]:
         open_paren = m.end() - 1
         close = br.close_of.get(open_paren)
         if close is None:
-            out.append(record(m.group("name"), collapse(text[m.start() : _eol(masked, m.start())]), start_line, start_line))
+            out.append(
+                record(
+                    m.group("name"),
+                    collapse(text[m.start() : _eol(masked, m.start())]),
+                    start_line,
+                    start_line,
+                )
+            )
             continue
         after = close + 1
         # a parenthesised result list may span lines
@@ -207,8 +285,14 @@ def _go(text: str) -> list[dict]:
             out.append(record(m.group("name"), sig, start_line, index.line(br.close_of[body])))
         else:
             end = body if body >= 0 else eol
-            out.append(record(m.group("name"), collapse(text[m.start() : end]), start_line,
-                              index.line(max(m.start(), eol - 1)) if body < 0 else index.line(len(masked) - 1)))
+            out.append(
+                record(
+                    m.group("name"),
+                    collapse(text[m.start() : end]),
+                    start_line,
+                    index.line(max(m.start(), eol - 1)) if body < 0 else index.line(len(masked) - 1),
+                )
+            )
     return sort_records(out)
 
 
@@ -224,15 +308,24 @@ def _skip_spaces(text: str, pos: int) -> int:
     return pos
 
 
-# --- JavaScript / TypeScript ---------------------------------------------------------------------------------
+# --- JavaScript / TypeScript ------------------------------------------------------------------------------
 _IDENT = r"[A-Za-z_$\u00c0-\uffff][\w$\u00c0-\uffff]*"
 _FUNC = re.compile(
-    r"(?<![\w$.])function\b[ \t\n]*(?P<star>\*?)[ \t\n]*(?P<name>" + _IDENT + r")?[ \t\n]*(?:<[^{};]*?>[ \t\n]*)?\("
+    r"(?<![\w$.])function\b[ \t\n]*(?P<star>\*?)[ \t\n]*(?P<name>"
+    + _IDENT
+    + r")?[ \t\n]*(?:<[^{};]*?>[ \t\n]*)?\("
 )
 _ARROW = re.compile(r"=>")
-_MODIFIERS = r"(?:(?:public|private|protected|static|readonly|abstract|override|async|declare|accessor|get|set)[ \t]+)*"
+_MODIFIERS = (
+    r"(?:(?:public|private|protected|static|readonly|abstract|override|async|declare|accessor|get|set)"
+    r"[ \t]+)*"
+)
 _METHOD = re.compile(
-    r"^[ \t]*" + _MODIFIERS + r"(?:\*[ \t]*)?(?P<name>#?" + _IDENT + r"|'[^'\n]*'|\"[^\"\n]*\"|\[[^\]\n]*\]|\d+)"
+    r"^[ \t]*"
+    + _MODIFIERS
+    + r"(?:\*[ \t]*)?(?P<name>#?"
+    + _IDENT
+    + r"|'[^'\n]*'|\"[^\"\n]*\"|\[[^\]\n]*\]|\d+)"
     r"[ \t]*[?!]?[ \t]*(?:<[^()\n]*>[ \t]*)?\(",
     re.MULTILINE,
 )
@@ -243,9 +336,15 @@ _KEYWORDS = frozenset(
 )
 _BIND = re.compile(
     r"""(?:
-        (?:^|[^\w$.\u00c0-\uffff])(?:(?:const|let|var)\s+)?(?P<var>""" + _IDENT + r""")\s*[?!]?\s*(?::(?:[^=;]|=>)*?)?(?<![=!<>])=(?![=>])\s*
-      | \.\s*(?P<member>\#?""" + _IDENT + r""")\s*=\s*
-      | (?:^|[{,])\s*(?P<key>""" + _IDENT + r"""|\d+)\s*:\s*
+        (?:^|[^\w$.\u00c0-\uffff])(?:(?:const|let|var)\s+)?(?P<var>"""
+    + _IDENT
+    + r""")\s*[?!]?\s*(?::(?:[^=;]|=>)*?)?(?<![=!<>])=(?![=>])\s*
+      | \.\s*(?P<member>\#?"""
+    + _IDENT
+    + r""")\s*=\s*
+      | (?:^|[{,])\s*(?P<key>"""
+    + _IDENT
+    + r"""|\d+)\s*:\s*
       | (?:^|[{,])\s*(?P<q>['"])(?P<qkey>[^'"\n]*)(?P=q)\s*:\s*
       | (?P<ckey>\[[^\]\n]*\])\s*:\s*
     )(?:async\s+)?(?:<[^();]*>\s*)?$""",
@@ -256,7 +355,8 @@ _TYPE_BRACE = re.compile(
     r"(?:\binterface\s+" + _IDENT + r"[^{};]*|\btype\s+" + _IDENT + r"\s*(?:<[^=]*>)?\s*=\s*|[:|&<]\s*)$"
 )
 _CONTROL = frozenset(
-    "if for while switch function return typeof await yield super import new do else try void delete throw case".split()
+    "if for while switch function return typeof await yield super import new do else try void delete throw"
+    " case".split()
 )
 _PATTERN_BRACE = re.compile(r"\b(?:const|let|var)\s*$")
 _OBJECT_BRACE = re.compile(r"(?:[=(,:?\[]|\breturn|\bdefault|&&|\|\||\?\?)\s*$")
@@ -350,12 +450,25 @@ class _JsExtractor:
             if name[0] in "'\"[":
                 name = self.text[f.start("name") : f.end("name")]
                 name = name if name[0] == "[" else name[1:-1]
-            self._emit(name, f.start("name"), f.start("name"), f.end() - 1, allow_signature=kind == "class",
-                       method=True)
+            self._emit(
+                name,
+                f.start("name"),
+                f.start("name"),
+                f.end() - 1,
+                allow_signature=kind == "class",
+                method=True,
+            )
 
     # helpers -----------------------------------------------------------------------------------------------
-    def _emit(self, name: str, name_pos: int, sig_start: int, open_paren: int, allow_signature: bool,
-              method: bool = False) -> None:
+    def _emit(
+        self,
+        name: str,
+        name_pos: int,
+        sig_start: int,
+        open_paren: int,
+        allow_signature: bool,
+        method: bool = False,
+    ) -> None:
         m = self.m
         close = self.br.close_of.get(open_paren)
         if close is None:
@@ -381,7 +494,12 @@ class _JsExtractor:
         """The name a function value starting at `pos` is bound to on its line (`x =`, `a.x =`, `x:`)."""
         m = self.m
         line_start = max(m.rfind("\n", 0, pos) + 1, pos - _PREFIX_MAX)
-        if not m[line_start:pos].strip() and line_start > 0:
+        if not m[line_start:pos].strip():
+            if line_start == 0 or m[max(0, line_start - _PREFIX_MAX) : line_start].rstrip()[-1:] not in (
+                "=",
+                ":",
+            ):
+                return None
             # `x =` / `key:` at the end of the previous line
             line_start = max(m.rfind("\n", 0, line_start - 1) + 1, pos - _PREFIX_MAX)
         prefix = m[line_start:pos]
@@ -400,7 +518,9 @@ class _JsExtractor:
                         return None
                     if kind == "paren" and ":" in b.group(0):
                         return None  # a typed parameter's default value
-                    if kind == "code" and not re.match(r"(?:const|let|var)\s", b.group(0).lstrip(" \t\n({,;")):
+                    if kind == "code" and not re.match(
+                        r"(?:const|let|var)\s", b.group(0).lstrip(" \t\n({,;")
+                    ):
                         brace = self.br.enclosing(name_pos)
                         before = self.m[max(0, brace - 40) : brace]
                         if _OBJECT_BRACE.search(before) or _PATTERN_BRACE.search(before):
@@ -425,7 +545,7 @@ class _JsExtractor:
         return None
 
     def _skip_type(self, k: int) -> int:
-        """From just after a return type's `:`, the offset of the body `{`, `;` or line end that follows it."""
+        """From just after a return type's `:`, the offset of the body `{`, `;` or line end after it."""
         m = self.m
         n = len(m)
         limit = min(n, k + 2000)
@@ -484,7 +604,11 @@ class _JsExtractor:
             nxt = _skip_spaces(m, k)
             if nxt >= n:
                 return _last_code(m, pos, k)
-            if (prev and prev in "=+-*/%&|^!?:.<>(,") or m[nxt] in ".?:+-*/%&|^=<>" and not m.startswith("//", nxt):
+            if (
+                (prev and prev in "=+-*/%&|^!?:.<>(,")
+                or m[nxt] in ".?:+-*/%&|^=<>"
+                and not m.startswith("//", nxt)
+            ):
                 last = k
                 i = k + 1
                 continue

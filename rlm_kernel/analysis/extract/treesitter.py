@@ -16,33 +16,40 @@ from rlm_kernel.analysis.extract.common import collapse, record, sort_records
 __all__ = ["ParseTimeout", "Parsed", "extract", "parse"]
 
 _FN = "[(function_expression) (arrow_function) (generator_function)]"
+# @decl: nodes that carry their own `name` field; @bound: function values bound to a name by their parent;
+# @named: named function expressions (used when nothing binds them)
 _JS_COMMON = f"""
-(function_declaration name: (identifier) @name) @fn
-(generator_function_declaration name: (identifier) @name) @fn
-(method_definition name: (_) @name) @fn
-(variable_declarator name: (identifier) @name value: {_FN} @fn) @def
-(assignment_expression left: (identifier) @name right: {_FN} @fn) @def
-(assignment_expression left: (member_expression property: (_) @name) right: {_FN} @fn) @def
-(pair key: (_) @name value: {_FN} @fn) @def
-"""
-_JS_TAIL = """
-(function_expression name: (identifier) @name) @fn
-(generator_function name: (identifier) @name) @fn
+(function_declaration name: (_)) @decl
+(generator_function_declaration name: (_)) @decl
+(method_definition name: (_)) @decl
+(variable_declarator name: (identifier) value: {_FN} @bound)
+(assignment_expression left: (identifier) right: {_FN} @bound)
+(assignment_expression left: (member_expression property: (_)) right: {_FN} @bound)
+(pair key: (_) value: {_FN} @bound)
+(function_expression name: (identifier)) @named
+(generator_function name: (identifier)) @named
 """
 QUERIES = {
     "go": """
-(function_declaration name: (identifier) @name) @fn
-(method_declaration name: (field_identifier) @name) @fn
+(function_declaration name: (identifier)) @decl
+(method_declaration name: (field_identifier)) @decl
 """,
-    "javascript": _JS_COMMON + f"(field_definition property: (_) @name value: {_FN} @fn) @def\n" + _JS_TAIL,
+    "javascript": _JS_COMMON + f"(field_definition property: (_) value: {_FN} @bound)\n",
     "typescript": _JS_COMMON
-    + f"(public_field_definition name: (_) @name value: {_FN} @fn) @def\n"
+    + f"(public_field_definition name: (_) value: {_FN} @bound)\n"
     + """
-(function_signature name: (identifier) @name) @fn
-(class_body (method_signature name: (_) @name) @fn)
-(abstract_method_signature name: (_) @name) @fn
-"""
-    + _JS_TAIL,
+(function_signature name: (identifier)) @decl
+(class_body (method_signature name: (_)) @decl)
+(abstract_method_signature name: (_)) @decl
+""",
+}
+# the field of a binding node that holds the bound name
+_BINDING_NAME = {
+    "variable_declarator": "name",
+    "assignment_expression": "left",
+    "pair": "key",
+    "field_definition": "property",
+    "public_field_definition": "name",
 }
 
 
@@ -112,13 +119,15 @@ def parse(text: str, language: str, seconds: float | None) -> Parsed:
     parser = _parser(language)
     if seconds is None:
         return Parsed(parser.parse(source), source)
-    deadline = time.monotonic() + seconds
+    deadline = (
+        time.thread_time() + seconds
+    )  # CPU time of this thread: a busy machine does not cut parses short
 
     def read(offset: int, _point: object) -> bytes:
         return source[offset : offset + 1 << 16]
 
     def progress(_offset: int, _has_error: bool) -> bool:
-        return time.monotonic() > deadline
+        return time.thread_time() > deadline
 
     try:
         tree = parser.parse(read, progress_callback=progress)
@@ -128,31 +137,49 @@ def parse(text: str, language: str, seconds: float | None) -> Parsed:
     return Parsed(tree, source)
 
 
-def extract(text: str, language: str, seconds: float | None = None, parsed: Parsed | None = None) -> list[dict]:
+def extract(
+    text: str, language: str, seconds: float | None = None, parsed: Parsed | None = None
+) -> list[dict]:
     """Functions of `text` in `language` ("go", "javascript", "typescript")."""
     parsed = parsed or parse(text, language, seconds)
     src = parsed.source
-    best: dict[tuple[int, int], tuple[int, dict]] = {}
-    cursor = ts.QueryCursor(_query(language))
-    for pattern, caps in cursor.matches(parsed.tree.root_node):
-        fn = caps["fn"][0]
-        name_node = caps["name"][0]
-        key = (fn.start_byte, fn.end_byte)
-        if key in best and best[key][0] <= pattern:
-            continue
-        name = src[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace")
-        if name_node.type in ("string", "template_string") and len(name) >= 2:
-            name = name[1:-1]
-        def_node = caps["def"][0] if "def" in caps else fn
-        line_start = src.rfind(b"\n", 0, name_node.start_byte) + 1
-        sig_start = max(line_start, def_node.start_byte)
+    caps = ts.QueryCursor(_query(language)).captures(parsed.tree.root_node)
+    out = []
+    seen: set[tuple[int, int]] = set()
+    for fn in caps.get("decl", ()):
+        name = fn.child_by_field_name("name")
+        if name is not None:
+            seen.add((fn.start_byte, fn.end_byte))
+            out.append(_record(src, fn, fn, name))
+    for fn in caps.get("bound", ()):
+        binder = fn.parent
+        name = binder.child_by_field_name(_BINDING_NAME[binder.type])
+        if name is not None and name.type == "member_expression":
+            name = name.child_by_field_name("property")
+        if name is not None:
+            seen.add((fn.start_byte, fn.end_byte))
+            out.append(_record(src, fn, binder, name))
+    for fn in caps.get("named", ()):
+        if (fn.start_byte, fn.end_byte) not in seen:
+            name = fn.child_by_field_name("name")
+            if name is not None:
+                out.append(_record(src, fn, fn, name))
+    return sort_records(out)
+
+
+def _record(src: bytes, fn: ts.Node, def_node: ts.Node, name_node: ts.Node) -> dict:
+    name = src[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace")
+    if name_node.type in ("string", "template_string") and len(name) >= 2:
+        name = name[1:-1]
+    line_start = src.rfind(b"\n", 0, name_node.start_byte) + 1
+    sig_start = max(line_start, def_node.start_byte)
+    if def_node.type in ("method_definition", "public_field_definition", "field_definition"):
         for child in def_node.children:  # decorators are not part of the signature
             if child.type == "decorator":
                 sig_start = max(sig_start, child.end_byte)
-        body = fn.child_by_field_name("body")
-        sig_end = body.start_byte if body is not None else fn.end_byte
-        if sig_end < sig_start:
-            sig_end = fn.end_byte
-        signature = collapse(src[sig_start:sig_end].decode("utf-8", "replace"))
-        best[key] = (pattern, record(name, signature, name_node.start_point[0] + 1, fn.end_point[0] + 1))
-    return sort_records([r for _, r in best.values()])
+    body = fn.child_by_field_name("body")
+    sig_end = body.start_byte if body is not None else fn.end_byte
+    if sig_end < sig_start:
+        sig_end = fn.end_byte
+    signature = collapse(src[sig_start:sig_end].decode("utf-8", "replace"))
+    return record(name, signature, name_node.start_point[0] + 1, fn.end_point[0] + 1)
