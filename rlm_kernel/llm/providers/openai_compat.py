@@ -1,6 +1,7 @@
 """OpenAI-compatible chat completions (`POST {base_url}/chat/completions`): OpenAI, vLLM, llama.cpp, Ollama...
 
-`base_url` includes the version prefix, e.g. `https://api.openai.com/v1`.
+`base_url` includes the version prefix, e.g. `https://api.openai.com/v1`. Other servers get `max_tokens`;
+api.openai.com gets `max_completion_tokens` (and no temperature for its reasoning models).
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse, load_json, 
 __all__ = ["build", "name", "parse"]
 
 name = "openai"
+_REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+
+
+def _is_official(base_url: str) -> bool:
+    return "://api.openai.com" in base_url
 
 
 def build(req: ChatRequest, base_url: str, api_key: str | None) -> tuple[str, dict[str, str], dict[str, Any]]:
@@ -19,12 +25,16 @@ def build(req: ChatRequest, base_url: str, api_key: str | None) -> tuple[str, di
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    body: dict[str, Any] = {
-        "model": req.model,
-        "messages": [dict(m) for m in req.messages],
-        "max_tokens": req.max_tokens,
-        "temperature": req.temperature,
-    }
+    body: dict[str, Any] = {"model": req.model, "messages": [dict(m) for m in req.messages]}
+    if _is_official(base_url):
+        # OpenAI's current models take `max_completion_tokens` (reasoning models reject `max_tokens`) and
+        # reasoning models accept only their default temperature.
+        body["max_completion_tokens"] = req.max_tokens
+        if not req.model.startswith(_REASONING_PREFIXES):
+            body["temperature"] = req.temperature
+    else:
+        body["max_tokens"] = req.max_tokens
+        body["temperature"] = req.temperature
     if req.stop:
         body["stop"] = list(req.stop)
     return base_url.rstrip("/") + "/chat/completions", headers, body
