@@ -19,9 +19,13 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import KernelManager
 
-__all__ = ["Execution", "KernelHarness", "rlm_kernel", "rlm_kernel_factory"]
+__all__ = ["Execution", "KernelDied", "KernelHarness", "rlm_kernel", "rlm_kernel_factory"]
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+class KernelDied(RuntimeError):
+    """The kernel process exited while a request was running (e.g. killed by the C-loop CPU backstop)."""
 
 
 @dataclass
@@ -166,8 +170,10 @@ class KernelHarness:
             if remaining <= 0:
                 raise TimeoutError(f"kernel did not go idle within {timeout} s; output so far:\n{ex}")
             try:
-                msg = self.kc.get_iopub_msg(timeout=remaining)
+                msg = self.kc.get_iopub_msg(timeout=min(remaining, 1.0))
             except queue.Empty:
+                if not self.km.is_alive():
+                    raise KernelDied(f"the kernel died during the request; output so far:\n{ex}") from None
                 continue
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue

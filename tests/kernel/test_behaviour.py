@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.kernel_client import KernelHarness
+from tests.kernel_client import KernelDied, KernelHarness
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -176,3 +176,17 @@ def test_parser_bomb_gives_syntax_error(limited_kernel: KernelHarness) -> None:
     ex = limited_kernel.execute("x = " + "-" * 100_000 + "1", timeout=120)
     assert ex.error_name == "SyntaxError" and "nested too deeply" in ex.error_value, str(ex)
     assert limited_kernel.execute("2 + 2").result == "4"
+
+
+def test_c_loop_backstop_restart_explains_why(rlm_kernel_factory) -> None:
+    harness = rlm_kernel_factory(env={"RLM_CPU_SECONDS": "0.5", "RLM_CPU_BACKSTOP_SECONDS": "0.5"})
+    harness.execute("kept = 1")
+    with pytest.raises(KernelDied):
+        # one C call that never returns to the interpreter: only RLIMIT_CPU can stop it
+        harness.execute("sum(map(sum, [range(10**8)] * 20))", timeout=120)
+    harness.restart()  # what the Jupyter server's restarter does on its own
+    ex = harness.execute("1 + 1")
+    assert ex.result == "2"
+    assert "kernel was restarted" in ex.stderr and "C-level operation" in ex.stderr, str(ex)
+    assert harness.execute("kept").error_name == "NameError"
+    assert "restarted" not in harness.execute("2 + 2").stderr
