@@ -101,6 +101,16 @@ class Budget:
         set_limits = {k: v for k, v in self.limits.items() if v is not None}
         return f"Budget(depth={self.depth}, limits={set_limits}, used={self._used})"
 
+    def set_limits(self, **limits: float | None) -> None:
+        """Change limits in place (None removes one); spending so far is kept. Unknown names are an error."""
+        for name, value in limits.items():
+            if name not in self.limits:
+                raise ValueError(f"unknown budget limit {name!r}; use one of {', '.join(self.limits)}")
+            if value is not None and (not isinstance(value, int | float) or value < 0):
+                raise ValueError(f"budget {name} must be a number ≥ 0 or None, got {value!r}")
+        with self._lock:
+            self.limits.update(limits)
+
     def child(self, **limits: Any) -> Budget:
         """A nested budget (e.g. one `%%rlm` run or one `map_reduce`); its spending also counts here."""
         return Budget(parent=self, **limits)
@@ -235,27 +245,44 @@ class Budget:
 
 _session_lock = threading.Lock()
 _session: Budget | None = None
+_session_version = -1
+_LIMIT_NAMES = ("calls", "input_tokens", "output_tokens", "usd", "seconds", "depth")
+
+
+def _configured_limits() -> dict[str, Any]:
+    try:
+        from rlm_kernel.llm.config import load_config
+
+        limits = load_config().budget_limits
+    except Exception:  # noqa: BLE001 - an unusable config surfaces on the first call, not here
+        limits = {}
+    return {f"max_{k}": limits.get(f"max_{k}") for k in _LIMIT_NAMES}
 
 
 def get_session_budget() -> Budget:
-    """The kernel session's budget (made on first use from the `budget_*` settings; unlimited by default)."""
-    global _session
-    with _session_lock:
-        if _session is None:
-            limits: dict[str, Any] = {}
-            try:
-                from rlm_kernel.llm.config import load_config
+    """The kernel session's budget: limits from the `budget_*` settings (unlimited by default).
 
-                limits = dict(load_config().budget_limits)
-            except Exception:  # noqa: BLE001 - an unusable config surfaces on the first call, not here
-                limits = {}
-            _session = Budget(label="session", **{f"max_{k}": v for k, v in limits.items()})
+    Created on first use; after `%rlm set budget_...` its limits follow the settings, keeping what was spent.
+    """
+    global _session, _session_version
+    from rlm_kernel.llm.config import settings_version
+
+    with _session_lock:
+        version = settings_version()
+        if _session is None:
+            _session = Budget(label="session", **_configured_limits())
+        elif version != _session_version:
+            _session.set_limits(**_configured_limits())
+        _session_version = version
         return _session
 
 
 def reset_session_budget(**limits: Any) -> Budget:
     """Start a new session budget with `limits` (e.g. `max_usd=1.0`); returns it."""
-    global _session
+    global _session, _session_version
+    from rlm_kernel.llm.config import settings_version
+
     with _session_lock:
         _session = Budget(label="session", **limits)
+        _session_version = settings_version()
         return _session

@@ -142,3 +142,22 @@ def test_thread_safe_reservations() -> None:
     snap = budget.snapshot()
     assert snap["calls"] == 500 and len(refused) == 300
     assert (snap["input_tokens"], snap["output_tokens"]) == (1500, 1000)
+
+
+def test_session_budget_follows_rlm_set(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from rlm_kernel.llm import get_session_budget, reset_session_budget
+    from rlm_kernel.llm.config import set_setting
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("RLM_CONFIG", raising=False)
+    monkeypatch.setenv("RLM_BASE_URL", "http://127.0.0.1:9/v1")
+    session = reset_session_budget()
+    r = session.reserve(10, 10, None)
+    session.settle(r, 10, 10, None)
+    set_setting("budget_max_calls", "1")
+    same = get_session_budget()
+    assert same is session and same.limits["max_calls"] == 1 and same.snapshot()["calls"] == 1
+    with pytest.raises(BudgetExceeded, match="max_calls"):
+        same.reserve(1, 1, None)
+    set_setting("budget_max_calls", "")
+    assert get_session_budget().limits["max_calls"] is None
