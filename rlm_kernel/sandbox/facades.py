@@ -410,6 +410,8 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         if hasattr(rng, name)
     }
     f["random"]["Random"] = random.Random
+    f["random"]["getrandbits"] = _capped(rng.getrandbits, 1 << 27, "random.getrandbits")
+    f["random"]["randbytes"] = _capped(rng.randbytes, 1 << 24, "random.randbytes")
     f["heapq"] = _pick(heapq, "heappush heappop heapify heapreplace heappushpop nlargest nsmallest merge")
     f["bisect"] = _pick(bisect, "bisect bisect_left bisect_right insort insort_left insort_right")
     f["unicodedata"] = _pick(

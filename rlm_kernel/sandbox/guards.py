@@ -194,7 +194,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                     "names and docstrings"
                 )
             if type(obj) is super and name in ALLOWED_DUNDER_METHODS:
-                return getattr(obj, name)
+                # super() inside a method of your own class (not super(LibraryClass, library_object)).
+                if session.is_user_object(obj.__thisclass__):
+                    return getattr(obj, name)
             if not private_allowed(obj, name):
                 raise refusal(
                     f"attribute {name!r} starts with '_': underscore attributes are not available "

@@ -141,6 +141,7 @@ class _SignalTimers:
         self.session = session
         self.limits = limits
         self.saved: list[tuple[int, Any, tuple[float, float]]] = []
+        self.started = 0.0
 
     def _handler(self, kind: str, seconds: float) -> Any:
         session = self.session
@@ -167,9 +168,14 @@ class _SignalTimers:
             old = signal.signal(signum, self._handler(kind, seconds))
             old_timer = signal.setitimer(which, seconds, _TICK)
             self.saved.append((signum, old, (which, *old_timer)))
+        self.started = time.monotonic()
 
     def stop(self) -> None:
+        elapsed = time.monotonic() - self.started
         for signum, old, (which, delay, interval) in reversed(self.saved):
+            # Hand back a timer someone else had set (e.g. pytest-timeout), minus the time the cell took.
+            if delay and which == signal.ITIMER_REAL:
+                delay = max(delay - elapsed, 1e-3)
             signal.setitimer(which, delay, interval)
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
         self.saved.clear()

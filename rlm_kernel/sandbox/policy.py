@@ -91,9 +91,14 @@ class RLMTransformer(RestrictingNodeTransformer):
         self.trusted_names = frozenset(trusted_names)
         self.first_error: tuple[ast.AST | None, str] | None = None
         self.scopes: list[str] = ["module"]
+        self.reported: set[tuple[int | None, int | None]] = set()
 
     # -- reporting ------------------------------------------------------------------------------------------
     def error(self, node: ast.AST, info: str) -> None:
+        key = (getattr(node, "lineno", None), getattr(node, "col_offset", None))
+        if key in self.reported:
+            return  # one problem per place: RestrictedPython and these rules may both object
+        self.reported.add(key)
         super().error(node, info)
         if self.first_error is None:
             self.first_error = (node, info)
@@ -136,6 +141,11 @@ class RLMTransformer(RestrictingNodeTransformer):
             if _HISTORY_NAME.match(node.id) or node.id in self.trusted_names:
                 return node
         return super().visit_Name(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if isinstance(node.func, ast.Name) and node.func.id in REFUSED_NAMES:
+            self.refuse(node, REFUSED_NAMES[node.func.id])
+        return super().visit_Call(node)
 
     def visit_Global(self, node: ast.Global) -> ast.AST:
         for name in node.names:

@@ -77,6 +77,9 @@ PAYLOADS: list[Payload] = [
     _P("dunder", "getattribute_def", "class A:\n    def __getattribute__(self, n): return 1", REFUSED),
     _P("dunder", "del_def", "class A:\n    def __del__(self):\n        while True: pass", REFUSED),
     _P("dunder", "super_walk", "class A:\n    def f(self):\n        return super().__thisclass__\nA().f()", REFUSED),
+    _P("dunder", "super_two_args", "import json\nsuper(json.JSONDecoder, json.JSONDecoder()).__init__", REFUSED),
+    _P("dunder", "super_getattr_foreign", "getattr(super(dict, {}), '__setitem__')", REFUSED),
+    _P("dunder", "repr_hook_foreign", "[1]._repr_html_()", REFUSED),
     _P("dunder", "name_is_text_only", "def f(): pass\nf.__name__ = 'x'", REFUSED),
     # -- computed attribute names ------------------------------------------------------------------------
     _P("computed", "getattr_concat", "getattr((), '__cl' + 'ass__')", REFUSED),
@@ -307,6 +310,7 @@ PAYLOADS: list[Payload] = [
     _P("bomb", "compile_bomb_size", "x = [" + "1," * 400_000 + "]", BLOCKED),
     _P("bomb", "compile_bomb_nesting", "x = " + "(" * 5000 + "1" + ")" * 5000, BLOCKED),
     _P("bomb", "compile_bomb_unary", "x = " + "-" * 100_000 + "1", BLOCKED),
+    _P("bomb", "random_bits", "import random\nrandom.getrandbits(10**11)", LIMIT),
     _P("bomb", "decimal_precision", "import decimal\ndecimal.Context(prec=10**9)", LIMIT),
     # -- secrets -------------------------------------------------------------------------------------
     _P("secrets", "open_secret", "open('{secret_file}').read()", REFUSED),

@@ -1,0 +1,168 @@
+"""Limits: settings from the environment, sticky time limits, output cap, and (in subprocesses) the memory cap
+and the RLIMIT_CPU backstop for C loops, which must not outlive a test in the pytest process."""
+
+from __future__ import annotations
+
+import resource
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from rlm_kernel.sandbox import (
+    CellTimeout,
+    Limits,
+    SandboxSession,
+    cell_limits,
+    consume_backstop_note,
+    new_namespace,
+    run_source,
+)
+from tests.sandbox.conftest import TEST_LIMITS
+
+
+def test_limits_from_env() -> None:
+    limits = Limits.from_env({"RLM_CPU_SECONDS": "2.5", "RLM_MEMORY_MB": "512", "RLM_OUTPUT_BYTES": "0"})
+    assert limits.cpu_seconds == 2.5 and limits.memory_mb == 512 and limits.output_bytes == 0
+    assert limits.wall_seconds == Limits().wall_seconds
+    assert Limits.from_env({}, max_range=10).max_range == 10
+
+
+@pytest.mark.parametrize("value", ["lots", "-1"])
+def test_limits_from_env_rejects_bad_values(value: str) -> None:
+    with pytest.raises(ValueError, match="RLM_CPU_SECONDS"):
+        Limits.from_env({"RLM_CPU_SECONDS": value})
+
+
+def test_limits_are_frozen() -> None:
+    with pytest.raises(AttributeError):
+        Limits().cpu_seconds = 0  # type: ignore[misc]
+
+
+def test_timeout_message_and_session_reuse(session: SandboxSession) -> None:
+    namespace = new_namespace(session)
+    outcome = run_source("x = 1\nwhile True:\n    x += 1", namespace, session)
+    assert outcome.error is not None
+    assert outcome.error.startswith(
+        "CellTimeout: the cell ran past its cpu time limit of 1 s (RLM_CPU_SECONDS)"
+    )
+    assert namespace["x"] > 1
+    assert (
+        run_source("x = 0\nfor i in range(1000):\n    x += i\nx", namespace, session).value_repr == "499500"
+    )
+
+
+def test_wall_time_limit() -> None:
+    session = SandboxSession(Limits(**{**TEST_LIMITS, "cpu_seconds": 0, "wall_seconds": 0.5}))
+    namespace = new_namespace(session)
+    # Waiting on a lock uses no CPU; only the wall-clock limit can end it.
+    namespace["wait"] = threading.Event().wait
+    outcome = run_source("wait()", namespace, session)
+    assert outcome.error is not None and "wall time limit of 0.5 s" in outcome.error
+
+
+def test_timers_and_handlers_are_restored(session: SandboxSession) -> None:
+    before = (signal.getsignal(signal.SIGPROF), signal.getsignal(signal.SIGALRM))
+    real_before = signal.getitimer(signal.ITIMER_REAL)  # pytest-timeout may have one running
+    with cell_limits(session):
+        assert signal.getitimer(signal.ITIMER_PROF)[0] > 0
+        assert signal.getitimer(signal.ITIMER_REAL)[0] <= TEST_LIMITS["wall_seconds"]
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
+    real_after = signal.getitimer(signal.ITIMER_REAL)
+    assert real_after[0] <= real_before[0] and (real_after[0] > 0) == (real_before[0] > 0)
+    assert (signal.getsignal(signal.SIGPROF), signal.getsignal(signal.SIGALRM)) == before
+    assert session.cancelled is None and session.active_depth == 0
+
+
+def test_nested_cell_limits_pass_through(session: SandboxSession) -> None:
+    with cell_limits(session):
+        with cell_limits(session):
+            assert session.active_depth == 2
+        assert session.active_depth == 1
+        assert signal.getitimer(signal.ITIMER_PROF)[0] > 0
+
+
+def test_timeout_in_a_worker_thread(session: SandboxSession) -> None:
+    results = []
+
+    def work() -> None:
+        results.append(run_source("while True:\n    pass", new_namespace(session), session))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert results[0].error is not None and results[0].error.startswith("CellTimeout"), results
+
+
+def test_cancellation_is_sticky_in_guards(session: SandboxSession) -> None:
+    namespace = new_namespace(session)
+    with pytest.raises(CellTimeout):
+        with cell_limits(session):
+            session.cancelled = "test"
+            namespace["_getiter_"]([1])
+    assert session.cancelled is None
+
+
+def test_output_cap_note(session: SandboxSession) -> None:
+    outcome = run_source("for i in range(3000):\n    print('z' * 99)", new_namespace(session), session)
+    assert outcome.error is None
+    kept, _, note = outcome.stdout.rpartition("\n[output truncated: ")
+    assert len(kept.encode()) <= 100_000
+    assert note.startswith("200000 bytes over the 100000-byte limit per cell (RLM_OUTPUT_BYTES)]")
+    # The cap is per cell.
+    assert run_source("print('fresh')", new_namespace(session), session).stdout == "fresh\n"
+
+
+def _run_isolated(script: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_memory_cap_in_subprocess() -> None:
+    result = _run_isolated(
+        """
+        from rlm_kernel.sandbox import Limits, SandboxSession, new_namespace, run_source
+        s = SandboxSession(Limits(memory_mb=1024, cpu_seconds=30))
+        ns = new_namespace(s)
+        print(run_source("x = []\\nwhile True:\\n    x.append('a' * 10**7)", ns, s).error)
+        print(run_source("del x\\nprint('alive')", ns, s).stdout)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        result.stdout.splitlines()[:2] == ["Traceback (most recent call last):", "  line 3"]
+        or "MemoryError" in result.stdout
+    ), result.stdout
+    assert "MemoryError" in result.stdout and "alive" in result.stdout, result.stdout
+
+
+def test_cpu_backstop_kills_c_loop_in_subprocess(tmp_path) -> None:
+    marker = tmp_path / "backstop.json"
+    result = _run_isolated(
+        f"""
+        from rlm_kernel.sandbox import Limits, SandboxSession, new_namespace, run_source
+        s = SandboxSession(Limits(cpu_seconds=1, cpu_backstop_seconds=1, max_range=0, memory_mb=0),
+                           backstop_marker={str(marker)!r})
+        run_source("sum(range(10**13))", new_namespace(s), s)
+        print("not reached")
+        """
+    )
+    assert result.returncode == -signal.SIGXCPU, (result.returncode, result.stdout, result.stderr)
+    assert "not reached" not in result.stdout
+    note = consume_backstop_note(marker)
+    assert note is not None and "C-level operation" in note and "restarted" in note
+    assert consume_backstop_note(marker) is None and not marker.exists()
+
+
+def test_cpu_rlimit_restored_after_cell(session: SandboxSession) -> None:
+    before = resource.getrlimit(resource.RLIMIT_CPU)
+    backstop = SandboxSession(Limits(**{**TEST_LIMITS, "cpu_backstop_seconds": 30}))
+    with cell_limits(backstop):
+        soft, _ = resource.getrlimit(resource.RLIMIT_CPU)
+        assert soft != resource.RLIM_INFINITY
+    assert resource.getrlimit(resource.RLIMIT_CPU) == before
