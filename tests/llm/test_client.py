@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from pathlib import Path
 
 import pytest
 
@@ -166,3 +167,24 @@ def test_many_calls_fast_enough(make_client: MakeClient, llm_server: LLMTestServ
     wall = time.perf_counter() - t0
     assert [c.text for c in out] == [str(i) for i in range(200)]
     assert wall < 3.0  # ideal is 4 rounds × 20 ms; generous for a shared 2-core machine
+
+
+def test_no_provider_falls_back_to_local_with_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from rlm_kernel.llm import LLMClient, NoProviderConfigured, load_config
+
+    local = pytest.importorskip("rlm_kernel.llm.local")
+    if local.local_server() is not None:
+        pytest.skip("an offline model server is already running in this process")
+    monkeypatch.setenv("RLM_LOCAL_GGUF", str(tmp_path / "missing.gguf"))
+    config = load_config(environ={}, use_settings=False, cache="off")
+    assert config.provider == "local" and config.base_url is None
+    client = LLMClient(config)
+    try:
+        with pytest.raises(NoProviderConfigured) as info:
+            client.complete("hello")
+        text = str(info.value)
+        assert "RLM_LOCAL_GGUF" in text or "[local]" in text
+    finally:
+        client.close()
