@@ -93,10 +93,23 @@ class _Run:
 
         if self.state.session is None:
             self.state.session = SandboxSession()
+        session = self.state.session
         preload.repair(self.ns)
-        repair_namespace(self.ns, self.state.session)
-        outcome = run_source(code, self.ns, self.state.session, filename=f"<rlm turn {turn.index}>")
+        repair_namespace(self.ns, session)
+        # A block's output goes to the root, not to the notebook: give each block the full per-cell output
+        # allowance, and leave the cell's own accounting as it was.
+        saved = (getattr(session, "output_used", 0), getattr(session, "output_dropped", 0))
+        session.output_used, session.output_dropped = 0, 0
+        try:
+            outcome = run_source(code, self.ns, session, filename=f"<rlm turn {turn.index}>")
+            dropped = session.output_dropped
+        finally:
+            session.output_used, session.output_dropped = saved
         turn.stdout, turn.value, turn.error = outcome.stdout, outcome.value_repr, outcome.error
+        if dropped:
+            turn.stdout += (
+                f"\n[output cut: {dropped:,} more bytes over the per-block limit (RLM_OUTPUT_BYTES)]"
+            )
         preload.repair(self.ns)
 
     # -- FINAL -----------------------------------------------------------------------------------------------

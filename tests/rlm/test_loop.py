@@ -192,3 +192,19 @@ def test_rlm_query_batched_keeps_successes(client_on_server: LLMTestServer) -> N
     )
     assert "no_code" in result.namespace["why"][1]
     assert [c.ok for c in result.trajectory[0].calls] == [True, False, True]
+
+
+def test_each_block_gets_its_own_output_allowance(client_on_server: LLMTestServer) -> None:
+    from rlm_kernel.sandbox import Limits, SandboxSession, cell_limits
+
+    script = Script(root=[repl("print('x' * 5000)"), repl("print('second turn output')")])
+    client_on_server.reply_with(script)
+    session = SandboxSession(Limits(output_bytes=1000))
+    with cell_limits(session):  # as in the kernel: the run is inside the %%rlm cell's limits
+        result = run_rlm(
+            "q", ctxmod.load("abc", kind="text"), options=RunOptions(max_iterations=2), session=session
+        )
+        assert session.output_used == 0 and session.output_dropped == 0  # the cell's own accounting untouched
+    first, second = result.trajectory
+    assert first.stdout.startswith("x" * 1000) and "4,001 more bytes" in first.stdout
+    assert second.stdout == "second turn output\n"
