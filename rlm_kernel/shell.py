@@ -7,6 +7,7 @@ namespace from `new_namespace`, under `cell_limits`, with tracebacks cut down to
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import logging
 import sys
@@ -19,11 +20,13 @@ from IPython.core.error import UsageError
 from IPython.core.history import HistoryManager
 from IPython.core.oinspect import OInfo
 from traitlets import Any as AnyTrait
+from traitlets import Dict
 
 from rlm_kernel import magics
 from rlm_kernel.introspect import LookupRefused, resolve_path
 from rlm_kernel.repl import preload
 from rlm_kernel.sandbox import (
+    Limits,
     SandboxError,
     SandboxSession,
     cell_limits,
@@ -69,6 +72,13 @@ class RLMShell(ZMQInteractiveShell):
     """ZMQInteractiveShell whose every cell passes the RestrictedPython policy before it runs."""
 
     sandbox_session = AnyTrait(help="the SandboxSession of this kernel").tag(config=False)
+    sandbox_limits = Dict(
+        help=(
+            "Sandbox limits that override the RLM_* environment variables, by Limits field name, e.g. "
+            "--RLMShell.sandbox_limits cpu_seconds=120 (kernelspec argv) or "
+            "c.RLMShell.sandbox_limits = {'cpu_seconds': 120} (ipython_kernel_config.py)."
+        )
+    ).tag(config=True)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -80,7 +90,8 @@ class RLMShell(ZMQInteractiveShell):
     # -- namespace ---------------------------------------------------------------------------------
     def init_create_namespaces(self, user_module: Any = None, user_ns: Any = None) -> None:
         if self.sandbox_session is None:
-            self.sandbox_session = SandboxSession(backstop_marker=_backstop_marker())
+            limits = _limits_from_config(dict(self.sandbox_limits))
+            self.sandbox_session = SandboxSession(limits, backstop_marker=_backstop_marker())
         super().init_create_namespaces(None, new_namespace(self.sandbox_session))
 
     def init_user_ns(self) -> None:
@@ -246,6 +257,27 @@ class RLMShell(ZMQInteractiveShell):
         for item in reversed(kept):
             new = types.TracebackType(new, item.tb_frame, item.tb_lasti, item.tb_lineno)
         return new
+
+
+def _limits_from_config(overrides: dict[str, Any]) -> Limits:
+    """`Limits.from_env()` with traitlets overrides (numbers may be text); unknown names are refused."""
+    fields = {f.name: f for f in dataclasses.fields(Limits)}
+    unknown = sorted(set(overrides) - set(fields))
+    if unknown:
+        raise ValueError(
+            f"RLMShell.sandbox_limits: unknown limit(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(fields))}"
+        )
+    values: dict[str, Any] = {}
+    for name, raw in overrides.items():
+        try:
+            number = float(raw)
+        except (TypeError, ValueError):
+            raise ValueError(f"RLMShell.sandbox_limits: {name}={raw!r} is not a number") from None
+        if number < 0:
+            raise ValueError(f"RLMShell.sandbox_limits: {name}={raw!r} is negative; 0 disables a limit")
+        values[name] = int(number) if fields[name].type in ("int", int) else number
+    return Limits.from_env(**values)
 
 
 def _oinfo(obj: Any, namespace: str, *, parent: Any = None, ismagic: bool = False) -> OInfo:

@@ -102,7 +102,8 @@ class KernelHarness:
     """Start a kernel (default `rlm`) with jupyter_client and talk to it.
 
     `env` adds variables to this process's environment for the kernel (e.g. RLM_BASE_URL, limits);
-    `remove_env` drops variables. `cwd` defaults to a fresh temporary folder.
+    `remove_env` drops variables. `cwd` defaults to a fresh temporary folder. `extra_arguments` are appended
+    to the kernel's command line (e.g. `--RLMShell.sandbox_limits cpu_seconds=5`).
     """
 
     def __init__(
@@ -113,6 +114,7 @@ class KernelHarness:
         remove_env: tuple[str, ...] = (),
         cwd: str | None = None,
         startup_timeout: float = 60,
+        extra_arguments: list[str] | None = None,
     ) -> None:
         self.kernel_name = kernel_name
         full_env = dict(os.environ)
@@ -126,7 +128,7 @@ class KernelHarness:
             kernel_name=kernel_name, kernel_spec_manager=_kernel_spec_manager(kernel_name)
         )
         t0 = time.perf_counter()
-        self.km.start_kernel(env=full_env, cwd=self.cwd)
+        self.km.start_kernel(env=full_env, cwd=self.cwd, extra_arguments=list(extra_arguments or []))
         self.kc = self.km.client()
         self.kc.start_channels()
         try:

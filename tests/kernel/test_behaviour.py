@@ -190,3 +190,12 @@ def test_c_loop_backstop_restart_explains_why(rlm_kernel_factory) -> None:
     assert "kernel was restarted" in ex.stderr and "C-level operation" in ex.stderr, str(ex)
     assert harness.execute("kept").error_name == "NameError"
     assert "restarted" not in harness.execute("2 + 2").stderr
+
+
+def test_limits_from_traitlets_config_override_env(rlm_kernel_factory) -> None:
+    harness = rlm_kernel_factory(
+        env={"RLM_OUTPUT_BYTES": "100000"},
+        extra_arguments=["--RLMShell.sandbox_limits", "output_bytes=300"],
+    )
+    ex = harness.execute("for i in range(200):\n    print('row', i)")
+    assert len(ex.stdout) < 1000 and "output truncated" in ex.stdout + ex.stderr, str(ex)
