@@ -124,18 +124,25 @@ def run(quick: bool) -> list[Figure]:
             client = _client(url, tmp)
             try:
                 client.complete_batch([f"warm {i}" for i in range(CONCURRENCY)], budget=Budget())
-                base_cpu = min(_batch_cpu(client, n) for _ in range(2))
-                controller = FanoutController(_NullSink(), mode=lambda: "widgets").subscribe(bus.subscribe)
-                counts, original = _count_updates()
-                try:
-                    t0 = time.perf_counter()
-                    widget_cpu = _batch_cpu(client, n)
-                    wall = time.perf_counter() - t0
-                    updates = counts[0] - 1  # the first update builds the view before it is displayed
-                    widget_cpu = min(widget_cpu, _batch_cpu(client, n))
-                finally:
-                    FanoutView.update = original  # type: ignore[method-assign]
-                    controller.close()
+                base_runs: list[float] = []
+                widget_runs: list[float] = []
+                updates, wall = 0, 0.0
+                for rep in range(3):  # interleaved, so load from other processes hits both alike
+                    base_runs.append(_batch_cpu(client, n))
+                    controller = FanoutController(_NullSink(), mode=lambda: "widgets").subscribe(
+                        bus.subscribe
+                    )
+                    counts, original = _count_updates()
+                    try:
+                        t0 = time.perf_counter()
+                        widget_runs.append(_batch_cpu(client, n))
+                        if rep == 0:
+                            wall = time.perf_counter() - t0
+                            updates = counts[0] - 1  # the first update builds the view before it is shown
+                    finally:
+                        FanoutView.update = original  # type: ignore[method-assign]
+                        controller.close()
+                base_cpu, widget_cpu = min(base_runs), min(widget_runs)
             finally:
                 client.close()
     finally:
