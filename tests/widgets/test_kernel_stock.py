@@ -178,3 +178,38 @@ def test_background_batch_reports_to_its_starting_cell(
 
 def any_summary(messages: list[dict]) -> bool:
     return any(m["msg_type"] == "stream" and "fan-out: 6/6 done" in m["content"]["text"] for m in messages)
+
+
+NESTED = """
+from rlm_kernel.llm.events import CallEvent, bus
+bus.emit(CallEvent("batch_start", batch_id="outer", total=3, extra={"label": "sub-RLMs"}))
+for i in range(3):
+    bus.emit(CallEvent("start", batch_id="outer", call_id=f"sub{i}", index=i))
+    parts = [f"sub {i} part {j}" for j in range(4)]
+    get_client().complete_batch(parts, max_tokens=4, parent_batch_id="outer")
+    bus.emit(CallEvent("finish", batch_id="outer", call_id=f"sub{i}", index=i))
+bus.emit(CallEvent("batch_end", batch_id="outer", total=3))
+"""
+
+
+def test_nested_fanouts_show_under_their_parent(widgets_kernel: KernelHarness, server: LLMTestServer) -> None:
+    """A fan-out of sub-RLMs whose items fan out themselves: one widget, the inner ones nested in it."""
+    since = len(server.requests)
+    r = widgets_kernel.execute(NESTED, timeout=60)
+    assert r.ok, r
+    assert len([d for d in r.display if WIDGET_VIEW in d]) == 1  # inner fan-outs open no widget of their own
+    nested = [
+        m
+        for m in r.messages
+        if m["msg_type"] == "comm_msg"
+        and m["content"]["data"].get("state", {}).get("_dom_classes") == ["rlm-fanout-nested"]
+    ]
+    assert len(nested) == 3
+    inner = server.requests[since:]
+    assert len(inner) == 12
+    tin = sum(len(q.prompt.split()) for q in inner)
+    summary = [line for line in r.stdout.splitlines() if line.startswith("fan-out")]
+    assert len(summary) == 1
+    assert summary[0].startswith(
+        f"fan-out (sub-RLMs): 3/3 done · 0 failed · 0 cached · 3 nested fan-outs · {tin} in"
+    )
