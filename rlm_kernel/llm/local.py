@@ -28,6 +28,7 @@ __all__ = [
     "LOCAL_MODEL_NOTE",
     "LocalModelError",
     "LocalServer",
+    "banner_note",
     "ensure_local_server",
     "find_gguf",
     "local_model_available",
@@ -85,6 +86,27 @@ def _missing_modules() -> list[str]:
         if not found:
             missing.append(name)
     return missing
+
+
+def banner_note() -> str | None:
+    """A line for the kernel banner and `%rlm providers` when the offline model is active, else None.
+
+    Never raises: a configuration error is reported where it is used, not in the banner.
+    """
+    try:
+        from rlm_kernel.llm.config import load_config
+
+        provider = load_config().provider
+    except Exception:  # noqa: BLE001 - the banner must never fail
+        return None
+    if provider != "local":
+        return None
+    if not local_model_available():
+        return (
+            "No LLM provider is configured and the offline model is not installed: "
+            f"{INSTALL_HINT}, or configure a provider (see `%rlm providers`)."
+        )
+    return LOCAL_MODEL_NOTE
 
 
 def local_model_available() -> bool:

