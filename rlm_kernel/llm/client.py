@@ -204,10 +204,12 @@ class LLMClient:
         """
         if isinstance(prompts, str):
             raise LLMError("complete_batch takes a list of prompts; for one prompt use complete()")
-        items = [
-            self._item(i, p, model, max_tokens, system, temperature, stop, role)
-            for i, p in enumerate(prompts)
-        ]
+        items = []
+        for i, p in enumerate(prompts):
+            try:
+                items.append(self._item(i, p, model, max_tokens, system, temperature, stop, role))
+            except LLMError as exc:
+                raise type(exc)(f"prompt {i}: {exc}") from None
         limit = self.config.concurrency if concurrency is None else concurrency
         if not isinstance(limit, int) or limit < 1:
             raise LLMError(f"concurrency must be a whole number ≥ 1, got {limit!r}")
