@@ -32,6 +32,7 @@ from rlm_kernel.sandbox import (
     cell_limits,
     check_source_size,
     new_namespace,
+    register_sandboxed_filename,
     repair_namespace,
     restrict_ast,
 )
@@ -44,6 +45,8 @@ log = logging.getLogger(__name__)
 MAGIC_MODULES = ("rlm_kernel.repl.magics", "rlm_kernel.llm.magics", "rlm_kernel.widgets.magics")
 # Names under which IPython compiles the bodies of %time / %timeit.
 MAGIC_BODY_FILENAMES = frozenset({"<timed exec>", "<timed eval>", "<magic-timeit>"})
+# The filename restrict_ast gets for those bodies (refusals then quote the offending node, not a cell line).
+MAGIC_BODY_SOURCE = "<magic body>"
 # What IPython's own init_user_ns puts in the namespace that a sandboxed cell must not get.
 UNSAFE_NS_NAMES = ("get_ipython", "exit", "quit", "open", "__builtin__")
 
@@ -57,9 +60,9 @@ class RLMCompiler(XCachingCompiler):
         self.cell_filenames: set[str] = set(MAGIC_BODY_FILENAMES)
 
     def ast_parse(self, source: str, filename: str = "<unknown>", symbol: str = "exec") -> ast.AST:
-        if filename != "<unknown>":
-            self.current_filename = filename
-            self.cell_filenames.add(filename)
+        # IPython parses %time/%timeit bodies without a filename; they have no source lines of their own
+        self.current_filename = filename if filename != "<unknown>" else MAGIC_BODY_SOURCE
+        self.cell_filenames.add(self.current_filename)
         try:
             return super().ast_parse(source, filename, symbol)
         except (MemoryError, RecursionError):  # CPython's parser gives up on deeply nested source this way
@@ -82,6 +85,8 @@ class RLMShell(ZMQInteractiveShell):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        for name in MAGIC_BODY_FILENAMES:
+            register_sandboxed_filename(name)
         repair_namespace(self.user_ns, self.sandbox_session)
         self._load_magic_modules()
         preload.install(self.user_ns, self)

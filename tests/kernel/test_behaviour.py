@@ -99,6 +99,7 @@ def test_time_magics_run_restricted_bodies(rlm_kernel: KernelHarness) -> None:
     ):
         ex = rlm_kernel.execute(cell)
         assert ex.error_name == "SandboxError", (cell, str(ex))
+        assert "_magic(" not in ex.error_value, ex.error_value  # quotes the body, not IPython's rewrite
 
 
 def test_who_whos_history(rlm_kernel: KernelHarness) -> None:
