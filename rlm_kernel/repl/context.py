@@ -146,6 +146,11 @@ def _corpus(paths: list[Path], source: str, kind: str, encoding: str, errors: st
     for path in paths:
         name = _display_path(path)
         try:
+            check_allowed(path)
+        except ContextError:
+            skipped.append(f"{name} (a link to outside the allowed roots)")
+            continue
+        try:
             if _looks_binary(path):
                 skipped.append(f"{name} (binary)")
                 continue
@@ -175,7 +180,7 @@ def _walk(root: Path) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
         found += [Path(dirpath) / f for f in sorted(filenames) if not f.startswith(".")]
-    return found
+    return [p for p in found if p.is_file()]
 
 
 def _looks_like_path(source: str) -> bool:
@@ -231,6 +236,10 @@ def load(
         return _corpus(_walk(path), source, "directory", encoding, errors)
     if kind == "dir":
         raise ContextError(f"{source!r} is not a directory")
+    if not path.is_file():
+        raise ContextError(
+            f"{source!r} is not a regular file (a device, socket or pipe); load a file instead"
+        )
     try:
         text = read_text(path, encoding=encoding, errors=errors)
     except DecodeRefused as err:
@@ -248,7 +257,17 @@ def load(
 def _load_glob(source: str, expanded: str, encoding: str, errors: str) -> LoadedContext:
     pattern = expanded if os.path.isabs(expanded) else str(Path.cwd() / expanded)
     matches = sorted(Path(p) for p in globmod.glob(pattern, recursive=True))
-    files = [check_allowed(p) for p in matches if p.is_file()]
+    files = [p for p in matches if p.is_file()]
     if not files:
         raise ContextError(f"the pattern {source!r} matches no files")
+    if not any(_allowed(p) for p in files):
+        check_allowed(files[0])  # raises, naming the rule
     return _corpus(files, source, "glob", encoding, errors)
+
+
+def _allowed(path: Path) -> bool:
+    try:
+        check_allowed(path)
+    except ContextError:
+        return False
+    return True

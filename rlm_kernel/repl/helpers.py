@@ -414,6 +414,11 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             loaded = ctxmod.load(source, kind=kind, encoding=encoding, errors=errors)
         except ContextError as err:
             raise ContextError(str(err)) from None
+        except MemoryError:
+            raise ContextError(
+                "not enough memory to load this context under the kernel's memory limit (RLM_MEMORY_MB); "
+                "load fewer or smaller files"
+            ) from None
         set_context(state, ns, loaded)
         return loaded.summary()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -71,6 +72,17 @@ def test_refused_path_names_the_rule(root: Path, tmp_path_factory: pytest.TempPa
     (root / "link").symlink_to(outside)
     with pytest.raises(ContextError, match="outside the allowed roots"):
         ctxmod.load("./link")
+    (root / "d").mkdir()
+    (root / "d" / "ok.txt").write_text("fine")
+    (root / "d" / "escape.txt").symlink_to(outside)
+    for source in ("d", "d/*.txt"):
+        loaded = ctxmod.load(source)
+        assert list(loaded.files) == ["d/ok.txt"] and "no" not in loaded.value.replace("=== d/ok.txt ===", "")
+        assert loaded.skipped == ("d/escape.txt (a link to outside the allowed roots)",)
+    (root / "fifo").mkdir()
+    os.mkfifo(root / "fifo" / "pipe")
+    with pytest.raises(ContextError, match="not a regular file"):
+        ctxmod.load("fifo/pipe")
 
 
 def test_env_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
