@@ -44,9 +44,9 @@ def _msg_id(parent: dict[str, Any]) -> str | None:
 class KernelSink:
     """Routes fan-out output to the cell that started the batch, whichever thread the events arrive on."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: Any, stdout: Any = None) -> None:
         self.shell = shell
-        self._stdout = sys.stdout  # the kernel's stream, captured before any cell can redirect it
+        self._stdout = stdout or sys.stdout  # the kernel's own stream, whatever a cell redirects later
         self._parents: OrderedDict[str, dict[str, Any]] = OrderedDict()
         events = getattr(shell, "events", None)
         if events is not None:

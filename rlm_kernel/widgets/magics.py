@@ -5,6 +5,7 @@ Imported by the shell at start; `install()` is idempotent and also callable from
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -53,6 +54,7 @@ class _LazySink:
 
     def __init__(self, shell: Any) -> None:
         self._shell = shell
+        self._stdout = sys.stdout  # captured at kernel start, before any cell runs
         self._sink: Any = None
         self._lock = threading.Lock()
 
@@ -63,7 +65,7 @@ class _LazySink:
 
                 from rlm_kernel.widgets.kernel_sink import KernelSink
 
-                self._sink = KernelSink(self._shell or get_ipython())
+                self._sink = KernelSink(self._shell or get_ipython(), self._stdout)
             return self._sink
 
     def parent_for(self, owner: str | None) -> Any:
