@@ -5,6 +5,12 @@ Uses plain httpx so a bug in our client cannot hide a bug in the server.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import httpx
 import pytest
 
@@ -73,3 +79,42 @@ def test_reply_with_and_require_key(llm_server: LLMTestServer) -> None:
     assert httpx.post(url, json=body).status_code == 401
     r = httpx.post(url, json=body, headers={"Authorization": "Bearer k1"})
     assert r.json()["choices"][0]["message"]["content"] == "HI"
+
+
+def test_cli_with_a_script(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            {
+                "mode": "count",
+                "replies": ["first scripted", {"fault": "status", "status": 503}],
+                "rules": [{"contains": "weather", "reply": "sunny"}],
+            }
+        )
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.llm_server", "--port", "0", "--mode", str(script)],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    try:
+        assert proc.stdout is not None
+        base = proc.stdout.readline().strip()
+        assert base.startswith("http://127.0.0.1:")
+        url = base + "/v1/chat/completions"
+
+        def ask(text: str) -> httpx.Response:
+            return httpx.post(url, json={"model": "m", "messages": [{"role": "user", "content": text}]})
+
+        assert ask("a b").json()["choices"][0]["message"]["content"] == "first scripted"
+        assert ask("x").status_code == 503
+        assert ask("the weather today").json()["choices"][0]["message"]["content"] == "sunny"
+        assert ask("one two three").json()["choices"][0]["message"]["content"] == "3"
+        recorded = httpx.get(base + "/_test/requests").json()
+        assert [r["last_user"] for r in recorded] == ["a b", "x", "the weather today", "one two three"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
