@@ -86,8 +86,18 @@ def _pick(module: Any, names: str) -> dict[str, Any]:
     return {name: getattr(module, name) for name in names.split() if hasattr(module, name)}
 
 
+_READ_ONLY: dict[type, Callable[[Any], Any]] = {
+    set: frozenset,
+    list: tuple,
+    dict: MappingProxyType,
+    bytearray: bytes,
+}
+
+
 def _facade(name: str, attrs: dict[str, Any]) -> Facade:
-    return Facade(name, attrs, token=_TOKEN)
+    """A facade over `attrs`; mutable constants (hashlib.algorithms_available) become read-only copies."""
+    frozen = {key: _READ_ONLY[type(v)](v) if type(v) in _READ_ONLY else v for key, v in attrs.items()}
+    return Facade(name, frozen, token=_TOKEN)
 
 
 # -- itertools: infinite or huge producers are Python-level loops so timers can interrupt them ---------------

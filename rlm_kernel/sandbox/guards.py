@@ -39,7 +39,6 @@ DENIED_TYPES: frozenset[type] = frozenset(
         types.CoroutineType,
         types.AsyncGeneratorType,
         types.CellType,
-        types.MappingProxyType,
     }
 )
 
@@ -120,6 +119,13 @@ WRITABLE_TYPES = frozenset(
         io.BytesIO,
     }
 )
+
+_SHARED_CONTAINERS: dict[type, Callable[[Any], Any]] = {
+    dict: types.MappingProxyType,
+    list: tuple,
+    set: frozenset,
+    bytearray: bytes,
+}
 
 _NAMEDTUPLE_PRIVATE = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
 _PRIVATE_ATTR = re.compile(r"_[A-Za-z0-9]\w*\Z")
@@ -216,6 +222,10 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             if default is not _RAISE:
                 return default
             raise AttributeError(str(exc)) from None
+        kind = type(value)
+        if kind in _SHARED_CONTAINERS and isinstance(obj, type) and not session.is_user_object(obj):
+            # A container held by a library class is shared state of the process: hand out a read-only view.
+            return _SHARED_CONTAINERS[kind](value)
         return check_value(value, f"attribute {name!r}")
 
     formatter = SafeFormatter(guarded_getattr, lambda value, spec: check_spec(value, spec))

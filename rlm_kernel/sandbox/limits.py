@@ -249,6 +249,16 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
     every 50 ms while user code runs, and every guard and `except` handler re-raises), lowers RLIMIT_CPU's
     soft limit as a backstop for C loops (the process dies; the kernel manager restarts it), caps memory.
     """
+    if session.active_depth and session.owner_thread != threading.get_ident():
+        # Another thread runs restricted code while a cell is active (e.g. a sub-RLM worker): it gets its
+        # own watchdog so that its loops stop too; output accounting stays with the cell.
+        watchdog = _ThreadWatchdog(session, session.limits)
+        watchdog.start()
+        try:
+            yield
+        finally:
+            watchdog.stop()
+        return
     if session.active_depth:
         session.active_depth += 1
         try:
@@ -272,6 +282,7 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
                 json.dumps({"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds})
             )
     session.active_depth = 1
+    session.owner_thread = threading.get_ident()
     timers.start()
     try:
         yield

@@ -33,6 +33,7 @@ class SandboxSession:
         self.backstop_marker = backstop_marker
         self.cancelled: str | None = None  # reason once the running cell hit a time limit
         self.active_depth = 0
+        self.owner_thread: int | None = None  # thread running the active cell
         self.output_used = 0
         self.output_dropped = 0
         self.user_classes: weakref.WeakSet[type] = weakref.WeakSet()

@@ -98,6 +98,20 @@ def test_timeout_in_a_worker_thread(session: SandboxSession) -> None:
     assert results[0].error is not None and results[0].error.startswith("CellTimeout"), results
 
 
+def test_worker_thread_during_a_cell_gets_its_own_watchdog(session: SandboxSession) -> None:
+    results = []
+
+    def work() -> None:
+        results.append(run_source("while True:\n    pass", new_namespace(session), session))
+
+    with cell_limits(session):
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join(30)
+        assert not thread.is_alive()
+    assert results[0].error is not None and results[0].error.startswith("CellTimeout"), results
+
+
 def test_cancellation_is_sticky_in_guards(session: SandboxSession) -> None:
     namespace = new_namespace(session)
     with pytest.raises(CellTimeout):
