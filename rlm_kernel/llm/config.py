@@ -433,7 +433,8 @@ def load_config(
         base_url = DEFAULT_BASE_URLS[provider]
         sources["base_url"] = "default"
     official = provider in DEFAULT_BASE_URLS and base_url == DEFAULT_BASE_URLS[provider]
-    if official and not api_key:
+    replay = (pick("cache") or SETTINGS["cache"][1]) == "replay"  # replay never sends: no key needed
+    if official and not api_key and not replay:
         names = f"RLM_API_KEY or {PROVIDER_KEY_ENV[provider]}"
         raise ConfigError(
             f"provider {provider!r} at {base_url} needs an API key: set {names} (or `%rlm set api_key=...`)",

@@ -248,3 +248,8 @@ def test_other_parts_can_register_a_setting(tmp_path: Path) -> None:
 
         SETTINGS.pop("test_extra_knob", None)
         config_module._EXTRA_KEYS.remove("test_extra_knob")  # noqa: SLF001
+
+
+def test_replay_needs_no_key() -> None:
+    cfg = load_config(environ={"RLM_PROVIDER": "openai", "RLM_CACHE": "replay"})
+    assert cfg.provider == "openai" and not cfg.has_api_key and cfg.cache == "replay"
