@@ -43,6 +43,7 @@ def _worker(path: str, mode: str) -> None:
     from rlm_kernel.repl import context as ctxmod
 
     ctxmod.set_allowed_roots([Path(path).parent])
+    os.chdir(Path(path).parent)
     before = _status("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")
     t0 = time.perf_counter()
@@ -122,6 +123,26 @@ def run(quick: bool = True) -> list[Figure]:
                 ),
             ]
             path.unlink()
+        corpus = Path(tmp) / "corpus"
+        corpus.mkdir()
+        files = 64
+        for i in range(files):
+            _write(corpus / f"part{i:02d}.log", sizes[0] // files)
+        ctx = _measure(corpus, "context")
+        figures.append(
+            Figure(
+                f"load_context peak RSS growth, directory of {files} files, {sizes[0] // MiB} MiB",
+                ctx["peak"] / MiB,
+                "MiB",
+                sizes[0] / MiB,
+                "total file size",
+                "≤1.3×",
+                ctx["peak"] <= 1.3 * sizes[0],
+                note="read twice, written into the final str",
+            )
+        )
+        for part in corpus.iterdir():
+            part.unlink()
         path = Path(tmp) / "log-nonascii.txt"
         size = sizes[0]
         _write(path, size, non_ascii=True)

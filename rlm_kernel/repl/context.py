@@ -8,13 +8,13 @@ from __future__ import annotations
 import glob as globmod
 import html
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
 from rlm_kernel.repl.errors import ContextError
-from rlm_kernel.repl.textfile import DecodeRefused, read_text
+from rlm_kernel.repl.textfile import BIG_FILE, DecodeRefused, assemble, read_text
 
 __all__ = [
     "ContextSummary",
@@ -139,10 +139,13 @@ def _looks_binary(path: Path) -> bool:
 
 
 def _corpus(paths: list[Path], source: str, kind: str, encoding: str, errors: str) -> LoadedContext:
-    parts: list[str] = []
-    files: dict[str, tuple[int, int]] = {}
+    """Join the readable text files of `paths` with `=== path ===` markers.
+
+    Small corpora are joined in memory; from BIG_FILE bytes on, the files are read twice (measure, then write
+    into the final str) so the corpus never exists twice.
+    """
+    readable: list[tuple[Path, str]] = []
     skipped: list[str] = []
-    pos = 0
     for path in paths:
         name = _display_path(path)
         try:
@@ -154,25 +157,50 @@ def _corpus(paths: list[Path], source: str, kind: str, encoding: str, errors: st
             if _looks_binary(path):
                 skipped.append(f"{name} (binary)")
                 continue
-            text = read_text(path, encoding=encoding, errors=errors)
-        except DecodeRefused:
-            skipped.append(f"{name} (not {encoding})")
-            continue
         except OSError as err:
             skipped.append(f"{name} ({err.strerror or err})")
             continue
-        marker = f"=== {name} ===\n"
-        parts.append(marker)
-        pos += len(marker)
-        parts.append(text)
-        files[name] = (pos, pos + len(text))
-        pos += len(text)
-        parts.append("\n\n")
-        pos += 2
+        readable.append((path, name))
+    files: dict[str, tuple[int, int]] = {}
+
+    def pieces() -> Iterator[str]:
+        files.clear()
+        pos = 0
+        for path, name in readable:
+            try:
+                text = read_text(path, encoding=encoding, errors=errors)
+            except DecodeRefused:
+                note = f"{name} (not {encoding})"
+                if note not in skipped:
+                    skipped.append(note)
+                continue
+            except OSError as err:
+                note = f"{name} ({err.strerror or err})"
+                if note not in skipped:
+                    skipped.append(note)
+                continue
+            marker = f"=== {name} ===\n"
+            files[name] = (pos + len(marker), pos + len(marker) + len(text))
+            pos += len(marker) + len(text) + 2
+            yield marker
+            yield text
+            yield "\n\n"
+
+    total_bytes = sum(_size(path) for path, _ in readable)
+    value = assemble(pieces) if total_bytes >= BIG_FILE else None
+    if value is None:
+        value = "".join(pieces())
     if not files:
         detail = f" (skipped: {'; '.join(skipped[:5])})" if skipped else ""
         raise ContextError(f"no readable text files in {source}{detail}")
-    return LoadedContext("".join(parts), kind, source, MappingProxyType(files), tuple(skipped))
+    return LoadedContext(value, kind, source, MappingProxyType(dict(files)), tuple(skipped))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _walk(root: Path) -> list[Path]:

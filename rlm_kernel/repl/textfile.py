@@ -10,10 +10,10 @@ import ctypes
 import mmap
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-__all__ = ["BIG_FILE", "DecodeRefused", "read_text"]
+__all__ = ["BIG_FILE", "DecodeRefused", "assemble", "read_text"]
 
 BIG_FILE = 8 * 1024 * 1024
 """Files at least this large take the no-copy paths; smaller ones are read and decoded plainly."""
@@ -137,28 +137,37 @@ def _decoded_chunks(path: Path, encoding: str, errors: str) -> Iterator[str]:
             offset += n
 
 
-def _decode_in_place(path: Path, encoding: str, errors: str) -> str | None:
-    """Decode twice: count the code points and find the widest, then write each chunk into the final str."""
+def assemble(parts: Callable[[], Iterable[str]]) -> str | None:
+    """Concatenate the strs `parts()` yields without holding them and the result at once.
+
+    `parts` is called twice: to measure (length and widest character), then to write each piece into the
+    final str. Returns None where the in-place path is unavailable or the pieces changed between the calls.
+    """
     if _factory is None:
         return None
     new, kind_of = _factory
     total, kind = 0, 0
-    for chunk in _decoded_chunks(path, encoding, errors):
-        total += len(chunk)
-        kind = max(kind, kind_of(chunk))
+    for piece in parts():
+        total += len(piece)
+        kind = max(kind, kind_of(piece))
     if total < 2:
         return None
     text, view = new(total, kind)
     width, (codec, codec_errors) = max(kind, 1), _CODEC[kind]
     pos = 0
-    for chunk in _decoded_chunks(path, encoding, errors):
-        data = chunk.encode(codec, codec_errors)
-        if pos + len(data) > len(view) or kind_of(chunk) > kind:
-            return None  # the file changed between the passes
+    for piece in parts():
+        data = piece.encode(codec, codec_errors)
+        if pos + len(data) > len(view) or kind_of(piece) > kind:
+            return None  # the pieces changed between the passes: the half-made string is dropped unseen
         view[pos : pos + len(data)] = data
         pos += len(data)
     view.release()
     return text if pos == total * width else None
+
+
+def _decode_in_place(path: Path, encoding: str, errors: str) -> str | None:
+    """Decode twice: count the code points and find the widest, then write each chunk into the final str."""
+    return assemble(lambda: _decoded_chunks(path, encoding, errors))
 
 
 def _decode_mapped(path: Path, size: int, encoding: str, errors: str) -> str:

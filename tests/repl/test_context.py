@@ -181,3 +181,18 @@ def test_unknown_encoding(root: Path) -> None:
     (root / "x.txt").write_text("x")
     with pytest.raises(textfile.DecodeRefused, match="unknown encoding"):
         textfile.read_text(root / "x.txt", encoding="klingon")
+
+
+def test_big_corpus_assembled_in_place_matches_join(root: Path) -> None:
+    (root / "big").mkdir()
+    (root / "big" / "a.txt").write_bytes(b"alpha line\n" * 500_000)
+    (root / "big" / "b.txt").write_text("bêta ✓\n" * 400_000)
+    (root / "big" / "c.txt").write_text("gamma\n")
+    loaded = ctxmod.load("big")
+    expected = "".join(
+        f"=== big/{n} ===\n{(root / 'big' / n).read_text()}\n\n" for n in ("a.txt", "b.txt", "c.txt")
+    )
+    assert loaded.value == expected and hash(loaded.value) == hash(expected)
+    assert sys.getsizeof(loaded.value) == sys.getsizeof(expected)
+    for name, (start, end) in loaded.files.items():
+        assert loaded.value[start:end] == (root / name).read_text()
