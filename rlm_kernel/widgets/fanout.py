@@ -24,14 +24,17 @@ def bar_style(snap: FanoutSnapshot) -> str:
         return "warning" if snap.failed else "info"
     if snap.failed and snap.done == 0:
         return "danger"
-    if snap.failed or snap.completed < snap.total:
+    if snap.failed or snap.cancelled or snap.completed < snap.total:
         return "warning"
     return "success"
 
 
 def _stats_html(snap: FanoutSnapshot) -> str:
     parts = [f"{snap.done} done", f"{snap.in_flight} in flight", f"{snap.failed} failed"]
-    parts += [f"{snap.retried} retried", f"{snap.cached} cached", format_duration(snap.elapsed_s)]
+    parts += [f"{snap.retried} retried", f"{snap.cached} cached"]
+    if snap.cancelled:
+        parts.append(f"{snap.cancelled} cancelled")
+    parts.append(format_duration(snap.elapsed_s))
     if snap.rate_per_s is not None:
         parts.append(f"{snap.rate_per_s:,.1f}/s")
     if not snap.finished:

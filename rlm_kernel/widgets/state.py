@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 
 from rlm_kernel.llm.events import CallEvent
 
-__all__ = ["FanoutSnapshot", "FanoutState", "FanoutTracker", "RATE_WINDOW_S"]
+__all__ = ["CANCELLED", "FanoutSnapshot", "FanoutState", "FanoutTracker", "RATE_WINDOW_S"]
+
+CANCELLED = "cancelled"
+"""The `error` of a `failed` event for a call cut short by an interrupt (`cancel_all`): counted apart."""
 
 RATE_WINDOW_S = 5.0
 """Rate and ETA use completions in this trailing window once the batch has run longer than it."""
@@ -37,6 +40,7 @@ class FanoutSnapshot:
     failed: int
     retried: int
     cached: int
+    cancelled: int
     input_tokens: int
     output_tokens: int
     cost_usd: float
@@ -49,7 +53,8 @@ class FanoutSnapshot:
 
     @property
     def completed(self) -> int:
-        return self.done + self.failed
+        """Items that reached an end: done, failed or cancelled."""
+        return self.done + self.failed + self.cancelled
 
     @property
     def nested_count(self) -> int:
@@ -71,6 +76,7 @@ class FanoutState:
     failed: int = 0
     retried: int = 0
     cached: int = 0
+    cancelled: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
@@ -136,7 +142,9 @@ class FanoutTracker:
             return  # a duplicate terminal event must not count twice
         state.settled_calls.add(key)
         state.in_flight_calls.discard(key)
-        if event.kind == "failed":
+        if event.kind == "failed" and event.error == CANCELLED:
+            state.cancelled += 1
+        elif event.kind == "failed":
             state.failed += 1
             if event.error and len(state.errors) < _MAX_ERRORS_KEPT:
                 state.errors.append(event.error)
@@ -152,7 +160,7 @@ class FanoutTracker:
         while state.completion_times and now - state.completion_times[0] > RATE_WINDOW_S:
             state.completion_times.popleft()
         # A batch whose batch_start was missed learns its size from what settles.
-        state.total = max(state.total, state.done + state.failed)
+        state.total = max(state.total, state.done + state.failed + state.cancelled)
 
     def _get_or_create(self, event: CallEvent, now: float) -> FanoutState:
         assert event.batch_id is not None
@@ -207,7 +215,7 @@ class FanoutTracker:
         children = tuple(self._snap(self._batches[c], now) for c in s.children if c in self._batches)
         end = s.ended_at if s.ended_at is not None else now
         elapsed = max(0.0, end - s.started_at)
-        completed = s.done + s.failed
+        completed = s.done + s.failed + s.cancelled
         rate = _rate(s, elapsed, end)
         remaining = max(0, s.total - completed)
         eta: float | None
@@ -228,6 +236,7 @@ class FanoutTracker:
             failed=s.failed,
             retried=s.retried,
             cached=s.cached,
+            cancelled=s.cancelled,
             input_tokens=s.input_tokens + sum(c.input_tokens for c in children),
             output_tokens=s.output_tokens + sum(c.output_tokens for c in children),
             cost_usd=s.cost_usd + sum(c.cost_usd for c in children),
@@ -258,7 +267,7 @@ class FanoutTracker:
 
 def _rate(s: FanoutState, elapsed: float, now: float) -> float | None:
     """Items completed per second: over the trailing window when the batch is older than it, else overall."""
-    completed = s.done + s.failed
+    completed = s.done + s.failed + s.cancelled
     if completed == 0 or elapsed <= 0:
         return None
     if elapsed > RATE_WINDOW_S and s.ended_at is None:

@@ -54,6 +54,8 @@ def fanout_summary(snap: FanoutSnapshot, *, timing: bool = True) -> str:
     ]
     if snap.retried:
         parts.append(f"{snap.retried} retried")
+    if snap.cancelled:
+        parts.append(f"{snap.cancelled} cancelled")
     if snap.children:
         n = snap.nested_count
         parts.append(f"{n} nested fan-out{'s' if n != 1 else ''}")
@@ -69,6 +71,8 @@ def fanout_summary(snap: FanoutSnapshot, *, timing: bool = True) -> str:
 def fanout_progress_line(snap: FanoutSnapshot) -> str:
     """A live status line: counts, then elapsed, rate and ETA (not deterministic; for live views only)."""
     parts = [f"{snap.completed}/{snap.total}", f"{snap.in_flight} in flight", f"{snap.failed} failed"]
+    if snap.cancelled:
+        parts.append(f"{snap.cancelled} cancelled")
     if snap.cached:
         parts.append(f"{snap.cached} cached")
     if snap.retried:

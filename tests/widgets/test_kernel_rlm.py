@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import configparser
 import re
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -170,3 +171,23 @@ def test_auto_without_a_widget_frontend_writes_text_only(
     assert sanitize(r.stdout) == f"start\n{summary}\n"
     r = auto_kernel.execute("%rlm budget")
     assert r.result.startswith("budget: 3 calls") and WIDGET_VIEW not in (r.result_data or {})
+
+
+def test_interrupt_mid_batch_still_reports_in_the_cell(
+    auto_kernel: KernelHarness, server: LLMTestServer
+) -> None:
+    server.latency = 0.5
+    try:
+        msg_id = auto_kernel.kc.execute("answers = llm_query_batched([f'slow {i}' for i in range(64)])")
+        time.sleep(1.2)
+        auto_kernel.interrupt()
+        r = auto_kernel.collect(msg_id, timeout=60)
+    finally:
+        server.latency = 0.0
+    assert r.status == "error"
+    summary = [line for line in r.stdout.splitlines() if line.startswith("fan-out")]
+    assert len(summary) == 1, r.stdout
+    line = summary[0]
+    done = int(re.match(r"fan-out: (\d+)/64 done", line).group(1))
+    assert 0 < done < 64
+    assert " cancelled · " in line and "not run" in line and " 0 failed " in line, line

@@ -178,3 +178,15 @@ def test_concurrent_feeding_is_consistent() -> None:
     s = t.snapshot("b")
     assert s is not None
     assert (s.done, s.in_flight, s.input_tokens) == (4000, 0, 40_000)
+
+
+def test_cancelled_calls_are_counted_apart_from_failures() -> None:
+    t = FanoutTracker(clock=FakeClock())
+    t.handle(CallEvent(kind="batch_start", batch_id="b", total=10))
+    feed(t, call_events("b", 0))
+    t.handle(CallEvent(kind="start", batch_id="b", call_id="b:1"))
+    t.handle(CallEvent(kind="failed", batch_id="b", call_id="b:1", error="cancelled"))
+    t.handle(CallEvent(kind="batch_end", batch_id="b"))
+    s = t.snapshot("b")
+    assert s is not None
+    assert (s.done, s.failed, s.cancelled, s.completed, s.errors) == (1, 0, 1, 2, ())

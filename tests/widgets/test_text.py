@@ -100,3 +100,20 @@ def test_budget_line_with_and_without_caps() -> None:
     assert text.budget_line({}) == (
         "budget: 0 calls · 0 in tokens · 0 out tokens · $0.0000 · 0 cache hits · depth 0"
     )
+
+
+def test_summary_of_an_interrupted_batch() -> None:
+    t = FanoutTracker(clock=FakeClock())
+    t.handle(CallEvent(kind="batch_start", batch_id="b", total=10))
+    for e in call_events("b", 0):
+        t.handle(e)
+    for i in (1, 2):
+        t.handle(CallEvent(kind="start", batch_id="b", call_id=f"c{i}"))
+        t.handle(CallEvent(kind="failed", batch_id="b", call_id=f"c{i}", error="cancelled"))
+    t.handle(CallEvent(kind="batch_end", batch_id="b"))
+    snap = t.snapshot("b")
+    assert snap is not None
+    assert text.fanout_summary(snap, timing=False) == (
+        "fan-out: 1/10 done · 0 failed · 0 cached · 2 cancelled · 10 in / 3 out tokens · $0.0000"
+        " · stopped with 7 not run"
+    )
