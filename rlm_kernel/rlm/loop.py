@@ -231,6 +231,8 @@ class _Run:
             except KeyboardInterrupt:
                 turn.seconds = time.monotonic() - started
                 turn.note = (turn.note + " interrupted").strip()
+                if turn in self.turns:
+                    self._show(turn, "interrupted")
                 try:
                     llm.cancel_all()
                 except Exception:  # noqa: BLE001 - best effort
