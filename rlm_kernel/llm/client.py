@@ -159,8 +159,9 @@ class LLMClient:
         self._inflight = 0  # calls running on the loop (touched only there)
 
     def __repr__(self) -> str:
+        url = redact(self._base_url) if self._base_url else None
         return (
-            f"LLMClient(provider={self.config.provider!r}, base_url={self._base_url!r}, "
+            f"LLMClient(provider={self.config.provider!r}, base_url={url!r}, "
             f"models={self.config.models!r}, cache={self.config.cache!r})"
         )
 

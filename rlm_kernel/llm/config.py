@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_kernel.llm.errors import ConfigError
-from rlm_kernel.llm.redact import register_secret
+from rlm_kernel.llm.redact import redact, register_secret
 
 __all__ = [
     "CACHE_MODES",
@@ -340,8 +340,9 @@ class LLMConfig:
 
     def __repr__(self) -> str:
         key = "<set>" if self._api_key else "<not set>"
+        url = redact(self.base_url) if self.base_url else None
         return (
-            f"LLMConfig(provider={self.provider!r}, base_url={self.base_url!r}, models={self.models!r}, "
+            f"LLMConfig(provider={self.provider!r}, base_url={url!r}, models={self.models!r}, "
             f"api_key={key}, concurrency={self.concurrency}, cache={self.cache!r})"
         )
 
@@ -358,7 +359,9 @@ class LLMConfig:
         """Plain values for `%rlm show`: every setting, the key only as present yes/no."""
         return {
             "provider": self.provider,
-            "base_url": self.base_url or ("(started on first call)" if self.provider == "local" else None),
+            "base_url": redact(self.base_url)
+            if self.base_url
+            else ("(started on first call)" if self.provider == "local" else None),
             "api_key": "yes" if self._api_key else "no",
             **{f"model_{t}": self.models.get(t) for t in TIERS},
             "root_model": self.root_model,

@@ -22,6 +22,8 @@ _PATTERNS = [
         r"""(?i)((?:authorization|proxy-authorization)["']?\s*[:=]\s*["']?(?:bearer|basic|token)?\s*)[^\s"',}]+"""
     ),
     re.compile(r"""(?i)((?:x-api-key|x-goog-api-key|api[-_]?key)["']?\s*[:=]\s*["']?)[^\s"',}&]+"""),
+    # credentials inside URLs: scheme://user:password@host
+    re.compile(r"(?i)([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+(?=@)"),
     # key= / api_key= / token= query parameters
     re.compile(r"(?i)([?&](?:key|api_key|apikey|token|access_token)=)[^&\s\"'#]+"),
     # key-shaped strings: OpenAI/Anthropic/OpenRouter sk-..., Google AIza..., GitHub/HF/xAI/Groq tokens

@@ -188,3 +188,26 @@ def test_no_provider_falls_back_to_local_with_a_clear_error(
         assert "RLM_LOCAL_GGUF" in text or "[local]" in text
     finally:
         client.close()
+
+
+def test_one_client_many_threads(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    import threading
+
+    from rlm_kernel.llm import Budget
+
+    client = make_client()
+    budget = Budget()
+    answers: dict[int, list[str]] = {}
+
+    def work(t: int) -> None:
+        answers[t] = [client.complete(f"t{t} q{i}", budget=budget).text for i in range(10)]
+        answers[t] += [c.text for c in client.complete_batch([f"t{t} b{i}" for i in range(5)], budget=budget)]
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    for t in range(8):
+        assert answers[t] == [f"t{t} q{i}" for i in range(10)] + [f"t{t} b{i}" for i in range(5)]
+    assert budget.snapshot()["calls"] == 8 * 15 == len(llm_server.requests)

@@ -87,3 +87,9 @@ def test_config_never_shows_key() -> None:
     assert config.has_api_key
     assert "key-that-is-long-enough" not in repr(config) and "api_key=<set>" in repr(config)
     assert config.as_display()["api_key"] == "yes"
+
+
+def test_url_credentials_are_hidden() -> None:
+    config = load_config(environ={"RLM_BASE_URL": "https://bob:hunter2-password@proxy.example/v1"})
+    assert "hunter2-password" not in repr(config) and "hunter2-password" not in str(config.as_display())
+    assert redact("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
