@@ -120,6 +120,23 @@ WRITABLE_TYPES = frozenset(
     }
 )
 
+_PLAIN_IMMUTABLE = frozenset(
+    {
+        int,
+        float,
+        str,
+        bool,
+        type(None),
+        bytes,
+        tuple,
+        frozenset,
+        complex,
+        types.BuiltinFunctionType,
+        types.MethodType,
+        types.FunctionType,
+    }
+)
+
 _SHARED_CONTAINERS: dict[type, Callable[[Any], Any]] = {
     dict: types.MappingProxyType,
     list: tuple,
@@ -188,6 +205,20 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     def guarded_getattr(obj: Any, name: Any, default: Any = _RAISE) -> Any:
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
+        # Fast path: an ordinary public name yielding an ordinary value.
+        if type(name) is str and name[:1] != "_" and name not in slow_names:
+            try:
+                value = getattr(obj, name)
+            except AttributeError as exc:
+                if default is not _RAISE:
+                    return default
+                raise AttributeError(str(exc)) from None
+            kind = type(value)
+            if kind in _PLAIN_IMMUTABLE:
+                return value
+            if kind in _SHARED_CONTAINERS and isinstance(obj, type) and not session.is_user_object(obj):
+                return _SHARED_CONTAINERS[kind](value)
+            return check_value(value, f"attribute {name!r}")
         if type(name) is not str:
             raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
         if name.startswith("_"):
@@ -293,6 +324,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "keywords": special_partial,
         "register": special_register,
     }
+    slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)
 
     # -- size caps ----------------------------------------------------------------------------------------
     def check_spec(value: Any, spec: str) -> None:
@@ -354,9 +386,13 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                     "(RLM_MAX_SEQUENCE)"
                 )
 
+    small = 1 << 4096 if limits.max_int_bits >= 8192 or not limits.max_int_bits else 0
+
     def safe_mul(a: Any, b: Any) -> Any:
         ta, tb = type(a), type(b)
         if ta is float or tb is float:
+            return a * b
+        if ta is int and tb is int and -small < a < small and -small < b < small:
             return a * b
         if ta is int and tb is int:
             if limits.max_int_bits:
@@ -371,6 +407,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         return a * b
 
     def safe_mod(a: Any, b: Any) -> Any:
+        ta = type(a)
+        if ta is int or ta is float:
+            return a % b
         if isinstance(a, (str, bytes)) and limits.max_format_width:
             text = a if isinstance(a, str) else a.decode("latin-1")
             args = b if isinstance(b, tuple) else (b,)
@@ -415,6 +454,12 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     def inplacevar(op: str, x: Any, y: Any) -> Any:
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
+        if op == "+=":
+            x += y
+            return x
+        if op == "-=":
+            x -= y
+            return x
         fn = _INPLACE.get(op)
         if fn is None:
             raise refusal(f"operator {op} is not supported")

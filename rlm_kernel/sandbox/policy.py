@@ -295,7 +295,7 @@ class RLMTransformer(RestrictingNodeTransformer):
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         node = self.node_contents_visit(node)
         helper = self._CAPPED_BINOPS.get(type(node.op))
-        if helper is None:
+        if helper is None or _harmless_binop(node):
             return node
         call = ast.Call(func=ast.Name(helper, ast.Load()), args=[node.left, node.right], keywords=[])
         copy_locations(call, node)
@@ -406,6 +406,19 @@ _IOP = {
     ast.FloorDiv: "//=",
     ast.MatMult: "@=",
 }
+
+
+def _small_int(node: ast.expr, bound: int) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int and -bound <= node.value <= bound
+
+
+def _harmless_binop(node: ast.BinOp) -> bool:
+    """Operations that cannot blow up, left unwrapped for speed: `x * 3`, `x ** 2` (small constant)."""
+    if isinstance(node.op, ast.Mult):
+        return _small_int(node.left, 64) or _small_int(node.right, 64)
+    if isinstance(node.op, ast.Pow):
+        return _small_int(node.right, 8)
+    return False
 
 
 def _call(name: str, *args: ast.expr) -> ast.Call:

@@ -113,6 +113,8 @@ class SandboxSession:
     def is_user_object(self, obj: Any) -> bool:
         """True for classes defined in a cell and their instances (including subclasses of builtins)."""
         classes = self.user_classes
+        if type(obj) in classes:
+            return True
         if isinstance(obj, type):
             return any(c in classes for c in obj.__mro__)
         return any(c in classes for c in type(obj).__mro__)
