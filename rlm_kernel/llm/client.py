@@ -340,6 +340,7 @@ class LLMClient:
                 connect_timeout=self.config.connect_timeout,
                 read_timeout=self.config.timeout,
                 kind=self._transport,
+                proxy=self.config.proxy,
             )
         return self._http
 

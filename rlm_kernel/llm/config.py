@@ -135,6 +135,7 @@ SETTINGS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
     "max_tokens": (_positive_int, 1024, "a whole number ≥ 1"),
     "temperature": (_non_negative_float, 0.0, "a number ≥ 0"),
     "auto_fast_max_tokens": (_positive_int, 8000, "a whole number ≥ 1 (prompt tokens)"),
+    "proxy": (_text, None, "an http(s) proxy URL (HTTP(S)_PROXY are not read)"),
     "cache": (_choice(CACHE_MODES), "readwrite", "one of " + ", ".join(CACHE_MODES)),
     "cache_dir": (_text, ".rlm-cache", "a directory path"),
     "budget_max_calls": (_positive_int, None, "a whole number ≥ 1"),
@@ -332,6 +333,7 @@ class LLMConfig:
     auto_fast_max_tokens: int = 8000
     cache: str = "readwrite"
     cache_dir: str = ".rlm-cache"
+    proxy: str | None = None
     budget_limits: dict[str, float | int] = field(default_factory=dict)
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -376,6 +378,7 @@ class LLMConfig:
             "auto_fast_max_tokens": self.auto_fast_max_tokens,
             "cache": self.cache,
             "cache_dir": self.cache_dir,
+            "proxy": redact(self.proxy) if self.proxy else None,
             **{f"budget_{k}": v for k, v in self.budget_limits.items()},
             **self.extra,
         }
@@ -491,6 +494,7 @@ def load_config(
         auto_fast_max_tokens=value("auto_fast_max_tokens"),
         cache=value("cache"),
         cache_dir=value("cache_dir"),
+        proxy=pick("proxy"),
         budget_limits=budget,
         prices=pick("prices") or {},
         extra={k: value(k) for k in _EXTRA_KEYS},

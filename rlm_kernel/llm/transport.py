@@ -22,20 +22,25 @@ def make_http_client(
     connect_timeout: float,
     read_timeout: float,
     kind: TransportKind = "aiohttp",
+    proxy: str | None = None,
 ) -> httpx.AsyncClient:
     """An `httpx.AsyncClient` with explicit limits; must be created and used on one event loop.
 
     The pool timeout is None on purpose: callers bound concurrency with a semaphore no larger than the pool,
     so a request waits for a slot in the semaphore (not in the pool) and a long queue never times out there.
+    Proxies come only from `proxy` (environment proxy variables are ignored, so local servers stay local).
     """
     limits = httpx.Limits(
         max_connections=max_connections, max_keepalive_connections=max_connections, keepalive_expiry=30.0
     )
     timeout = httpx.Timeout(connect=connect_timeout, read=read_timeout, write=read_timeout, pool=None)
+    proxy_obj = httpx.Proxy(proxy) if proxy else None
     if kind == "aiohttp":
-        transport: httpx.AsyncBaseTransport = AiohttpTransport(limits=limits, trust_env=False)
+        transport: httpx.AsyncBaseTransport = AiohttpTransport(
+            limits=limits, trust_env=False, proxy=proxy_obj
+        )
     elif kind == "httpx":
-        transport = httpx.AsyncHTTPTransport(limits=limits, trust_env=False)
+        transport = httpx.AsyncHTTPTransport(limits=limits, trust_env=False, proxy=proxy_obj)
     else:
         raise ValueError(f"transport must be 'aiohttp' or 'httpx', got {kind!r}")
     return httpx.AsyncClient(transport=transport, timeout=timeout, trust_env=False, follow_redirects=False)

@@ -211,3 +211,25 @@ def test_one_client_many_threads(make_client: MakeClient, llm_server: LLMTestSer
     for t in range(8):
         assert answers[t] == [f"t{t} q{i}" for i in range(10)] + [f"t{t} b{i}" for i in range(5)]
     assert budget.snapshot()["calls"] == 8 * 15 == len(llm_server.requests)
+
+
+def test_requests_go_through_the_configured_proxy(llm_server: LLMTestServer, tmp_path: Path) -> None:
+    from rlm_kernel.llm import LLMClient, load_config
+
+    # The test server doubles as a plain HTTP proxy: it answers absolute-URI requests itself.
+    config = load_config(
+        environ={},
+        use_settings=False,
+        base_url="http://upstream.invalid/v1",
+        model="m",
+        cache="off",
+        proxy=llm_server.base_url,
+        max_retries=0,
+    )
+    client = LLMClient(config)
+    try:
+        assert client.complete("via proxy").text == "via proxy"
+    finally:
+        client.close()
+    (req,) = llm_server.requests
+    assert req.headers["Host"] == "upstream.invalid"
