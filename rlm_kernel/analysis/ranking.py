@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from rlm_kernel.analysis.chunking import line_starts
-from rlm_kernel.analysis.tokens import WORD, query_terms, terms_of
+from rlm_kernel.analysis.tokens import STOP_WORDS, WORD, terms_of
 
 __all__ = ["ChunkIndex", "clear_cache", "get_index"]
 
 LINES_PER_CHUNK = 50
 OVERLAP = 5
-K1 = 1.5
+K1 = 1.2
 B = 0.75
 _CACHE_ENTRIES = 4
 _CACHE_MAX_CHARS = 200_000_000
@@ -103,8 +103,8 @@ class ChunkIndex:
         tf = np.add.reduceat(count[order], first_of_run).astype(np.float32)
         key = key[first_of_run]
         term, chunk = key // n_chunks, key % n_chunks
-        df = np.bincount(term, minlength=n_vocab)
         doc_len = np.bincount(chunk, weights=tf, minlength=n_chunks)
+        df = np.bincount(term, minlength=n_vocab)
         avg = float(doc_len.mean()) or 1.0
         idf = np.log(1.0 + (n_chunks - df + 0.5) / (df + 0.5))
         norm = K1 * (1.0 - B + B * doc_len / avg)
@@ -121,7 +121,7 @@ class ChunkIndex:
 
     def search(self, query: str, top_k: int) -> list[tuple[int, float]]:
         """(chunk index, BM25 score) of the best `top_k` candidate chunks, best first; ties in text order."""
-        ids = self._ids(query_terms(query))
+        ids = self._ids(self.query_terms(query))
         if top_k <= 0 or not ids:
             return []
         spans = [slice(self.indptr[t], self.indptr[t + 1]) for t in ids]
@@ -131,6 +131,19 @@ class ChunkIndex:
         total = np.bincount(inverse, weights=scores, minlength=len(cand))
         order = np.lexsort((cand, -total))[:top_k]
         return [(int(cand[i]), float(total[i])) for i in order]
+
+    def query_terms(self, query: str) -> list[str]:
+        """The query's terms: a word indexed whole is searched whole; other words by their snake/camel parts.
+
+        Stop-words are dropped unless nothing else is left.
+        """
+        terms: list[str] = []
+        for word in WORD.findall(query):
+            whole, *parts = terms_of(word)
+            chosen = [whole] if whole in self.vocab or not parts else parts
+            terms += [t for t in chosen if t not in terms]
+        kept = [t for t in terms if t not in STOP_WORDS]
+        return kept or terms
 
     def _ids(self, terms: list[str]) -> list[int]:
         return [tid for t in dict.fromkeys(terms) if (tid := self.vocab.get(t)) is not None]

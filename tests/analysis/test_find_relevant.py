@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rlm_kernel import llm
 from rlm_kernel.analysis import AnalysisInputError, FindRelevantError, find_relevant
 from rlm_kernel.analysis.ranking import ChunkIndex, get_index
-from rlm_kernel.analysis.tokens import query_terms, terms_of
+from rlm_kernel.analysis.tokens import terms_of
 from tests.llm_server import LLMTestServer, RecordedRequest
 
 FILLER = [f"the quick brown fox number {i} jumps over the lazy dog\n" for i in range(400)]
@@ -116,7 +116,14 @@ def test_spec_01_20_edge_cases_give_sensible_results() -> None:
         find_relevant(None, "x")
     with pytest.raises(AnalysisInputError):
         find_relevant("x", 3)
-    assert query_terms("the") == ["the"] and query_terms("the needle") == ["needle"]
+    index = get_index(content)
+    assert index.query_terms("the") == ["the"] and index.query_terms("the needle") == ["needle"]
+    # a word indexed whole is searched whole; an unknown compound by its parts
+    assert get_index(document(parse_header=9)).query_terms("parse_header parseValue") == [
+        "parse_header",
+        "parse",
+        "value",
+    ]
 
 
 @settings(max_examples=60, deadline=None)
