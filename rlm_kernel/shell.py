@@ -121,8 +121,11 @@ class RLMShell(ZMQInteractiveShell):
                 importlib.import_module(name)
             except ModuleNotFoundError as exc:
                 if exc.name != name:
-                    raise
-                log.info("magic module %s not present", name)
+                    log.exception("magic module %s failed to import; its magics are unavailable", name)
+                else:
+                    log.info("magic module %s not present", name)
+            except Exception:  # noqa: BLE001 - one broken helper area must not keep the kernel from starting
+                log.exception("magic module %s failed to import; its magics are unavailable", name)
 
     # -- compile time ------------------------------------------------------------------------------
     def transform_ast(self, node: ast.AST) -> ast.AST:
@@ -132,9 +135,7 @@ class RLMShell(ZMQInteractiveShell):
             ast.fix_missing_locations(node)
             filename = getattr(self.compile, "current_filename", "<cell>")
             return restrict_ast(node, filename=filename, limits=self.sandbox_session.limits)
-        except SandboxError:
-            raise
-        except UsageError:
+        except (SandboxError, UsageError, KeyboardInterrupt):
             raise
         except BaseException as exc:  # noqa: BLE001 - fail closed on anything, including RecursionError
             raise SandboxError(
@@ -250,6 +251,8 @@ class RLMShell(ZMQInteractiveShell):
             seen.add(id(exc))
             exc.__traceback__ = self._cell_frames_only(exc.__traceback__)
             stack += [exc.__cause__, exc.__context__]
+            if isinstance(exc, BaseExceptionGroup):
+                stack += list(exc.exceptions)
 
     def _cell_frames_only(self, tb: types.TracebackType | None) -> types.TracebackType | None:
         cells = getattr(self.compile, "cell_filenames", MAGIC_BODY_FILENAMES)
