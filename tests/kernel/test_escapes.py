@@ -14,6 +14,41 @@ import pytest
 from tests.kernel_client import KernelHarness
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+CANARY_KEY = "sk-escape-canary-7d41e0c2b9"
+CANARY_FILE_TEXT = "file-canary-5a2f9c81"
+
+
+class CanaryHarness(KernelHarness):
+    """A kernel with a fake API key in its environment and a secret file in its working folder;
+    every reply is checked for both."""
+
+    def _check(self, text: str) -> None:
+        assert CANARY_KEY not in text and CANARY_FILE_TEXT not in text, text[:2000]
+
+    def execute(self, code: str, *args, **kwargs):  # type: ignore[override]
+        ex = super().execute(code, *args, **kwargs)
+        self._check(ex.all_text)
+        return ex
+
+    def complete(self, code: str, cursor_pos: int | None = None) -> dict:
+        reply = super().complete(code, cursor_pos)
+        self._check(str(reply))
+        return reply
+
+    def inspect(self, code: str, cursor_pos: int | None = None, detail_level: int = 0) -> dict:
+        reply = super().inspect(code, cursor_pos, detail_level)
+        self._check(str(reply))
+        return reply
+
+
+@pytest.fixture(scope="module")
+def rlm_kernel():
+    cwd = tempfile.mkdtemp(prefix="rlm-escapes-")
+    with open(os.path.join(cwd, "secret.txt"), "w") as fh:
+        fh.write(CANARY_FILE_TEXT)
+    harness = CanaryHarness(env={"OPENAI_API_KEY": CANARY_KEY, "RLM_SECRET_FILE": "secret.txt"}, cwd=cwd)
+    yield harness
+    harness.shutdown()
 
 REFUSED_MAGICS = [
     "%run x.py",
@@ -302,3 +337,21 @@ def test_inspect_and_help_of_public_names(rlm_kernel: KernelHarness) -> None:
     assert "Return the number of items" in str(ex.reply["payload"][0]["data"])
     assert rlm_kernel.inspect("%time")["found"] is True
     assert rlm_kernel.inspect("%run")["found"] is False
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "!cat secret.txt",
+        "%load secret.txt",
+        "%pycat secret.txt",
+        "%env OPENAI_API_KEY",
+        "%sx env",
+        "%%bash\nenv",
+        "open('secret.txt').read()",
+        "%run secret.txt",
+    ],
+)
+def test_canaries_never_leak(rlm_kernel: KernelHarness, cell: str) -> None:
+    ex = rlm_kernel.execute(cell)  # CanaryHarness asserts the canaries are absent from every reply
+    assert ex.status == "error"
