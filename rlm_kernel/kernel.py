@@ -71,6 +71,12 @@ class RLMKernel(IPythonKernel):
             print(note, file=sys.stderr, flush=True)
         return await super().do_execute(code, silent, *args, **kwargs)
 
+    def dispatch_debugpy(self, msg: Any) -> None:
+        """No debugger: frames from debugpy are dropped."""
+
+    async def poll_stopped_queue(self) -> None:
+        """No debugger: nothing ever stops."""
+
     async def do_debug_request(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The debugger can evaluate arbitrary code, so every debug request is refused."""
         return {
