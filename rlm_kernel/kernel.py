@@ -22,8 +22,8 @@ _current_parent: dict[str, Any] = {}
 
 BANNER = (
     f"RLM kernel {__version__} — a Recursive Language Model REPL on Python {sys.version.split()[0]}.\n"
-    "Every cell runs in a RestrictedPython sandbox: no files, shell, network or private attributes;\n"
-    "data-work modules are available as facades. Type %rlm help for the rlm commands."
+    "Every cell runs in a RestrictedPython sandbox: no shell, no direct file or network access, no\n"
+    "private attributes. Read data with load_context(), ask models with llm_query(); see %rlm help."
 )
 
 
