@@ -15,7 +15,7 @@ import ipywidgets as w
 
 from rlm_kernel.llm.events import CallEvent, bus
 from rlm_kernel.widgets.text import budget_line, format_duration, format_tokens, format_usd
-from rlm_kernel.widgets.throttle import Coalescer
+from rlm_kernel.widgets.throttle import Coalescer, FlushScheduler, ManualScheduler
 
 __all__ = [
     "DANGER_AT",
@@ -137,8 +137,11 @@ class BudgetMonitor:
     """
 
     def __init__(
-        self, subscribe: Callable[[Callable[[CallEvent], None]], Callable[[], None]] = bus.subscribe
-    ):
+        self,
+        subscribe: Callable[[Callable[[CallEvent], None]], Callable[[], None]] = bus.subscribe,
+        scheduler: FlushScheduler | ManualScheduler | None = None,
+    ) -> None:
+        self._scheduler = scheduler
         self._lock = threading.Lock()
         self._views: weakref.WeakKeyDictionary[Any, tuple[BudgetView, Coalescer]] = (
             weakref.WeakKeyDictionary()
@@ -151,7 +154,14 @@ class BudgetMonitor:
             return max(self._depths.values(), default=0)
 
     def handle(self, event: CallEvent) -> None:
-        if event.kind in ("batch_start", "batch_end"):
+        if event.kind == "batch_end":
+            # final figures before the cell that ran the batch finishes, not up to one interval later
+            with self._lock:
+                views = list(self._views.values())
+            for _view, coalescer in views:
+                coalescer.flush_now()
+            return
+        if event.kind == "batch_start":
             return
         with self._lock:
             if event.kind in ("start", "retry") and event.call_id:
@@ -181,7 +191,7 @@ class BudgetMonitor:
             if target is not None:
                 view.update(self.norm(target))
 
-        coalescer = Coalescer(refresh)
+        coalescer = Coalescer(refresh, scheduler=self._scheduler)
         with self._lock:
             entry = self._views.setdefault(budget, (view, coalescer))
         if entry[0] is not view:

@@ -86,17 +86,22 @@ try {
     { timeout: cfg.timeout_ms },
   );
   const tokenSel = ".rlm-budget .rlm-budget-input-tokens";
-  await page.waitForFunction(
-    ([sel, want]) => {
-      const el = document.querySelector(sel);
-      return el && el.textContent.includes(want);
-    },
-    [tokenSel, cfg.expect_input_tokens],
-    { timeout: 30000 },
-  ).catch(() => log("budget did not show", cfg.expect_input_tokens));
+  await page
+    .waitForFunction(
+      ([sel, want]) => {
+        const el = document.querySelector(sel);
+        const counts = document.querySelector(".rlm-budget .rlm-budget-counts");
+        return el && el.textContent.includes(want) && counts && counts.textContent.includes(" 0 in flight");
+      },
+      [tokenSel, cfg.expect_input_tokens],
+      { timeout: 30000 },
+    )
+    .catch(() => log("budget did not settle at", cfg.expect_input_tokens));
   result.budget_input_tokens = (await page.textContent(tokenSel))?.trim();
   result.budget_output_tokens = (await page.textContent(".rlm-budget .rlm-budget-output-tokens"))?.trim();
   result.budget_calls = (await page.textContent(".rlm-budget .rlm-budget-calls"))?.trim();
+  result.budget_usd = (await page.textContent(".rlm-budget .rlm-budget-usd"))?.trim();
+  result.budget_counts = (await page.textContent(".rlm-budget .rlm-budget-counts"))?.trim();
   result.budget_gauge_classes = await page.evaluate(() =>
     [...document.querySelectorAll(".rlm-budget .rlm-budget-gauge *")].map((e) => e.className).join(" "),
   );

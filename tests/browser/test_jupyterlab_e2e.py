@@ -30,9 +30,8 @@ ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = os.environ.get("RLM_CHROMIUM", "/usr/bin/chromium")
 KERNEL = os.environ.get("RLM_BROWSER_KERNEL", "rlm")
 N_CALLS = 200
-# 200 of 250 = 80 %: the calls gauge must turn to its warning style. Off (None) while the session budget
-# cannot be capped from the environment (llm/budget.py builds `max_max_calls` from budget_limits).
-BUDGET_MAX_CALLS: int | None = None
+PRICE_IN, PRICE_OUT = 1.0, 2.0  # USD per 1M tokens, set in the kernel's config file
+BUDGET_MAX_CALLS = 250  # 200 of 250 = 80 %: the calls gauge must turn to its warning style
 
 FANOUT_CELL = f"""prompts = [f"question {{i}}: how far has this fan-out got" for i in range({N_CALLS})]
 answers = llm_query_batched(prompts)
@@ -90,15 +89,17 @@ def lab(tmp_path: Path, llm: LLMTestServer) -> Iterator[tuple[str, Path]]:
         RLM_API_KEY="sk-local-test",
         RLM_MODEL="test-model",
         RLM_CACHE="off",
-        **({"RLM_BUDGET_MAX_CALLS": str(BUDGET_MAX_CALLS)} if BUDGET_MAX_CALLS else {}),
-        RLM_CONFIG=str(tmp_path / "no-config.toml"),
+        RLM_BUDGET_MAX_CALLS=str(BUDGET_MAX_CALLS),
+        RLM_CONFIG=str(tmp_path / "config.toml"),
         JUPYTER_CONFIG_DIR=str(tmp_path / "jupyter-config"),
         JUPYTER_RUNTIME_DIR=str(tmp_path / "jupyter-runtime"),
         JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "lab-settings"),
         JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"),
         PYTHONPATH=str(REPO),
     )
-    (tmp_path / "no-config.toml").write_text("")
+    # prices (USD per 1M tokens) make the cost figures real: 1,600 in + 1,600 out tokens = $0.0048
+    prices = f'"test-model" = {{ input = {PRICE_IN}, output = {PRICE_OUT} }}'
+    (tmp_path / "config.toml").write_text(f"[prices]\n{prices}\n")
     # no "get notified about Jupyter news?" toast over the screenshot (and no news fetch)
     notification = (
         tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
@@ -188,14 +189,14 @@ def test_fanout_and_budget_widgets_in_jupyterlab(
     assert page["fanout_count"] == f"{N_CALLS}/{N_CALLS}"
     assert page["widget_count"] == 1
     assert page["fanout_summary"].startswith(f"fan-out: {N_CALLS}/{N_CALLS} done · 0 failed · 0 cached · ")
-    assert f"{server_in:,} in / {server_out:,} out tokens" in page["fanout_summary"]
+    usd = (server_in * PRICE_IN + server_out * PRICE_OUT) / 1e6
+    assert f"{server_in:,} in / {server_out:,} out tokens · ${usd:.4f} · took " in page["fanout_summary"]
+    assert page["budget_usd"] == f"${usd:.4f}", page
+    assert page["budget_counts"] == "0 cache hits · 0 failed · 0 in flight", page
     assert page["budget_input_tokens"] == f"{server_in:,}", page
     assert page["budget_output_tokens"] == f"{server_out:,}", page
-    if BUDGET_MAX_CALLS:
-        assert page["budget_calls"] == f"{N_CALLS} of {BUDGET_MAX_CALLS} (80%)", page
-        assert "progress-bar-warning" in page["budget_gauge_classes"], page
-    else:
-        assert page["budget_calls"] == f"{N_CALLS}", page
+    assert page["budget_calls"] == f"{N_CALLS} of {BUDGET_MAX_CALLS} (80%)", page
+    assert "progress-bar-warning" in page["budget_gauge_classes"], page
     assert "progress-bar-success" in page["fanout_bar_classes"], page
     # the saved-notebook fallback: the same summary as plain text in the cell's output
     assert any(t.startswith(f"fan-out: {N_CALLS}/{N_CALLS} done") for t in page["outputs_text"]), page

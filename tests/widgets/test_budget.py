@@ -9,6 +9,7 @@ import pytest
 from rlm_kernel.llm.budget import Budget
 from rlm_kernel.llm.events import CallEvent, EventBus
 from rlm_kernel.widgets.budget import BudgetDisplay, BudgetMonitor, gauge_style, normalise_snapshot
+from rlm_kernel.widgets.throttle import ManualScheduler
 
 
 @pytest.mark.parametrize(
@@ -99,3 +100,17 @@ def test_mimebundle_text_and_widget() -> None:
     assert both["text/plain"] == text["text/plain"]
     assert "model_id" in both["application/vnd.jupyter.widget-view+json"]
     assert repr(BudgetDisplay(b)) == text["text/plain"]
+
+
+def test_batch_end_flushes_at_once() -> None:
+    local_bus = EventBus()
+    sched = ManualScheduler()  # scheduled refreshes run only when the test advances time
+    monitor = BudgetMonitor(subscribe=local_bus.subscribe, scheduler=sched)
+    b = Budget()
+    view = monitor.view_for(b)
+    spend(b, 5, 10, 1, None)
+    local_bus.emit(CallEvent(kind="finish", call_id="x"))
+    assert ">0<" in view.rows["calls"][2].value and sched.pending == 1  # coalesced: not yet refreshed
+    local_bus.emit(CallEvent(kind="batch_end", batch_id="b"))
+    assert ">5<" in view.rows["calls"][2].value  # batch_end refreshed synchronously
+    monitor.close()
