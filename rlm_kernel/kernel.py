@@ -55,7 +55,14 @@ class RLMKernel(IPythonKernel):
 
     @property
     def banner(self) -> str:  # type: ignore[override]
-        return BANNER
+        """The fixed text, plus the LLM layer's note when the offline model is (or should be) in use."""
+        try:
+            from rlm_kernel.llm.local import banner_note
+
+            note = banner_note()
+        except Exception:  # noqa: BLE001 - the banner must never fail
+            note = None
+        return f"{BANNER}\n{note}" if note else BANNER
 
     @property
     def kernel_info(self) -> dict[str, Any]:

@@ -200,3 +200,8 @@ def test_limits_from_traitlets_config_override_env(rlm_kernel_factory) -> None:
     )
     ex = harness.execute("for i in range(200):\n    print('row', i)")
     assert len(ex.stdout) < 1000 and "output truncated" in ex.stdout + ex.stderr, str(ex)
+
+
+def test_banner_describes_the_kernel(rlm_kernel: KernelHarness) -> None:
+    banner = rlm_kernel.request("kernel_info_request")["content"]["banner"]
+    assert banner.startswith("RLM kernel ") and "sandbox" in banner and "%rlm help" in banner
