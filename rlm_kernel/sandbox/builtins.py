@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import builtins as _py
+import operator
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +103,9 @@ def make_builtins(
 
     def sized(kind: type) -> Callable[..., Any]:
         def make(*args: Any, **kwargs: Any) -> Any:
-            if args and type(args[0]) is int and limits.max_sequence and args[0] > limits.max_sequence:
+            first = args[0] if args else None
+            sized_arg = not isinstance(first, (str, bytes, bytearray)) and hasattr(type(first), "__index__")
+            if sized_arg and limits.max_sequence and operator.index(first) > limits.max_sequence:
                 raise LimitExceeded(
                     f"{kind.__name__}({args[0]}) is over the limit of {limits.max_sequence} "
                     "items (RLM_MAX_SEQUENCE)"

@@ -169,7 +169,7 @@ def _capped(fn: Callable[..., Any], limit: int, what: str) -> Callable[..., Any]
     @functools.wraps(fn)
     def wrapper(*args: Any) -> Any:
         for arg in args:
-            if type(arg) is int and arg > limit:
+            if hasattr(type(arg), "__index__") and operator.index(arg) > limit:
                 raise LimitExceeded(
                     f"{what}({', '.join(map(str, args))}) is over the sandbox's limit of "
                     f"{limit} for its arguments"
@@ -244,14 +244,14 @@ class _CappedContext(decimal.Context):
     MAX_PREC = 100_000
 
     def __init__(self, prec: int | None = None, *args: Any, **kwargs: Any) -> None:
-        if prec is not None and prec > self.MAX_PREC:
+        if prec is not None and operator.index(prec) > self.MAX_PREC:
             raise LimitExceeded(f"decimal precision {prec} is over the sandbox's limit of {self.MAX_PREC}")
         super().__init__(prec, *args, **kwargs)
 
 
 def _localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> Any:
     prec = kwargs.get("prec")
-    if prec is not None and prec > _CappedContext.MAX_PREC:
+    if prec is not None and operator.index(prec) > _CappedContext.MAX_PREC:
         raise LimitExceeded(
             f"decimal precision {prec} is over the sandbox's limit of {_CappedContext.MAX_PREC}"
         )

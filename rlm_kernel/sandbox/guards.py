@@ -155,8 +155,14 @@ def _is_dunder(name: str) -> bool:
 class SafeFormatter(string.Formatter):
     """`str.format` that reads fields through the sandbox's attribute/item guards and caps widths."""
 
-    def __init__(self, getattr_: Callable[[Any, str], Any], check_spec: Callable[[Any, str], None]) -> None:
+    def __init__(
+        self,
+        getattr_: Callable[[Any, str], Any],
+        getitem: Callable[[Any, Any], Any],
+        check_spec: Callable[[Any, str], None],
+    ) -> None:
         self._getattr = getattr_
+        self._getitem = getitem
         self._check_spec = check_spec
 
     def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
@@ -165,7 +171,7 @@ class SafeFormatter(string.Formatter):
         first, rest = _string.formatter_field_name_split(field_name)
         obj = self.get_value(first, args, kwargs)
         for is_attr, key in rest:
-            obj = self._getattr(obj, key) if is_attr else obj[key]
+            obj = self._getattr(obj, key) if is_attr else self._getitem(obj, key)
         return obj, first
 
     def format_field(self, value: Any, format_spec: str) -> Any:
@@ -259,7 +265,11 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             return _SHARED_CONTAINERS[kind](value)
         return check_value(value, f"attribute {name!r}")
 
-    formatter = SafeFormatter(guarded_getattr, lambda value, spec: check_spec(value, spec))
+    formatter = SafeFormatter(
+        guarded_getattr,
+        lambda obj, key: guarded_getitem(obj, key),
+        lambda value, spec: check_spec(value, spec),
+    )
 
     def safe_format_method(text: Any) -> Callable[..., str]:
         def format(*args: Any, **kwargs: Any) -> str:  # noqa: A001 - mirrors str.format
@@ -363,25 +373,28 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         )
 
     def safe_pow(a: Any, b: Any, mod: Any = None) -> Any:
-        if mod is None and type(a) is int and type(b) is int and b > 1 and limits.max_int_bits:
-            base_bits = abs(a).bit_length()
-            if base_bits > 1 and (base_bits - 1) * b > limits.max_int_bits:
-                raise too_big_int(f"{_short(a)} ** {_short(b)}", (base_bits - 1) * b)
+        if mod is None and isinstance(a, int) and isinstance(b, int) and limits.max_int_bits:
+            base, exp = operator.index(a), operator.index(b)  # exact ints: subclasses cannot lie
+            base_bits = abs(base).bit_length()
+            if exp > 1 and base_bits > 1 and (base_bits - 1) * exp > limits.max_int_bits:
+                raise too_big_int(f"{_short(base)} ** {_short(exp)}", (base_bits - 1) * exp)
         return a**b if mod is None else pow(a, b, mod)
 
     def safe_lshift(a: Any, b: Any) -> Any:
-        if type(a) is int and type(b) is int and a and limits.max_int_bits:
-            bits = abs(a).bit_length() + b
-            if bits > limits.max_int_bits:
-                raise too_big_int(f"{_short(a)} << {_short(b)}", bits)
+        if isinstance(a, int) and isinstance(b, int) and limits.max_int_bits:
+            value, shift = operator.index(a), operator.index(b)
+            bits = abs(value).bit_length() + shift
+            if value and bits > limits.max_int_bits:
+                raise too_big_int(f"{_short(value)} << {_short(shift)}", bits)
         return a << b
 
     def repeat_check(seq: Any, times: Any) -> None:
-        if isinstance(times, int) and isinstance(seq, (str, bytes, bytearray, list, tuple)):
-            total = len(seq) * times
+        if isinstance(seq, (str, bytes, bytearray, list, tuple)) and hasattr(type(times), "__index__"):
+            n = operator.index(times)  # what the repetition will use, even for objects defining __index__
+            total = len(seq) * n
             if limits.max_sequence and total > limits.max_sequence:
                 raise LimitExceeded(
-                    f"repeating a {type(seq).__name__} of length {len(seq)} {times} times "
+                    f"repeating a {type(seq).__name__} of length {len(seq)} {n} times "
                     f"gives {total} items, over the limit of {limits.max_sequence} "
                     "(RLM_MAX_SEQUENCE)"
                 )
@@ -394,16 +407,14 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             return a * b
         if ta is int and tb is int and -small < a < small and -small < b < small:
             return a * b
-        if ta is int and tb is int:
+        if isinstance(a, int) and isinstance(b, int):
             if limits.max_int_bits:
-                bits = a.bit_length() + b.bit_length()
+                bits = operator.index(a).bit_length() + operator.index(b).bit_length()
                 if bits > limits.max_int_bits:
                     raise too_big_int("this multiplication", bits)
             return a * b
-        if ta is int or ta is bool:
-            repeat_check(b, a)
-        elif tb is int or tb is bool:
-            repeat_check(a, b)
+        repeat_check(a, b)
+        repeat_check(b, a)
         return a * b
 
     def safe_mod(a: Any, b: Any) -> Any:
@@ -417,7 +428,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                 for part in (width, precision):
                     if part == "*":
                         for arg in args:
-                            if type(arg) is int and abs(arg) > limits.max_format_width:
+                            if isinstance(arg, int) and abs(operator.index(arg)) > limits.max_format_width:
                                 raise LimitExceeded(
                                     f"format width {arg} is over the limit of "
                                     f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"

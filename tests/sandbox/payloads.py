@@ -314,6 +314,10 @@ PAYLOADS: list[Payload] = [
     _P("bomb", "compile_bomb_size", "x = [" + "1," * 400_000 + "]", BLOCKED),
     _P("bomb", "compile_bomb_nesting", "x = " + "(" * 5000 + "1" + ")" * 5000, BLOCKED),
     _P("bomb", "compile_bomb_unary", "x = " + "-" * 100_000 + "1", BLOCKED),
+    _P("bomb", "index_repeat", "class N:\n    def __index__(self):\n        return 10**11\nx = 'a' * N()", LIMIT),
+    _P("bomb", "index_bytes", "class N:\n    def __index__(self):\n        return 10**11\nx = bytes(N())", LIMIT),
+    _P("bomb", "int_subclass_pow", "class I(int):\n    pass\nI(10) ** I(10**9)", LIMIT),
+    _P("bomb", "int_subclass_factorial", "import math\nclass I(int):\n    def __gt__(self, o):\n        return False\nmath.factorial(I(10**8))", LIMIT),
     _P("bomb", "random_bits", "import random\nrandom.getrandbits(10**11)", LIMIT),
     _P("bomb", "decimal_precision", "import decimal\ndecimal.Context(prec=10**9)", LIMIT),
     # -- secrets -------------------------------------------------------------------------------------
