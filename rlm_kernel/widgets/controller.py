@@ -15,7 +15,7 @@ from rlm_kernel.widgets.display_mode import resolve_mode
 from rlm_kernel.widgets.fanout import FanoutView
 from rlm_kernel.widgets.state import FanoutTracker
 from rlm_kernel.widgets.text import fanout_summary
-from rlm_kernel.widgets.throttle import Coalescer, FlushScheduler, ManualScheduler
+from rlm_kernel.widgets.throttle import Coalescer, FlushScheduler, ManualScheduler, default_scheduler
 
 __all__ = ["FanoutController", "Sink"]
 
@@ -54,13 +54,15 @@ class FanoutController:
         scheduler: FlushScheduler | ManualScheduler | None = None,
         interval: float = 0.1,
         timing: bool = True,
+        tick: float = 1.0,
     ) -> None:
         self.sink = sink
         self.mode = mode
-        self.tracker = tracker or FanoutTracker()
+        self.tracker = tracker if tracker is not None else FanoutTracker()
         self.scheduler = scheduler
         self.interval = interval
         self.timing = timing
+        self.tick = tick
         self._lock = threading.Lock()
         self._live: dict[str, _Live] = {}
         self._unsubscribe: Callable[[], None] | None = None
@@ -113,6 +115,22 @@ class FanoutController:
                 self.sink.show(view.widget, live.parent, f"[fan-out widget: {snap.total} calls]")
         with self._lock:
             self._live[root_id] = live
+        if live.coalescer is not None:
+            self._tick(root_id)
+
+    def _tick(self, root_id: str) -> None:
+        """Refresh a live view every `tick` seconds even without events, so elapsed time and ETA keep moving
+        while slow calls are out."""
+        scheduler = self.scheduler if self.scheduler is not None else default_scheduler()
+
+        def again() -> None:
+            with self._lock:
+                live = self._live.get(root_id)
+            if live is not None and live.coalescer is not None:
+                live.coalescer.mark()
+                scheduler.call_at(scheduler.clock() + self.tick, again)
+
+        scheduler.call_at(scheduler.clock() + self.tick, again)
 
     def _refresh(self, root_id: str, view: FanoutView) -> None:
         snap = self.tracker.snapshot(root_id)

@@ -108,7 +108,7 @@ class Coalescer:
     ) -> None:
         self._flush = flush
         self.interval = interval
-        self._scheduler = scheduler or default_scheduler()
+        self._scheduler = scheduler if scheduler is not None else default_scheduler()
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._dirty = False

@@ -33,7 +33,7 @@ class RecordingSink:
 
 def make(mode: str, sched: ManualScheduler | None = None) -> tuple[FanoutController, RecordingSink]:
     sink = RecordingSink()
-    sched = sched or ManualScheduler()
+    sched = sched if sched is not None else ManualScheduler()
     ctl = FanoutController(
         sink, mode=lambda: mode, tracker=FanoutTracker(clock=sched.clock), scheduler=sched, timing=False
     )
@@ -169,3 +169,20 @@ def test_summary_written_even_when_batch_has_zero_items(mode: str) -> None:
     for e in batch_events("empty", 0):
         ctl.handle(e)
     assert sink.written[0][0] == "fan-out: 0/0 done · 0 failed · 0 cached · 0 in / 0 out tokens · $0.0000"
+
+
+def test_live_view_keeps_ticking_while_calls_are_slow() -> None:
+    sched = ManualScheduler()
+    ctl, sink = make("widgets", sched)
+    ctl.handle(CallEvent(kind="batch_start", batch_id="b", total=2, owner="c"))
+    ctl.handle(CallEvent(kind="start", batch_id="b", call_id="slow"))
+    sched.advance(0.2)
+    stats = sink.shown[0][0].children[1]
+    assert "0.2 s" in stats.value or "0.0 s" in stats.value
+    sched.advance(3.05)  # no events for 3 s: the elapsed time still moves
+    assert "3.0 s" in stats.value
+    for e in call_events("b", 0) + call_events("b", 1):
+        ctl.handle(e)
+    ctl.handle(CallEvent(kind="batch_end", batch_id="b"))
+    sched.advance(10)
+    assert sched.pending == 0  # ticking stops with the batch
