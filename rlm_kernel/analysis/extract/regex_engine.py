@@ -551,14 +551,14 @@ class _JsExtractor:
         limit = min(n, k + 2000)
         while k < limit:
             c = m[k]
-            if c in "([<" and c != "<":
+            if c in "([":
                 close = self.br.close_of.get(k)
                 if close is None:
                     return k
                 k = close + 1
                 continue
             if c == "{":
-                prev = m[:k].rstrip()[-1:] if k else ""
+                prev = m[max(0, k - 200) : k].rstrip()[-1:]
                 if prev in (":", "|", "&", "<", ",") or m[max(0, k - 3) : k].strip() == "=>":
                     close = self.br.close_of.get(k)  # an object type inside the return type
                     if close is None:
