@@ -6,6 +6,7 @@ Calls run on the layer's own event loop thread; the caller's thread only waits (
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import logging
 import sys
@@ -597,3 +598,14 @@ def reset_client() -> None:
         old, _default = _default, None
     if old is not None:
         old.retire()
+
+
+def _close_default_at_exit() -> None:
+    global _default
+    with _default_lock:
+        old, _default = _default, None
+    if old is not None:
+        old.close()
+
+
+atexit.register(_close_default_at_exit)
