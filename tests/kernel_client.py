@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import queue
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -123,6 +124,7 @@ class KernelHarness:
         full_env.update(env or {})
         full_env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
         self.env = full_env
+        self._own_cwd = cwd is None
         self.cwd = cwd or tempfile.mkdtemp(prefix="rlm-kernel-cwd-")
         self.km = KernelManager(
             kernel_name=kernel_name, kernel_spec_manager=_kernel_spec_manager(kernel_name)
@@ -253,6 +255,8 @@ class KernelHarness:
         finally:
             if self.km.has_kernel:
                 self.km.shutdown_kernel(now=True)
+            if self._own_cwd:
+                shutil.rmtree(self.cwd, ignore_errors=True)
 
     def __enter__(self) -> KernelHarness:
         return self
