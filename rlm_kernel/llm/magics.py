@@ -17,6 +17,7 @@ from rlm_kernel.llm.config import (
     PROVIDERS,
     TIERS,
     _local_model_name,
+    config_path,
     get_settings,
     load_config,
     provider_key_present,
@@ -96,7 +97,9 @@ def rlm_show(line: str = "") -> Table:
     rows = []
     for key, value in config.as_display().items():
         rows.append((key, value, sources.get(key, "")))
-    return Table("LLM configuration", ["setting", "value", "source"], rows)
+    path = config_path()
+    note = f"config file: {path} ({'read' if path.is_file() else 'not present'})"
+    return Table("LLM configuration", ["setting", "value", "source"], rows, note=note)
 
 
 def providers_table() -> Table:
