@@ -282,6 +282,12 @@ def _call_key(event: CallEvent) -> str:
     return f"#{event.index}" if event.index is not None else f"@{id(event)}"
 
 
+_MAX_LABEL = 60
+
+
 def _label(event: CallEvent) -> str | None:
     value = event.extra.get("label") or event.extra.get("batch_label")
-    return str(value) if value else None
+    if not value:
+        return None
+    text = " ".join(str(value).split())
+    return text if len(text) <= _MAX_LABEL else text[: _MAX_LABEL - 1] + "…"

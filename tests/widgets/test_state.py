@@ -190,3 +190,12 @@ def test_cancelled_calls_are_counted_apart_from_failures() -> None:
     s = t.snapshot("b")
     assert s is not None
     assert (s.done, s.failed, s.cancelled, s.completed, s.errors) == (1, 0, 1, 2, ())
+
+
+def test_labels_are_one_short_line() -> None:
+    t = FanoutTracker()
+    long = "map_reduce:\n  " + "x" * 200
+    t.handle(CallEvent(kind="batch_start", batch_id="b", total=1, extra={"label": long}))
+    s = t.snapshot("b")
+    assert s is not None and s.label is not None
+    assert len(s.label) == 60 and s.label.startswith("map_reduce: xxx") and s.label.endswith("…")
