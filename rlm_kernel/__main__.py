@@ -32,7 +32,8 @@ def _reexec_without_secrets() -> None:
     env[secrets.SECRETS_FD_VAR] = str(read_fd)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "rlm_kernel", *sys.argv[1:]], env)
+    # sys.orig_argv keeps interpreter options (-X ..., -W ...) as well as `-m rlm_kernel -f FILE`
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
 
 
 def main() -> None:
