@@ -69,118 +69,33 @@ _rlm_subcommands: dict[str, MagicSpec] = {}
 
 _SHELL = "shell commands are not available in the rlm kernel"
 _FILES = "running, loading or writing files is not available in the rlm kernel"
-_REFUSED: dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "system",
-            "sx",
-            "sc",
-            "bash",
-            "sh",
-            "script",
-            "perl",
-            "ruby",
-            "python",
-            "python2",
-            "python3",
-            "pypy",
-            "cmd",
-            "powershell",
-            "killbgscripts",
-            "alias",
-            "unalias",
-            "rehashx",
-            "alias_magic",
-        ),
+_REFUSALS: tuple[tuple[str, str], ...] = (
+    (
+        "system sx sc bash sh script perl ruby python python2 python3 pypy cmd powershell killbgscripts "
+        "alias unalias rehashx alias_magic",
         _SHELL,
     ),
-    **dict.fromkeys(
-        (
-            "run",
-            "load",
-            "loadpy",
-            "load_ext",
-            "reload_ext",
-            "unload_ext",
-            "writefile",
-            "save",
-            "edit",
-            "ed",
-            "notebook",
-            "logstart",
-            "logon",
-            "logoff",
-            "logstop",
-            "logstate",
-            "macro",
-            "recall",
-            "rerun",
-            "cd",
-            "pwd",
-            "ls",
-            "dhist",
-            "pushd",
-            "popd",
-            "dirs",
-            "bookmark",
-            "pycat",
-            "less",
-            "more",
-            "cat",
-            "mkdir",
-            "rmdir",
-            "rm",
-            "cp",
-            "mv",
-            "man",
-            "code_wrap",
-            "autosave",
-            "file",
-        ),
+    (
+        "run load loadpy load_ext reload_ext unload_ext writefile save edit ed notebook logstart logon "
+        "logoff logstop logstate macro recall rerun cd pwd ls dhist pushd popd dirs bookmark pycat less more "
+        "cat mkdir rmdir rm cp mv man code_wrap autosave file",
         _FILES,
     ),
-    **dict.fromkeys(("env", "set_env"), "environment variables are not available in the rlm kernel"),
-    **dict.fromkeys(
-        ("pip", "conda", "mamba", "micromamba", "uv"),
-        "installing packages is not available in the rlm kernel",
-    ),
-    **dict.fromkeys(
-        (
-            "config",
-            "xmode",
-            "colors",
-            "autocall",
-            "automagic",
-            "autoawait",
-            "doctest_mode",
-            "precision",
-            "matplotlib",
-            "pylab",
-            "gui",
-            "reset",
-            "reset_selective",
-            "xdel",
-            "page",
-            "pdef",
-            "pdoc",
-            "pfile",
-            "psource",
-            "psearch",
-            "prun",
-            "profile",
-            "qtconsole",
-            "connect_info",
-            "clear",
-        ),
+    ("env set_env", "environment variables are not available in the rlm kernel"),
+    ("pip conda mamba micromamba uv", "installing packages is not available in the rlm kernel"),
+    (
+        "config xmode colors autocall automagic autoawait doctest_mode precision matplotlib pylab gui reset "
+        "reset_selective xdel page pdef pdoc pfile psource psearch prun profile qtconsole connect_info clear",
         "this magic changes or reveals kernel internals and is not available in the rlm kernel",
     ),
-    "store": "%store writes variables to disk and is not available in the rlm kernel",
-    **dict.fromkeys(("debug", "pdb", "tb"), "the debugger is not available in the rlm kernel"),
-    **dict.fromkeys(
-        ("javascript", "js", "html", "svg", "latex", "markdown", "capture", "prun"),
+    ("store", "%store writes variables to disk and is not available in the rlm kernel"),
+    ("debug pdb tb", "the debugger is not available in the rlm kernel"),
+    (
+        "javascript js html svg latex markdown capture",
         "this cell magic is not available in the rlm kernel; use display() with rich objects instead",
     ),
-}
+)
+_REFUSED: dict[str, str] = {name: reason for names, reason in _REFUSALS for name in names.split()}
 
 
 def register_line_magic(name: str, fn: Callable[[str], Any], doc: str = "") -> None:
