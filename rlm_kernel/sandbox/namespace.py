@@ -5,6 +5,8 @@ Guards are closures over the `SandboxSession`; the namespace never holds the ses
 
 from __future__ import annotations
 
+import builtins as _py_builtins
+import io
 from typing import Any
 
 from rlm_kernel.sandbox.builtins import make_builtins
@@ -58,8 +60,21 @@ def repair_namespace(namespace: dict[str, Any], session: SandboxSession) -> list
     if namespace.get("__metaclass__") is not type:
         namespace["__metaclass__"] = type
         fixed.append("__metaclass__")
-    for key in ("get_ipython", "exit", "quit", "open", "__builtin__"):
-        if key in namespace:
+    if "__builtin__" in namespace:
+        del namespace["__builtin__"]
+        fixed.append("__builtin__")
+    for key in ("get_ipython", "exit", "quit", "open"):
+        if key in namespace and _is_shell_object(namespace[key]):
             del namespace[key]
             fixed.append(key)
     return fixed
+
+
+def _is_shell_object(value: Any) -> bool:
+    """True for what IPython (not a cell) put in the namespace: its `open`, `exit`, `get_ipython`."""
+    if value is _py_builtins.open or value is io.open:
+        return True
+    for module in (getattr(value, "__module__", None), type(value).__module__):
+        if isinstance(module, str) and module.split(".")[0] in ("IPython", "ipykernel"):
+            return True
+    return False

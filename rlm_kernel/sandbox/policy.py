@@ -18,6 +18,7 @@ from rlm_kernel.sandbox.limits import Limits
 __all__ = [
     "ALLOWED_DUNDER_METHODS",
     "READABLE_DUNDERS",
+    "ALWAYS_REFUSED",
     "REFUSED_NAMES",
     "RLMTransformer",
     "is_sandboxed_filename",
@@ -62,6 +63,11 @@ REFUSED_NAMES = {
 # defined in cells) and as method/attribute names directly in a class body. Never the guards' names, which
 # end with '_', nor RestrictedPython's `_print` or the transformer's `_tmpN` temporaries.
 PRIVATE_NAME = re.compile(r"_(?!_)(?!print\Z)(?!tmp\d+\Z)\w*[A-Za-z0-9]\Z")
+
+# Refused wherever they are read (IPython puts the first four in its namespaces; eval/exec run unchecked
+# code). The other refused builtins are stubs that raise their reason when called, so a cell may still use
+# e.g. `input` or `vars` as its own variable names.
+ALWAYS_REFUSED = frozenset({"get_ipython", "exit", "quit", "open", "eval", "exec"})
 
 # IPython history names that may be read: _ __ ___ _N _i _ii _iii _iN
 _HISTORY_NAME = re.compile(r"_(?:\d+|_{1,2}|i{1,3}|i\d+)\Z")
@@ -135,7 +141,7 @@ class RLMTransformer(RestrictingNodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if isinstance(node.ctx, ast.Load):
-            if node.id in REFUSED_NAMES:
+            if node.id in ALWAYS_REFUSED:
                 self.refuse(node, REFUSED_NAMES[node.id])
                 return node
             if _HISTORY_NAME.match(node.id) or node.id in self.trusted_names:
@@ -143,7 +149,7 @@ class RLMTransformer(RestrictingNodeTransformer):
         return super().visit_Name(node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        if isinstance(node.func, ast.Name) and node.func.id in REFUSED_NAMES:
+        if isinstance(node.func, ast.Name) and node.func.id in ALWAYS_REFUSED:
             self.refuse(node, REFUSED_NAMES[node.func.id])
         return super().visit_Call(node)
 

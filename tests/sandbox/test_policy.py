@@ -44,7 +44,6 @@ def test_message_counts_further_problems() -> None:
         ("open('x')", "no file access"),
         ("eval('1')", "eval() is not available"),
         ("exec('1')", "exec() is not available"),
-        ("globals()", "globals() is not available"),
         ("class A(metaclass=M): pass", "metaclass"),
         ("def f(_getattr_): pass", "starts with '_'"),
         ("class A:\n    def __getattr__(self, n): pass", "data-model methods"),
@@ -90,6 +89,38 @@ def test_source_size_cap() -> None:
     session = SandboxSession(Limits(max_source_bytes=100, memory_mb=0))
     outcome = run_source("x = 1\n" * 50, new_namespace(session), session)
     assert outcome.error is not None and "RLM_MAX_SOURCE_BYTES" in outcome.error
+
+
+def test_refused_builtins_can_still_be_variable_names(session: SandboxSession) -> None:
+    namespace = new_namespace(session)
+    ok = run_source(
+        "input = 'text'\nvars = [1]\ndef help(x):\n    return x\nprint(input, vars, help(2))",
+        namespace,
+        session,
+    )
+    assert ok.error is None and ok.stdout == "text [1] 2\n", ok
+    assert "open" in refuse("open = 1\nopen")
+    refused = run_source("x = vars\nx(1)", new_namespace(session), session)
+    assert refused.error is not None and "vars() is not available" in refused.error
+    refused = run_source("a = 1\nglobals()", new_namespace(session), session)
+    assert (
+        refused.error == "SandboxError: line 2: 'globals()' — globals() is not available: it would expose "
+        "the sandbox guards"
+    )
+
+
+def test_repair_namespace_removes_only_shell_objects(session: SandboxSession) -> None:
+    import builtins
+
+    from rlm_kernel.sandbox import repair_namespace
+
+    namespace = new_namespace(session)
+    namespace.update(open=builtins.open, exit="my own value", __builtin__=builtins)
+    namespace["__builtins__"] = builtins
+    fixed = repair_namespace(namespace, session)
+    assert set(fixed) == {"open", "__builtin__", "__builtins__"}
+    assert namespace["exit"] == "my own value" and "open" not in namespace
+    assert isinstance(namespace["__builtins__"], dict)
 
 
 def test_trusted_names_and_history_names() -> None:
