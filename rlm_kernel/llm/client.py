@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from rlm_kernel.llm.errors import (
     ProviderError,
 )
 from rlm_kernel.llm.events import CallEvent, bus
-from rlm_kernel.llm.pricing import cost_usd
+from rlm_kernel.llm.pricing import check_price, cost_usd
 from rlm_kernel.llm.providers import ChatRequest, ChatResponse, error_text, get_wire
 from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.retry import CoolDown, RetryPolicy, backoff_delay, is_retryable_status
@@ -158,6 +159,7 @@ class LLMClient:
         self._cooldown = CoolDown()
         self._closed = False
         self._inflight = 0  # calls running on the loop (touched only there)
+        _live.add(self)
 
     def __repr__(self) -> str:
         url = redact(self._base_url) if self._base_url else None
@@ -280,6 +282,7 @@ class LLMClient:
         if stop is not None:
             stops = (stop,) if isinstance(stop, str) else tuple(str(s) for s in stop)
         req = ChatRequest(model=name, messages=messages, max_tokens=mt, temperature=temp, stop=stops)
+        check_price(name, self.config.prices, stacklevel=3)  # warns in the caller's thread, once per model
         return _Item(index, req, tier, est)
 
     def _ensure_base_url(self) -> str:
@@ -600,12 +603,17 @@ def reset_client() -> None:
         old.retire()
 
 
-def _close_default_at_exit() -> None:
+_live: weakref.WeakSet[LLMClient] = weakref.WeakSet()
+
+
+def _close_all_at_exit() -> None:
+    """Close every client still open when the interpreter exits (no "unclosed session" noise)."""
     global _default
     with _default_lock:
-        old, _default = _default, None
-    if old is not None:
-        old.close()
+        _default = None
+    for client in list(_live):
+        if client._http is not None:  # noqa: SLF001 - our own class
+            client.close()
 
 
-atexit.register(_close_default_at_exit)
+atexit.register(_close_all_at_exit)

@@ -9,7 +9,7 @@ import threading
 import warnings
 from collections.abc import Mapping
 
-__all__ = ["PRICES", "UnknownPriceWarning", "cost_usd", "price_for"]
+__all__ = ["PRICES", "UnknownPriceWarning", "check_price", "cost_usd", "price_for"]
 
 # (input, output) USD per 1M tokens, list prices as published by the providers (standard tier, no caching).
 PRICES: dict[str, tuple[float, float]] = {
@@ -66,24 +66,33 @@ def price_for(
     return PRICES[best] if best else None
 
 
+def check_price(
+    model: str, overrides: Mapping[str, tuple[float, float]] | None = None, *, stacklevel: int = 2
+) -> bool:
+    """Whether `model` has a price; warns once per model when it has none (call it in the caller's thread)."""
+    if price_for(model, overrides) is not None:
+        return True
+    with _lock:
+        first = model not in _warned
+        _warned.add(model)
+    if first:
+        warnings.warn(
+            f"no price known for model {model!r}: its calls are counted in tokens only; "
+            "set prices with the `prices` setting (see the README's LLM section)",
+            UnknownPriceWarning,
+            stacklevel=stacklevel + 1,
+        )
+    return False
+
+
 def cost_usd(
     model: str,
     input_tokens: int,
     output_tokens: int,
     overrides: Mapping[str, tuple[float, float]] | None = None,
 ) -> float | None:
-    """USD for a call, or None when the model's price is unknown (warns once per model)."""
+    """USD for a call, or None when the model's price is unknown (see `check_price` for the warning)."""
     price = price_for(model, overrides)
     if price is None:
-        with _lock:
-            first = model not in _warned
-            _warned.add(model)
-        if first:
-            warnings.warn(
-                f"no price known for model {model!r}: its calls are counted in tokens only; "
-                "set prices with the `prices` setting (see the README's LLM section)",
-                UnknownPriceWarning,
-                stacklevel=2,
-            )
         return None
     return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
