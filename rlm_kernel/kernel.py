@@ -13,7 +13,7 @@ from ipykernel.ipkernel import IPythonKernel
 from traitlets import Type
 
 from rlm_kernel import __version__, introspect, magics
-from rlm_kernel.sandbox import cell_limits
+from rlm_kernel.sandbox import cell_limits, consume_backstop_note
 from rlm_kernel.shell import RLMCompiler, RLMShell
 
 __all__ = ["RLMKernel", "current_parent"]
@@ -48,8 +48,6 @@ class RLMKernel(IPythonKernel):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.debugger = None
-        from rlm_kernel.sandbox.limits import consume_backstop_note
-
         marker = self.shell.sandbox_session.backstop_marker
         self._restart_note = consume_backstop_note(marker) if marker else None
 
