@@ -126,8 +126,9 @@ def complete(
     prefix_pct, path, partial = (m.group(1), m.group(2), m.group(3)) if m else ("", "", "")
     start = cursor_pos - len(partial)
     items: dict[str, str] = {}
-    if partial.startswith("_"):
-        pass
+    after_expression = m is not None and m.start() > 0 and before[m.start() - 1] in ".)]}'\"0123456789"
+    if partial.startswith("_") or after_expression:
+        pass  # private names, or attributes of a call/subscript/literal, which completion never evaluates
     elif prefix_pct:
         line_names, cell_names = magic_names
         names = cell_names if prefix_pct == "%%" else line_names

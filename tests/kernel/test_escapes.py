@@ -282,6 +282,8 @@ def test_completion_of_public_names(rlm_kernel: KernelHarness) -> None:
     assert "width" in rlm_kernel.complete("box.")["matches"]
     assert set(rlm_kernel.complete("%ti")["matches"]) == {"%time", "%timeit"}
     assert rlm_kernel.complete("%ru")["matches"] == []
+    assert rlm_kernel.complete("sorted(cdict).ap")["matches"] == []  # never evaluated
+    assert rlm_kernel.complete("cdict['a'].re")["matches"] == []
     assert rlm_kernel.complete("%%ti")["matches"] == ["%%time", "%%timeit"]
 
 
