@@ -191,3 +191,28 @@ def test_interrupt_mid_batch_still_reports_in_the_cell(
     done = int(re.match(r"fan-out: (\d+)/64 done", line).group(1))
     assert 0 < done < 64
     assert " cancelled · " in line and "not run" in line and " 0 failed " in line, line
+
+
+def test_fanout_inside_a_root_loop_run_shows_in_the_rlm_cell(
+    widgets_kernel: KernelHarness, server: LLMTestServer
+) -> None:
+    from tests.rlm.script import Script, repl
+
+    script = Script(
+        root=[
+            repl("answers = llm_query_batched(['part ' + str(i) for i in range(12)])\nprint(len(answers))"),
+            repl("FINAL_VAR(answers)"),
+        ]
+    )
+    server.reply_with(script)
+    try:
+        r = widgets_kernel.execute("%%rlm --max-iterations 3\nSummarise the parts.", timeout=120)
+    finally:
+        server.reset()
+    assert r.ok, r
+    fanouts = [d for d in r.display if d.get("text/plain") == "[fan-out widget: 12 calls]"]
+    assert len(fanouts) == 1 and WIDGET_VIEW in fanouts[0]
+    summary = [line for line in r.stdout.splitlines() if line.startswith("fan-out")]
+    assert len(summary) == 1 and summary[0].startswith("fan-out: 12/12 done · 0 failed · 0 cached · "), (
+        r.stdout
+    )
