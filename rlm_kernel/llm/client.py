@@ -121,6 +121,23 @@ def _messages(prompt: Prompt, system: str | None) -> tuple[dict[str, str], ...]:
     return tuple(msgs)
 
 
+def _hint(status: int | None, retryable: bool) -> str:
+    """What to do about a failed call, by HTTP status (None: connection or timeout)."""
+    if status in (401, 403):
+        return " — check the API key (RLM_API_KEY or the provider's *_API_KEY) and its permissions"
+    if status == 404:
+        return " — check the model name and the base URL (`%rlm show`)"
+    if status == 429:
+        return " — rate limited: lower the concurrency (RLM_CONCURRENCY) or try again later"
+    if status is not None and status >= 500:
+        return " — the provider is failing; try again later"
+    if status is None and retryable:
+        return " — check that the server at the base URL is up (`%rlm show`), or raise RLM_TIMEOUT"
+    if status in (400, 413, 422):
+        return " — the provider rejected this request (e.g. prompt too long, unsupported option)"
+    return ""
+
+
 def _result(fut: concurrent.futures.Future[Any]) -> Any:
     """`fut.result()`, waking every 0.2 s so signal handlers (interrupts, cell time limits) run promptly."""
     while True:
@@ -558,8 +575,8 @@ class LLMClient:
                     if status == 429:
                         self._cooldown.push(delay)
             if not error.retryable or attempt >= self._policy.max_retries:
-                if attempt:
-                    error.args = (f"{error.args[0]} (after {attempt + 1} attempts)",)
+                tried = f" (after {attempt + 1} attempts)" if attempt else ""
+                error.args = (f"{error.args[0]}{tried}{_hint(error.status, error.retryable)}",)
                 raise error
             if delay is None:
                 delay = backoff_delay(attempt)
