@@ -438,7 +438,7 @@ def load_config(
     if base_url is None and provider in DEFAULT_BASE_URLS:
         base_url = DEFAULT_BASE_URLS[provider]
         sources["base_url"] = "default"
-    official = provider in DEFAULT_BASE_URLS and base_url == DEFAULT_BASE_URLS[provider]
+    official = provider in DEFAULT_BASE_URLS and str(base_url).rstrip("/") == DEFAULT_BASE_URLS[provider]
     replay = (pick("cache") or SETTINGS["cache"][1]) == "replay"  # replay never sends: no key needed
     if official and not api_key and not replay:
         names = f"RLM_API_KEY or {PROVIDER_KEY_ENV[provider]}"
