@@ -9,7 +9,14 @@ import logging
 import re
 import threading
 
-__all__ = ["REDACTED", "RedactingFilter", "install_log_redaction", "redact", "register_secret"]
+__all__ = [
+    "REDACTED",
+    "RedactingFilter",
+    "forget_secret",
+    "install_log_redaction",
+    "redact",
+    "register_secret",
+]
 
 REDACTED = "[REDACTED]"
 _lock = threading.Lock()
@@ -35,15 +42,27 @@ _PATTERNS = [
 
 def register_secret(value: str | None) -> None:
     """Remember `value` so `redact` removes it wherever it appears (values under 6 chars are ignored)."""
-    global _secret_re
     if not value or len(value) < 6:
         return
     with _lock:
         if value in _secrets:
             return
         _secrets.add(value)
-        ordered = sorted(_secrets, key=len, reverse=True)
-        _secret_re = re.compile("|".join(re.escape(s) for s in ordered))
+        _rebuild()
+
+
+def _rebuild() -> None:
+    global _secret_re
+    ordered = sorted(_secrets, key=len, reverse=True)
+    _secret_re = re.compile("|".join(re.escape(s) for s in ordered)) if ordered else None
+
+
+def forget_secret(value: str) -> None:
+    """Stop redacting `value` specifically (pattern-based redaction still applies)."""
+    with _lock:
+        if value in _secrets:
+            _secrets.discard(value)
+            _rebuild()
 
 
 def redact(text: object) -> str:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+import string
 import traceback
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlm_kernel.llm import LLMError, load_config
 from rlm_kernel.llm.events import CallEvent, bus
-from rlm_kernel.llm.redact import redact
+from rlm_kernel.llm.redact import forget_secret, redact, register_secret
 from tests.llm.conftest import PLANTED_KEY, MakeClient
 from tests.llm_server import Fault, LLMTestServer
 
@@ -93,3 +96,18 @@ def test_url_credentials_are_hidden() -> None:
     config = load_config(environ={"RLM_BASE_URL": "https://bob:hunter2-password@proxy.example/v1"})
     assert "hunter2-password" not in repr(config) and "hunter2-password" not in str(config.as_display())
     assert redact("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+
+
+@given(
+    key=st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=12, max_size=64),
+    before=st.text(max_size=40),
+    after=st.text(max_size=40),
+)
+@settings(max_examples=200, deadline=None)
+def test_registered_keys_never_survive_redaction(key: str, before: str, after: str) -> None:
+    register_secret(key)
+    try:
+        assert key not in redact(before + key + after)
+        assert key not in redact(f"Authorization: Bearer {key}")
+    finally:
+        forget_secret(key)  # keep the session's registry to the keys other tests planted
