@@ -25,12 +25,16 @@ from conftest import _PROVIDER_VARS, kernel_env, notebook_cache_dir  # noqa: E40
 __all__ = ["main", "record"]
 
 
-def record(notebook: Path, *, timeout: int = 3600) -> float:
-    """Execute `notebook` in place in record mode with a fresh cache folder; return the seconds it took."""
+def record(notebook: Path, *, timeout: int = 3600, keep_cache: bool = False) -> float:
+    """Execute `notebook` in place in record mode; return the seconds it took.
+
+    The cache folder starts empty unless `keep_cache`: then calls recorded earlier are answered from it
+    (quicker, but calls the notebook no longer makes stay in the file).
+    """
     cache = notebook_cache_dir(notebook)
-    if cache.exists():
+    if cache.exists() and not keep_cache:
         shutil.rmtree(cache)
-    cache.mkdir(parents=True)
+    cache.mkdir(parents=True, exist_ok=True)
     saved = dict(os.environ)
     try:
         for name in _PROVIDER_VARS:
@@ -63,6 +67,10 @@ def _compact(cache: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="notebook names or stems (default: all)")
+    parser.add_argument(
+        "--keep-cache", action="store_true",
+        help="reuse the calls already recorded for the notebook instead of starting from an empty cache",
+    )
     args = parser.parse_args(argv)
     notebooks = sorted(HERE.glob("[0-9][0-9]-*.ipynb"))
     if args.names:
@@ -73,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"no such notebook(s): {', '.join(sorted(unknown))}")
     for nb in notebooks:
         print(f"recording {nb.name} ...", flush=True)
-        seconds = record(nb)
+        seconds = record(nb, keep_cache=args.keep_cache)
         where = notebook_cache_dir(nb).relative_to(HERE.parent)
         print(f"  done in {seconds:.0f} s; calls recorded in {where}", flush=True)
     return 0
