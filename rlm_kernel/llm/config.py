@@ -54,6 +54,17 @@ DEFAULT_MODELS: dict[str, dict[str, str]] = {
     "gemini": {"fast": "gemini-2.5-flash-lite", "balanced": "gemini-2.5-flash", "powerful": "gemini-2.5-pro"},
 }
 PROVIDER_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
+_KEY_ALIASES = {"GEMINI_API_KEY": ("GEMINI_API_KEY", "GOOGLE_API_KEY")}  # google-genai reads both
+
+
+def _provider_key(provider: str, secret: Callable[[str], str | None]) -> tuple[str | None, str | None]:
+    """(key, variable name) for a provider's own key variable, or (None, None)."""
+    name = PROVIDER_KEY_ENV.get(provider)
+    for candidate in _KEY_ALIASES.get(name, (name,)) if name else ():
+        value = secret(candidate)
+        if value:
+            return value, candidate
+    return None, None
 
 
 def _positive_int(v: Any) -> int:
@@ -309,8 +320,7 @@ def _read_env(environ: Mapping[str, str], secret: Callable[[str], str | None]) -
 def provider_key_present(provider: str, environ: Mapping[str, str] | None = None) -> bool:
     """Whether a provider-specific key (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY) is available."""
     env = os.environ if environ is None else environ
-    name = PROVIDER_KEY_ENV.get(provider)
-    return bool(name and _secret_lookup(env, environ is None)(name))
+    return _provider_key(provider, _secret_lookup(env, environ is None))[0] is not None
 
 
 # ---- the resolved configuration
@@ -426,15 +436,15 @@ def load_config(
             provider = "openai"
         elif secret("ANTHROPIC_API_KEY"):
             provider = "anthropic"
-        elif secret("GEMINI_API_KEY"):
+        elif _provider_key("gemini", secret)[0]:
             provider = "gemini"
         else:
             provider = "local"
         sources["provider"] = "inferred"
     if api_key is None and provider in PROVIDER_KEY_ENV:
-        api_key = secret(PROVIDER_KEY_ENV[provider])
+        api_key, key_var = _provider_key(provider, secret)
         if api_key:
-            sources["api_key"] = f"env {PROVIDER_KEY_ENV[provider]}"
+            sources["api_key"] = f"env {key_var}"
     if base_url is None and provider in DEFAULT_BASE_URLS:
         base_url = DEFAULT_BASE_URLS[provider]
         sources["base_url"] = "default"

@@ -123,6 +123,7 @@ def test_unknown_explicit_and_set_keys() -> None:
         ({"OPENAI_API_KEY": "sk-aaaaaaaaaaaaaaaaaaaa"}, "openai", "https://api.openai.com/v1"),
         ({"ANTHROPIC_API_KEY": "anthropic-key-123"}, "anthropic", "https://api.anthropic.com"),
         ({"GEMINI_API_KEY": "gemini-key-123"}, "gemini", "https://generativelanguage.googleapis.com/v1beta"),
+        ({"GOOGLE_API_KEY": "google-key-123"}, "gemini", "https://generativelanguage.googleapis.com/v1beta"),
         ({"RLM_BASE_URL": URL}, "openai", URL),
         ({"OPENAI_BASE_URL": URL}, "openai", URL),
         ({}, "local", None),
@@ -131,7 +132,7 @@ def test_unknown_explicit_and_set_keys() -> None:
 def test_provider_inference(env: dict[str, str], provider: str, base_url: str | None) -> None:
     cfg = load_config(environ=env)
     assert (cfg.provider, cfg.base_url) == (provider, base_url)
-    if provider in ("anthropic", "gemini") or "OPENAI_API_KEY" in env:
+    if provider in ("anthropic", "gemini") or "OPENAI_API_KEY" in env:  # the key was found too
         assert cfg.has_api_key and all(cfg.models.values())
     if provider == "local":
         assert all(cfg.models.values())
