@@ -71,8 +71,13 @@ def run_source(
         tree = ast.parse(source, filename=name)
     except SandboxError as exc:
         return ExecOutcome("", None, f"SandboxError: {exc}")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        return ExecOutcome("", None, "".join(traceback.format_exception_only(type(exc), exc)).strip())
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}: " if exc.lineno else ""
+        text = (exc.text or "").strip()
+        snippet = f"{text[:60]!r} — " if text else ""
+        return ExecOutcome("", None, f"{type(exc).__name__}: {where}{snippet}{exc.msg}")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return ExecOutcome("", None, f"{type(exc).__name__}: the block could not be parsed ({exc})")
     _register_source(name, source)
     try:
         tree = restrict_ast(tree, filename=name, limits=session.limits)

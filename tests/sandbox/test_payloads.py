@@ -60,8 +60,22 @@ def test_there_are_enough_payloads() -> None:
     controls = [p for p in PAYLOADS if p.category == "control"]
     assert len(attacks) >= 80 and len(controls) >= 15
     categories = {p.category for p in attacks}
-    assert {"dunder", "computed", "format", "pivot", "gadget", "type", "frames", "generator", "imports",
-            "asyncio", "shadow", "except_star", "bomb", "ipython"} <= categories
+    assert {
+        "dunder",
+        "computed",
+        "format",
+        "pivot",
+        "gadget",
+        "type",
+        "frames",
+        "generator",
+        "imports",
+        "asyncio",
+        "shadow",
+        "except_star",
+        "bomb",
+        "ipython",
+    } <= categories
     assert len({(p.category, p.id) for p in PAYLOADS}) == len(PAYLOADS), "payload ids must be unique"
 
 
@@ -158,3 +172,9 @@ def test_user_classes_cannot_modify_library_classes(session: SandboxSession) -> 
     import json
 
     assert json.JSONEncoder.item_separator == ", "
+
+
+def test_syntax_error_is_one_line(session: SandboxSession) -> None:
+    outcome = run_source("x = 1\ny = (", new_namespace(session), session)
+    assert outcome.error is not None and outcome.error.startswith("SyntaxError: line 2: 'y = (' — ")
+    assert "\n" not in outcome.error and "<repl>" not in outcome.error
