@@ -334,22 +334,29 @@ _KEYWORDS = frozenset(
     export class interface type enum delete void throw case in of instanceof let const var debugger finally
     default extends implements package declare module namespace require""".split()
 )
-_BIND = re.compile(
-    r"""(?:
-        (?:^|[^\w$.\u00c0-\uffff])(?:(?:const|let|var)\s+)?(?P<var>"""
-    + _IDENT
-    + r""")\s*[?!]?\s*(?::(?:[^=;]|=>)*?)?(?<![=!<>])=(?![=>])\s*
-      | \.\s*(?P<member>\#?"""
-    + _IDENT
-    + r""")\s*=\s*
-      | (?:^|[{,])\s*(?P<key>"""
-    + _IDENT
-    + r"""|\d+)\s*:\s*
-      | (?:^|[{,])\s*(?P<q>['"])(?P<qkey>[^'"\n]*)(?P=q)\s*:\s*
-      | (?P<ckey>\[[^\]\n]*\])\s*:\s*
-    )(?:async\s+)?(?:<[^();]*>\s*)?$""",
-    re.VERBOSE,
+_TAIL = r"(?:async\s+)?(?:<[^();]*>\s*)?$"
+_NOT_WORD_BEFORE = r"(?:^|[^\w$.\u00c0-\uffff])"
+# tried in order; each must end where the function value starts (after `async` / type parameters)
+_BINDS = (
+    ("member", re.compile(r"\.\s*(?P<member>\#?" + _IDENT + r")\s*=\s*" + _TAIL)),
+    (
+        "var",
+        re.compile(
+            _NOT_WORD_BEFORE + r"(?:(?:const|let|var)\s+)?(?P<var>" + _IDENT + r")\s*[?!]?\s*="
+            r"(?![=>])\s*" + _TAIL
+        ),
+    ),
+    ("key", re.compile(r"(?:^|[{,])\s*(?P<key>" + _IDENT + r"|\d+)\s*:\s*" + _TAIL)),
+    ("qkey", re.compile(r"(?:^|[{,])\s*(?P<q>['\"])(?P<qkey>[^'\"\n]*)(?P=q)\s*:\s*" + _TAIL)),
+    ("ckey", re.compile(r"(?P<ckey>\[[^\]\n]*\])\s*:\s*" + _TAIL)),
 )
+# `x: Type = ...` (costlier: tried only when the prefix has a colon)
+_BIND_TYPED = re.compile(
+    _NOT_WORD_BEFORE + r"(?:(?:const|let|var)\s+)?(?P<var>" + _IDENT + r")\s*[?!]?\s*:(?:[^=;]|=>)*?"
+    r"(?<![=!<>])=(?![=>])\s*" + _TAIL
+)
+_TYPE_BEFORE = re.compile(r"(?:[:>|&\]]|=>)\s*[\w$.\s]*\.?\s*$")
+_BIND_TAIL = re.compile(r"(?:\s|\basync\b|<[^();]*>)*$")
 _TYPE_ALIAS = re.compile(r"^\s*(?:export\s+)?(?:declare\s+)?type\s")
 _TYPE_BRACE = re.compile(
     r"(?:\binterface\s+" + _IDENT + r"[^{};]*|\btype\s+" + _IDENT + r"\s*(?:<[^=]*>)?\s*=\s*|[:|&<]\s*)$"
@@ -361,7 +368,7 @@ _CONTROL = frozenset(
 _PATTERN_BRACE = re.compile(r"\b(?:const|let|var)\s*$")
 _OBJECT_BRACE = re.compile(r"(?:[=(,:?\[]|\breturn|\bdefault|&&|\|\||\?\?)\s*$")
 _CLASS_BRACE = re.compile(r"\bclass\b[^{};]*$")
-_PREFIX_MAX = 300
+_PREFIX_MAX = 160
 
 
 class _JsExtractor:
@@ -404,7 +411,7 @@ class _JsExtractor:
                 j -= 1
             if j < 0:
                 continue
-            line_start = m.rfind("\n", 0, j) + 1
+            line_start = max(self._line_start(j), j - _PREFIX_MAX)
             if m[j] == ")":
                 params = self.br.open_of.get(j)
             elif m[j].isalnum() or m[j] in "_$":
@@ -422,7 +429,7 @@ class _JsExtractor:
             if bound is None:
                 continue
             name, name_pos = bound
-            prefix_line = m[m.rfind("\n", 0, name_pos) + 1 : name_pos]
+            prefix_line = m[max(self._line_start(name_pos), name_pos - _PREFIX_MAX) : name_pos]
             if self.ts and _TYPE_ALIAS.match(prefix_line):
                 continue
             if self.ts and self._kind(self.br.enclosing(pos)) == "type":
@@ -459,6 +466,10 @@ class _JsExtractor:
                 method=True,
             )
 
+    def _line_start(self, pos: int) -> int:
+        """Offset where the line holding `pos` begins (a bisect, not a scan: minified lines are long)."""
+        return self.index.start(self.index.line(pos))
+
     # helpers -----------------------------------------------------------------------------------------------
     def _emit(
         self,
@@ -473,7 +484,9 @@ class _JsExtractor:
         close = self.br.close_of.get(open_paren)
         if close is None:
             if not method:
-                self._add(name, name_pos, sig_start, _eol(m, open_paren), _eol(m, open_paren) - 1)
+                nl = m.find("\n", open_paren, open_paren + _PREFIX_MAX)
+                end = nl if nl != -1 else min(len(m), open_paren + _PREFIX_MAX)
+                self._add(name, name_pos, sig_start, end, end - 1)
             return
         k = _skip_spaces(m, close + 1)
         if k < len(m) and m[k] == ":":  # TS return type
@@ -493,7 +506,7 @@ class _JsExtractor:
     def _binding(self, pos: int) -> tuple[str, int] | None:
         """The name a function value starting at `pos` is bound to on its line (`x =`, `a.x =`, `x:`)."""
         m = self.m
-        line_start = max(m.rfind("\n", 0, pos) + 1, pos - _PREFIX_MAX)
+        line_start = max(self._line_start(pos), pos - _PREFIX_MAX)
         if not m[line_start:pos].strip():
             if line_start == 0 or m[max(0, line_start - _PREFIX_MAX) : line_start].rstrip()[-1:] not in (
                 "=",
@@ -501,34 +514,40 @@ class _JsExtractor:
             ):
                 return None
             # `x =` / `key:` at the end of the previous line
-            line_start = max(m.rfind("\n", 0, line_start - 1) + 1, pos - _PREFIX_MAX)
+            line_start = max(self._line_start(line_start - 1), pos - _PREFIX_MAX)
         prefix = m[line_start:pos]
-        if not prefix.strip():
+        tail = _BIND_TAIL.sub("", prefix[-120:])
+        if not tail or tail[-1] not in "=:":
+            return None  # cheap reject: a binding ends with `=` or `:` (then maybe `async`, `<T>`)
+        found = None
+        for group, pattern in _BINDS:
+            b = pattern.search(prefix)
+            if b is not None:
+                if group in ("var", "member") and _TYPE_BEFORE.search(prefix, 0, b.start(group)):
+                    break  # `x: Type = ...` / `x: ns.Type = ...`: that word is a type; try the typed form
+                found = group, b
+                break
+        if found is None and ":" in prefix and (b := _BIND_TYPED.search(prefix)) is not None:
+            found = "var", b
+        if found is None:
             return None
-        b = _BIND.search(prefix)
-        if b is None:
-            return None
-        for group in ("var", "member", "key", "qkey", "ckey"):
-            if b.group(group) is not None:
-                name_pos = line_start + b.start(group)
-                name = self.text[name_pos : line_start + b.end(group)]
-                kind = self._kind(self.br.enclosing(name_pos))
-                if group == "var":
-                    if name in _KEYWORDS:
-                        return None
-                    if kind == "paren" and ":" in b.group(0):
-                        return None  # a typed parameter's default value
-                    if kind == "code" and not re.match(
-                        r"(?:const|let|var)\s", b.group(0).lstrip(" \t\n({,;")
-                    ):
-                        brace = self.br.enclosing(name_pos)
-                        before = self.m[max(0, brace - 40) : brace]
-                        if _OBJECT_BRACE.search(before) or _PATTERN_BRACE.search(before):
-                            return None  # `{ x = () => 1 }` is a destructuring default, not a binding
-                elif group in ("key", "qkey", "ckey") and kind != "code":
-                    return None  # `name: (x) => T` in parentheses, a type or a class body is a type
-                return name, name_pos
-        return None
+        group, b = found
+        name_pos = line_start + b.start(group)
+        name = self.text[name_pos : line_start + b.end(group)]
+        kind = self._kind(self.br.enclosing(name_pos))
+        if group == "var":
+            if name in _KEYWORDS:
+                return None
+            if kind == "paren" and ":" in b.group(0):
+                return None  # a typed parameter's default value
+            if kind == "code" and not re.match(r"(?:const|let|var)\s", b.group(0).lstrip(" \t\n({,;")):
+                brace = self.br.enclosing(name_pos)
+                before = self.m[max(0, brace - 40) : brace]
+                if _OBJECT_BRACE.search(before) or _PATTERN_BRACE.search(before):
+                    return None  # `{ x = () => 1 }` is a destructuring default, not a binding
+        elif group in ("key", "qkey", "ckey") and kind != "code":
+            return None  # `name: (x) => T` in parentheses, a type or a class body is a type
+        return name, name_pos
 
     def _typed_params(self, line_start: int, j: int) -> int | None:
         """For `(a): T =>` find the parameter list's `(`; None when the text before `=>` is no such thing."""

@@ -171,7 +171,7 @@ def _record(src: bytes, fn: ts.Node, def_node: ts.Node, name_node: ts.Node) -> d
     name = src[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace")
     if name_node.type in ("string", "template_string") and len(name) >= 2:
         name = name[1:-1]
-    line_start = src.rfind(b"\n", 0, name_node.start_byte) + 1
+    line_start = name_node.start_byte - name_node.start_point[1]  # the column is in bytes
     sig_start = max(line_start, def_node.start_byte)
     if def_node.type in ("method_definition", "public_field_definition", "field_definition"):
         for child in def_node.children:  # decorators are not part of the signature
