@@ -103,6 +103,11 @@ def robustness(quick: bool = True) -> list[tuple[str, float, float]]:
         "deep braces 1MB go": ("func f() " + "{" * 500_000 + "}" * 500_000, "go"),
         "deep parens 1MB py": ("x = " + "(" * 1_000_000, "python"),
         "NUL bytes 1MB go": ("func f() {\x00}\n" * 80_000, "go"),
+        "dense minified JS 1MB (~50K functions/MB)": (
+            "function a(b){return b};var c=function(d){return d};var e=(f)=>f*2;o={m(x){return x},k:(y)=>y};"
+            * 10_500,
+            "javascript",
+        ),
         "mixed line endings 1MB ts": ("function a() {\r\n}\rfunction b() {\n}\r\n" * 30_000, "typescript"),
     }
     for language in ("python", "javascript"):

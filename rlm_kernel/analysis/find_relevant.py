@@ -11,9 +11,10 @@ from rlm_kernel.analysis.errors import AnalysisInputError, FindRelevantError
 from rlm_kernel.analysis.llm_calls import BatchFailure, complete_batch
 from rlm_kernel.analysis.ranking import get_index
 
-__all__ = ["LLM_POOL_MAX", "find_relevant"]
+__all__ = ["LLM_POOL_MAX", "LLM_POOL_MIN", "find_relevant"]
 
-LLM_POOL_MAX = 50
+LLM_POOL_MAX = 100
+LLM_POOL_MIN = 20
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 SCORE_PROMPT = (
     "Rate how relevant the TEXT is to the QUERY on a scale from 0 (unrelated) to 10 (exactly what is asked "
@@ -29,8 +30,9 @@ def find_relevant(
     Returns up to `top_k` (chunk, score) tuples, best first. Chunks are ~50-line slices of `content`
     overlapping by 5 lines; only chunks sharing a term with the query are candidates (keyword pre-filter).
     Identifiers match whole and by their snake_case/camelCase parts. Scores are BM25; with
-    `use_llm_scoring=True` and more than `top_k * 2` candidates, the best BM25 candidates (up to 50) are
-    re-scored by the model on a 0-10 scale and that ranking is returned (ties broken by BM25).
+    `use_llm_scoring=True` and more than `top_k * 2` candidates, the best BM25 candidates (2*top_k+1, at
+    least 20, at most 100) are re-scored by the model on a 0-10 scale in one batch and that ranking is
+    returned (ties broken by BM25).
     """
     _check(content, query, top_k, use_llm_scoring)
     if top_k == 0 or not content or not query.strip():
@@ -39,7 +41,7 @@ def find_relevant(
     windows = index.windows
     if not use_llm_scoring:
         return [(content[slice(*windows[i])], score) for i, score in index.search(query, top_k)]
-    ranked = index.search(query, max(top_k * 2 + 1, min(LLM_POOL_MAX, top_k * 4)))
+    ranked = index.search(query, min(LLM_POOL_MAX, max(top_k * 2 + 1, LLM_POOL_MIN)))
     if len(ranked) <= top_k * 2:
         return [(content[slice(*windows[i])], score) for i, score in ranked[:top_k]]
     return _llm_rerank(content, query, [(content[slice(*windows[i])], s) for i, s in ranked], top_k)
