@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -59,15 +60,13 @@ def test_spec_01_22_extract_functions_in_a_cell(kernel: KernelHarness) -> None:
 
 
 def test_spec_01_22_find_relevant_in_a_cell_on_loaded_context(kernel: KernelHarness) -> None:
-    doc = "".join(f"line {i} filler words\n" for i in range(300)).replace(
-        "line 200 filler", "line 200 needle"
-    )
-    assert kernel.execute(f"doc = {doc!r}").ok
-    got = probe(
-        kernel, "[[c.count('needle'), round(s, 3) > 0] for c, s in find_relevant(doc, 'needle', top_k=3)]"
-    )
+    doc = "".join(f"line {i} filler words\n" for i in range(300))
+    (Path(kernel.cwd) / "notes.txt").write_text(doc.replace("line 200 filler", "line 200 needle"))
+    assert kernel.execute("load_context('notes.txt')", timeout=60).ok
+    got = probe(kernel, "[[c.count('needle'), s > 0] for c, s in find_relevant(context, 'needle', top_k=3)]")
     assert got == [[1, True]]
-    assert probe(kernel, "type(find_relevant(doc, 'needle')[0]).__name__") == "tuple"
+    assert probe(kernel, "type(find_relevant(context, 'needle')[0]).__name__") == "tuple"
+    assert probe(kernel, "find_relevant(context, 'needle')[0][0] in context") is True
 
 
 def test_spec_01_22_map_reduce_in_a_cell_names_tier_models(
