@@ -33,11 +33,12 @@ import string
 import textwrap
 import typing
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from rlm_kernel.sandbox.errors import LimitExceeded, SandboxError, refusal
+from rlm_kernel.sandbox import safe_stdlib as safe
+from rlm_kernel.sandbox.errors import SandboxError, refusal
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -100,218 +101,6 @@ def _facade(name: str, attrs: dict[str, Any]) -> Facade:
     return Facade(name, frozen, token=_TOKEN)
 
 
-# -- itertools: infinite or huge producers are Python-level loops so timers can interrupt them ---------------
-def _count(start: Any = 0, step: Any = 1) -> Iterator[Any]:
-    """itertools.count (interruptible)."""
-    n = start
-    while True:
-        yield n
-        n += step
-
-
-def _cycle(iterable: Iterable[Any]) -> Iterator[Any]:
-    """itertools.cycle (interruptible)."""
-    saved = []
-    for item in iterable:
-        yield item
-        saved.append(item)
-    if not saved:
-        return
-    while True:
-        yield from saved
-
-
-def _repeat(obj: Any, times: int | None = None) -> Iterator[Any]:
-    """itertools.repeat (interruptible)."""
-    if times is None:
-        while True:
-            yield obj
-    else:
-        for _ in range(times):
-            yield obj
-
-
-def _loop(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        for item in fn(*args, **kwargs):  # noqa: UP028 - a loop, so timers can interrupt it
-            yield item
-
-    return wrapper
-
-
-def _reduce(function: Callable[[Any, Any], Any], iterable: Iterable[Any], *initial: Any) -> Any:
-    """functools.reduce (interruptible)."""
-    it = iter(iterable)
-    if initial:
-        if len(initial) > 1:
-            raise TypeError("reduce expected at most 3 arguments")
-        value = initial[0]
-    else:
-        try:
-            value = next(it)
-        except StopIteration:
-            raise TypeError("reduce() of empty iterable with no initial value") from None
-    for item in it:
-        value = function(value, item)
-    return value
-
-
-def _prod(iterable: Iterable[Any], *, start: Any = 1) -> Any:
-    """math.prod (interruptible)."""
-    value = start
-    for item in iterable:
-        value = value * item
-    return value
-
-
-def _capped(fn: Callable[..., Any], limit: int, what: str) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def wrapper(*args: Any) -> Any:
-        for arg in args:
-            if hasattr(type(arg), "__index__") and operator.index(arg) > limit:
-                raise LimitExceeded(
-                    f"{what}({', '.join(map(str, args))}) is over the sandbox's limit of "
-                    f"{limit} for its arguments"
-                )
-        return fn(*args)
-
-    return wrapper
-
-
-def _wraps(wrapped: Any) -> Callable[[Any], Any]:
-    """functools.wraps with the default attributes only."""
-    return functools.wraps(wrapped)
-
-
-class _SafeAttrgetter:
-    """operator.attrgetter that reads through the sandbox's attribute guard."""
-
-    __slots__ = ("_paths", "_getattr")
-
-    def __init__(self, getattr_: Callable[[Any, str], Any], *attrs: str) -> None:
-        for attr in attrs:
-            if type(attr) is not str:
-                raise TypeError("attribute name must be a string")
-        self._getattr = getattr_
-        self._paths = tuple(tuple(a.split(".")) for a in attrs)
-        for path in self._paths:
-            for part in path:
-                if part.startswith("_"):
-                    raise refusal(
-                        f"attribute {part!r} starts with '_': underscore attributes are not "
-                        "available in the sandbox"
-                    )
-
-    def _one(self, obj: Any, path: tuple[str, ...]) -> Any:
-        for part in path:
-            obj = self._getattr(obj, part)
-        return obj
-
-    def __call__(self, obj: Any) -> Any:
-        if len(self._paths) == 1:
-            return self._one(obj, self._paths[0])
-        return tuple(self._one(obj, p) for p in self._paths)
-
-    def __repr__(self) -> str:
-        return f"operator.attrgetter({', '.join(repr('.'.join(p)) for p in self._paths)})"
-
-
-class _SafeMethodcaller:
-    """operator.methodcaller that looks the method up through the sandbox's attribute guard."""
-
-    __slots__ = ("_name", "_args", "_kwargs", "_getattr")
-
-    def __init__(self, getattr_: Callable[[Any, str], Any], name: str, *args: Any, **kwargs: Any) -> None:
-        if type(name) is not str:
-            raise TypeError("method name must be a string")
-        if name.startswith("_"):
-            raise refusal(
-                f"method {name!r} starts with '_': underscore attributes are not available in the sandbox"
-            )
-        self._getattr, self._name, self._args, self._kwargs = getattr_, name, args, kwargs
-
-    def __call__(self, obj: Any) -> Any:
-        return self._getattr(obj, self._name)(*self._args, **self._kwargs)
-
-    def __repr__(self) -> str:
-        return f"operator.methodcaller({self._name!r}, ...)"
-
-
-class _CappedContext(decimal.Context):
-    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted)."""
-
-    MAX_PREC = 100_000
-
-    def __init__(self, prec: int | None = None, *args: Any, **kwargs: Any) -> None:
-        if prec is not None and operator.index(prec) > self.MAX_PREC:
-            raise LimitExceeded(f"decimal precision {prec} is over the sandbox's limit of {self.MAX_PREC}")
-        super().__init__(prec, *args, **kwargs)
-
-
-def _localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> Any:
-    prec = kwargs.get("prec")
-    if prec is not None and operator.index(prec) > _CappedContext.MAX_PREC:
-        raise LimitExceeded(
-            f"decimal precision {prec} is over the sandbox's limit of {_CappedContext.MAX_PREC}"
-        )
-    return decimal.localcontext(ctx, **kwargs)
-
-
-class _SafeEnumType(enum.EnumType):
-    """EnumType whose functional API (`Enum('Name', names)`) refuses underscore member names (dunders would
-    become methods of the new class, a type() factory)."""
-
-    def __call__(cls, value: Any, names: Any = None, *args: Any, **kwargs: Any) -> Any:
-        if names is not None:
-            names = _enum_names(names)
-        return super().__call__(value, names, *args, **kwargs)
-
-
-def _enum_names(names: Any) -> Any:
-    """Materialise the functional API's `names` once (no second look a stateful object could change)."""
-    if isinstance(names, str):
-        text = str.__str__(names)
-        checked: list[Any] = text.replace(",", " ").split()
-        keys = checked
-        result: Any = text
-    else:
-        items = list(names)
-        if hasattr(names, "keys"):
-            result = [(key, names[key]) for key in items]
-        elif all(type(item) is str for item in items):
-            result = items
-        else:
-            result = [tuple(item) for item in items]
-        keys = [item if type(item) is str else item[0] if len(item) == 2 else None for item in result]
-    for name in keys:
-        if type(name) is not str or name.startswith("_"):
-            raise refusal(
-                f"enum member name {name!r} is not allowed: names must be strings that do not start with '_'"
-            )
-    return result
-
-
-class Enum(enum.Enum, metaclass=_SafeEnumType):
-    """enum.Enum for cells (its functional API refuses underscore names)."""
-
-
-class IntEnum(enum.IntEnum, metaclass=_SafeEnumType):
-    """enum.IntEnum for cells."""
-
-
-class StrEnum(enum.StrEnum, metaclass=_SafeEnumType):
-    """enum.StrEnum for cells."""
-
-
-class Flag(enum.Flag, metaclass=_SafeEnumType):
-    """enum.Flag for cells."""
-
-
-class IntFlag(enum.IntFlag, metaclass=_SafeEnumType):
-    """enum.IntFlag for cells."""
-
-
 ALLOWED_MODULES = (
     "base64 bisect cmath collections collections.abc csv dataclasses datetime decimal difflib enum fractions "
     "functools hashlib heapq io itertools json math operator pprint random re statistics string textwrap "
@@ -332,10 +121,10 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     f["json"] = _pick(json, "loads dumps load dump JSONDecoder JSONEncoder JSONDecodeError")
     f["math"] = {k: v for k, v in vars(math).items() if not k.startswith("_")}
     f["math"].update(
-        prod=_prod,
-        factorial=_capped(math.factorial, 100_000, "math.factorial"),
-        comb=_capped(math.comb, 1_000_000, "math.comb"),
-        perm=_capped(math.perm, 1_000_000, "math.perm"),
+        prod=safe.prod,
+        factorial=safe.capped(math.factorial, 100_000, "math.factorial"),
+        comb=safe.capped(math.comb, 1_000_000, "math.comb"),
+        perm=safe.capped(math.perm, 1_000_000, "math.perm"),
     )
     f["cmath"] = {k: v for k, v in vars(cmath).items() if not k.startswith("_")}
     f["statistics"] = _pick(
@@ -354,28 +143,28 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "starmap takewhile tee zip_longest",
     )
     f["itertools"].update(
-        count=_count,
-        cycle=_cycle,
-        repeat=_repeat,
-        product=_loop(itertools.product),
-        permutations=_loop(itertools.permutations),
-        combinations=_loop(itertools.combinations),
-        combinations_with_replacement=_loop(itertools.combinations_with_replacement),
+        count=safe.count,
+        cycle=safe.cycle,
+        repeat=safe.repeat,
+        product=safe.interruptible(itertools.product),
+        permutations=safe.interruptible(itertools.permutations),
+        combinations=safe.interruptible(itertools.combinations),
+        combinations_with_replacement=safe.interruptible(itertools.combinations_with_replacement),
     )
     f["functools"] = _pick(
         functools,
         "partial partialmethod cmp_to_key total_ordering lru_cache cache "
         "cached_property singledispatch singledispatchmethod",
     )
-    f["functools"].update(reduce=_reduce, wraps=_wraps)
+    f["functools"].update(reduce=safe.reduce, wraps=safe.wraps)
     f["operator"] = {
         k: v
         for k, v in vars(operator).items()
         if not k.startswith("_") and k not in {"attrgetter", "methodcaller"}
     }
     f["operator"].update(
-        attrgetter=lambda *attrs: _SafeAttrgetter(guarded_getattr, *attrs),
-        methodcaller=lambda name, *a, **k: _SafeMethodcaller(guarded_getattr, name, *a, **k),
+        attrgetter=lambda *attrs: safe.SafeAttrgetter(guarded_getattr, *attrs),
+        methodcaller=lambda name, *a, **k: safe.SafeMethodcaller(guarded_getattr, name, *a, **k),
         setitem=_guarded_item_op(session, operator.setitem),
         delitem=_guarded_item_op(session, operator.delitem),
         mul=lambda a, b: _mul(session, a, b),
@@ -404,7 +193,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "ROUND_CEILING ROUND_FLOOR ROUND_HALF_UP ROUND_HALF_DOWN ROUND_HALF_EVEN "
         "ROUND_05UP BasicContext ExtendedContext DefaultContext MAX_PREC MAX_EMAX",
     )
-    f["decimal"].update(Context=_CappedContext, localcontext=_localcontext)
+    f["decimal"].update(Context=safe.CappedContext, localcontext=safe.localcontext)
     for name in ("BasicContext", "ExtendedContext", "DefaultContext"):
         f["decimal"].pop(name, None)  # shared mutable contexts
     f["fractions"] = _pick(fractions, "Fraction")
@@ -420,8 +209,8 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         if hasattr(rng, name)
     }
     f["random"]["Random"] = random.Random
-    f["random"]["getrandbits"] = _capped(rng.getrandbits, 1 << 27, "random.getrandbits")
-    f["random"]["randbytes"] = _capped(rng.randbytes, 1 << 24, "random.randbytes")
+    f["random"]["getrandbits"] = safe.capped(rng.getrandbits, 1 << 27, "random.getrandbits")
+    f["random"]["randbytes"] = safe.capped(rng.randbytes, 1 << 24, "random.randbytes")
     f["heapq"] = _pick(heapq, "heappush heappop heapify heapreplace heappushpop nlargest nsmallest merge")
     f["bisect"] = _pick(bisect, "bisect bisect_left bisect_right insort insort_left insort_right")
     f["unicodedata"] = _pick(
@@ -493,7 +282,9 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "Required NotRequired",
     )
     f["enum"] = _pick(enum, "auto unique verify")
-    f["enum"].update(Enum=Enum, IntEnum=IntEnum, StrEnum=StrEnum, Flag=Flag, IntFlag=IntFlag)
+    f["enum"].update(
+        Enum=safe.Enum, IntEnum=safe.IntEnum, StrEnum=safe.StrEnum, Flag=safe.Flag, IntFlag=safe.IntFlag
+    )
     f["dataclasses"] = _pick(
         dataclasses,
         "dataclass field fields asdict astuple replace is_dataclass "

@@ -9,7 +9,6 @@ import abc
 import collections
 import functools
 import io
-import operator
 import re
 import string
 import types
@@ -19,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-from rlm_kernel.sandbox.errors import CellTimeout, LimitExceeded, refusal
+from rlm_kernel.sandbox.caps import SafeFormatter, make_caps
+from rlm_kernel.sandbox.errors import CellTimeout, refusal
 from rlm_kernel.sandbox.policy import ALLOWED_DUNDER_METHODS, READABLE_DUNDERS
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
-__all__ = ["make_guards", "DENIED_TYPES", "WRITABLE_TYPES", "SafeFormatter"]
+__all__ = ["make_guards", "DENIED_TYPES", "WRITABLE_TYPES"]
 
 _RAISE = object()
 
@@ -150,37 +150,6 @@ _PRIVATE_ATTR = re.compile(r"_[A-Za-z0-9]\w*\Z")
 
 def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
-
-
-class SafeFormatter(string.Formatter):
-    """`str.format` that reads fields through the sandbox's attribute/item guards and caps widths."""
-
-    def __init__(
-        self,
-        getattr_: Callable[[Any, str], Any],
-        getitem: Callable[[Any, Any], Any],
-        check_spec: Callable[[Any, str], None],
-    ) -> None:
-        self._getattr = getattr_
-        self._getitem = getitem
-        self._check_spec = check_spec
-
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
-        import _string
-
-        first, rest = _string.formatter_field_name_split(field_name)
-        obj = self.get_value(first, args, kwargs)
-        for is_attr, key in rest:
-            obj = self._getattr(obj, key) if is_attr else self._getitem(obj, key)
-        return obj, first
-
-    def format_field(self, value: Any, format_spec: str) -> Any:
-        self._check_spec(value, format_spec)
-        return format(value, format_spec)
-
-
-_WIDTH_DIGITS = re.compile(r"\d+")
-_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 
 
 def make_guards(session: SandboxSession) -> dict[str, Any]:
@@ -336,131 +305,10 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     }
     slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)
 
-    # -- size caps ----------------------------------------------------------------------------------------
-    def check_spec(value: Any, spec: str) -> None:
-        if not spec or not limits.max_format_width:
-            return
-        import datetime
-
-        if isinstance(value, (datetime.date, datetime.time)):
-            return
-        for digits in _WIDTH_DIGITS.findall(spec):
-            if len(digits) > 7 or int(digits) > limits.max_format_width:
-                raise LimitExceeded(
-                    f"format width/precision {digits} is over the limit of "
-                    f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"
-                )
-
-    def safe_format(value: Any, spec: str = "") -> str:
-        if type(spec) is not str:
-            raise TypeError(f"format() argument 2 must be str, not {type(spec).__name__}")
-        check_spec(value, spec)
-        return format(value, spec)
-
-    def fstring_format(value: Any, conversion: int, spec: str) -> str:
-        if conversion == 115:
-            value = str(value)
-        elif conversion == 114:
-            value = repr(value)
-        elif conversion == 97:
-            value = ascii(value)
-        return safe_format(value, spec)
-
-    def too_big_int(what: str, bits: int) -> LimitExceeded:
-        return LimitExceeded(
-            f"{what} would produce an integer of about {bits} bits, over the limit of "
-            f"{limits.max_int_bits} bits (RLM_MAX_INT_BITS)"
-        )
-
-    def safe_pow(a: Any, b: Any, mod: Any = None) -> Any:
-        if mod is None and isinstance(a, int) and isinstance(b, int) and limits.max_int_bits:
-            base, exp = operator.index(a), operator.index(b)  # exact ints: subclasses cannot lie
-            base_bits = abs(base).bit_length()
-            if exp > 1 and base_bits > 1 and (base_bits - 1) * exp > limits.max_int_bits:
-                raise too_big_int(f"{_short(base)} ** {_short(exp)}", (base_bits - 1) * exp)
-        return a**b if mod is None else pow(a, b, mod)
-
-    def safe_lshift(a: Any, b: Any) -> Any:
-        if isinstance(a, int) and isinstance(b, int) and limits.max_int_bits:
-            value, shift = operator.index(a), operator.index(b)
-            bits = abs(value).bit_length() + shift
-            if value and bits > limits.max_int_bits:
-                raise too_big_int(f"{_short(value)} << {_short(shift)}", bits)
-        return a << b
-
-    def repeat_check(seq: Any, times: Any) -> None:
-        if isinstance(seq, (str, bytes, bytearray, list, tuple)) and hasattr(type(times), "__index__"):
-            n = operator.index(times)  # what the repetition will use, even for objects defining __index__
-            total = len(seq) * n
-            if limits.max_sequence and total > limits.max_sequence:
-                raise LimitExceeded(
-                    f"repeating a {type(seq).__name__} of length {len(seq)} {n} times "
-                    f"gives {total} items, over the limit of {limits.max_sequence} "
-                    "(RLM_MAX_SEQUENCE)"
-                )
-
-    small = 1 << 4096 if limits.max_int_bits >= 8192 or not limits.max_int_bits else 0
-
-    def safe_mul(a: Any, b: Any) -> Any:
-        ta, tb = type(a), type(b)
-        if ta is float or tb is float:
-            return a * b
-        if ta is int and tb is int and -small < a < small and -small < b < small:
-            return a * b
-        if isinstance(a, int) and isinstance(b, int):
-            if limits.max_int_bits:
-                bits = operator.index(a).bit_length() + operator.index(b).bit_length()
-                if bits > limits.max_int_bits:
-                    raise too_big_int("this multiplication", bits)
-            return a * b
-        repeat_check(a, b)
-        repeat_check(b, a)
-        return a * b
-
-    def safe_mod(a: Any, b: Any) -> Any:
-        ta = type(a)
-        if ta is int or ta is float:
-            return a % b
-        if isinstance(a, (str, bytes)) and limits.max_format_width:
-            text = a if isinstance(a, str) else a.decode("latin-1")
-            args = b if isinstance(b, tuple) else (b,)
-            for width, precision in _PERCENT_SPEC.findall(text):
-                for part in (width, precision):
-                    if part == "*":
-                        for arg in args:
-                            if isinstance(arg, int) and abs(operator.index(arg)) > limits.max_format_width:
-                                raise LimitExceeded(
-                                    f"format width {arg} is over the limit of "
-                                    f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"
-                                )
-                    elif part and (len(part) > 7 or int(part) > limits.max_format_width):
-                        raise LimitExceeded(
-                            f"format width/precision {part} is over the limit of "
-                            f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"
-                        )
-        return a % b
-
-    _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
-        "+=": operator.iadd,
-        "-=": operator.isub,
-        "*=": lambda a, b: _imul(a, b),
-        "/=": operator.itruediv,
-        "%=": lambda a, b: safe_mod(a, b),
-        "**=": lambda a, b: safe_pow(a, b),
-        "<<=": lambda a, b: safe_lshift(a, b),
-        ">>=": operator.irshift,
-        "|=": operator.ior,
-        "^=": operator.ixor,
-        "&=": operator.iand,
-        "//=": operator.ifloordiv,
-        "@=": operator.imatmul,
-    }
-
-    def _imul(a: Any, b: Any) -> Any:
-        if isinstance(a, (list, bytearray)) and type(b) is int:
-            repeat_check(a, b)
-            return operator.imul(a, b)
-        return safe_mul(a, b)
+    caps = make_caps(limits)
+    check_spec, safe_format, fstring_format = caps["check_spec"], caps["format"], caps["fstring_format"]
+    safe_pow, safe_mul, safe_lshift, safe_mod = caps["pow"], caps["mul"], caps["lshift"], caps["mod"]
+    _INPLACE = caps["inplace"]
 
     def inplacevar(op: str, x: Any, y: Any) -> Any:
         if session.cancelled is not None:
@@ -609,8 +457,3 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "format": safe_format,
         "pow": safe_pow,
     }
-
-
-def _short(n: int) -> str:
-    text = str(n) if abs(n).bit_length() < 64 else f"<{abs(n).bit_length()}-bit int>"
-    return text

@@ -1,0 +1,249 @@
+"""Safe stand-ins for a few standard-library callables the facades serve instead of the originals.
+
+Interruptible itertools producers, guarded attrgetter/methodcaller, capped decimal contexts, checked enums.
+"""
+
+from __future__ import annotations
+
+import decimal
+import enum
+import functools
+import operator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from rlm_kernel.sandbox.errors import LimitExceeded, refusal
+
+__all__ = [
+    "CappedContext",
+    "Enum",
+    "Flag",
+    "IntEnum",
+    "IntFlag",
+    "SafeAttrgetter",
+    "SafeEnumType",
+    "SafeMethodcaller",
+    "StrEnum",
+    "capped",
+    "count",
+    "cycle",
+    "enum_names",
+    "interruptible",
+    "localcontext",
+    "prod",
+    "reduce",
+    "repeat",
+    "wraps",
+]
+
+
+# -- itertools: infinite or huge producers are Python-level loops so timers can interrupt them ---------------
+def count(start: Any = 0, step: Any = 1) -> Iterator[Any]:
+    """itertools.count (interruptible)."""
+    n = start
+    while True:
+        yield n
+        n += step
+
+
+def cycle(iterable: Iterable[Any]) -> Iterator[Any]:
+    """itertools.cycle (interruptible)."""
+    saved = []
+    for item in iterable:
+        yield item
+        saved.append(item)
+    if not saved:
+        return
+    while True:
+        yield from saved
+
+
+def repeat(obj: Any, times: int | None = None) -> Iterator[Any]:
+    """itertools.repeat (interruptible)."""
+    if times is None:
+        while True:
+            yield obj
+    else:
+        for _ in range(times):
+            yield obj
+
+
+def interruptible(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        for item in fn(*args, **kwargs):  # noqa: UP028 - a loop, so timers can interrupt it
+            yield item
+
+    return wrapper
+
+
+def reduce(function: Callable[[Any, Any], Any], iterable: Iterable[Any], *initial: Any) -> Any:
+    """functools.reduce (interruptible)."""
+    it = iter(iterable)
+    if initial:
+        if len(initial) > 1:
+            raise TypeError("reduce expected at most 3 arguments")
+        value = initial[0]
+    else:
+        try:
+            value = next(it)
+        except StopIteration:
+            raise TypeError("reduce() of empty iterable with no initial value") from None
+    for item in it:
+        value = function(value, item)
+    return value
+
+
+def prod(iterable: Iterable[Any], *, start: Any = 1) -> Any:
+    """math.prod (interruptible)."""
+    value = start
+    for item in iterable:
+        value = value * item
+    return value
+
+
+def capped(fn: Callable[..., Any], limit: int, what: str) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any) -> Any:
+        for arg in args:
+            if hasattr(type(arg), "__index__") and operator.index(arg) > limit:
+                raise LimitExceeded(
+                    f"{what}({', '.join(map(str, args))}) is over the sandbox's limit of "
+                    f"{limit} for its arguments"
+                )
+        return fn(*args)
+
+    return wrapper
+
+
+def wraps(wrapped: Any) -> Callable[[Any], Any]:
+    """functools.wraps with the default attributes only."""
+    return functools.wraps(wrapped)
+
+
+class SafeAttrgetter:
+    """operator.attrgetter that reads through the sandbox's attribute guard."""
+
+    __slots__ = ("_paths", "_getattr")
+
+    def __init__(self, getattr_: Callable[[Any, str], Any], *attrs: str) -> None:
+        for attr in attrs:
+            if type(attr) is not str:
+                raise TypeError("attribute name must be a string")
+        self._getattr = getattr_
+        self._paths = tuple(tuple(a.split(".")) for a in attrs)
+        for path in self._paths:
+            for part in path:
+                if part.startswith("_"):
+                    raise refusal(
+                        f"attribute {part!r} starts with '_': underscore attributes are not "
+                        "available in the sandbox"
+                    )
+
+    def _one(self, obj: Any, path: tuple[str, ...]) -> Any:
+        for part in path:
+            obj = self._getattr(obj, part)
+        return obj
+
+    def __call__(self, obj: Any) -> Any:
+        if len(self._paths) == 1:
+            return self._one(obj, self._paths[0])
+        return tuple(self._one(obj, p) for p in self._paths)
+
+    def __repr__(self) -> str:
+        return f"operator.attrgetter({', '.join(repr('.'.join(p)) for p in self._paths)})"
+
+
+class SafeMethodcaller:
+    """operator.methodcaller that looks the method up through the sandbox's attribute guard."""
+
+    __slots__ = ("_name", "_args", "_kwargs", "_getattr")
+
+    def __init__(self, getattr_: Callable[[Any, str], Any], name: str, *args: Any, **kwargs: Any) -> None:
+        if type(name) is not str:
+            raise TypeError("method name must be a string")
+        if name.startswith("_"):
+            raise refusal(
+                f"method {name!r} starts with '_': underscore attributes are not available in the sandbox"
+            )
+        self._getattr, self._name, self._args, self._kwargs = getattr_, name, args, kwargs
+
+    def __call__(self, obj: Any) -> Any:
+        return self._getattr(obj, self._name)(*self._args, **self._kwargs)
+
+    def __repr__(self) -> str:
+        return f"operator.methodcaller({self._name!r}, ...)"
+
+
+class CappedContext(decimal.Context):
+    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted)."""
+
+    MAX_PREC = 100_000
+
+    def __init__(self, prec: int | None = None, *args: Any, **kwargs: Any) -> None:
+        if prec is not None and operator.index(prec) > self.MAX_PREC:
+            raise LimitExceeded(f"decimal precision {prec} is over the sandbox's limit of {self.MAX_PREC}")
+        super().__init__(prec, *args, **kwargs)
+
+
+def localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> Any:
+    prec = kwargs.get("prec")
+    if prec is not None and operator.index(prec) > CappedContext.MAX_PREC:
+        raise LimitExceeded(
+            f"decimal precision {prec} is over the sandbox's limit of {CappedContext.MAX_PREC}"
+        )
+    return decimal.localcontext(ctx, **kwargs)
+
+
+class SafeEnumType(enum.EnumType):
+    """EnumType whose functional API (`Enum('Name', names)`) refuses underscore member names (dunders would
+    become methods of the new class, a type() factory)."""
+
+    def __call__(cls, value: Any, names: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if names is not None:
+            names = enum_names(names)
+        return super().__call__(value, names, *args, **kwargs)
+
+
+def enum_names(names: Any) -> Any:
+    """Materialise the functional API's `names` once (no second look a stateful object could change)."""
+    if isinstance(names, str):
+        text = str.__str__(names)
+        checked: list[Any] = text.replace(",", " ").split()
+        keys = checked
+        result: Any = text
+    else:
+        items = list(names)
+        if hasattr(names, "keys"):
+            result = [(key, names[key]) for key in items]
+        elif all(type(item) is str for item in items):
+            result = items
+        else:
+            result = [tuple(item) for item in items]
+        keys = [item if type(item) is str else item[0] if len(item) == 2 else None for item in result]
+    for name in keys:
+        if type(name) is not str or name.startswith("_"):
+            raise refusal(
+                f"enum member name {name!r} is not allowed: names must be strings that do not start with '_'"
+            )
+    return result
+
+
+class Enum(enum.Enum, metaclass=SafeEnumType):
+    """enum.Enum for cells (its functional API refuses underscore names)."""
+
+
+class IntEnum(enum.IntEnum, metaclass=SafeEnumType):
+    """enum.IntEnum for cells."""
+
+
+class StrEnum(enum.StrEnum, metaclass=SafeEnumType):
+    """enum.StrEnum for cells."""
+
+
+class Flag(enum.Flag, metaclass=SafeEnumType):
+    """enum.Flag for cells."""
+
+
+class IntFlag(enum.IntFlag, metaclass=SafeEnumType):
+    """enum.IntFlag for cells."""
