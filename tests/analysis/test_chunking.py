@@ -72,3 +72,10 @@ def test_line_windows_cover_every_line(content: str, size: int, overlap: int) ->
     assert windows[0][0] == 0 and windows[-1][1] == len(content)
     for (_, b), (c, _) in zip(windows, windows[1:], strict=False):
         assert c <= b  # overlapping or touching, never a gap
+
+
+@given(st.text(alphabet=st.sampled_from("ab \n\r"), max_size=3000))
+def test_ranking_index_uses_the_same_50_line_windows(content: str) -> None:
+    from rlm_kernel.analysis.ranking import ChunkIndex
+
+    assert ChunkIndex.build(content).windows == line_windows(content)
