@@ -272,7 +272,13 @@ class RLMTransformer(RestrictingNodeTransformer):
             new.name = saved
         finally:
             self.scopes.pop()
-        new.body.insert(0, self._cancel_check(node))
+        has_docstring = (
+            new.body
+            and isinstance(new.body[0], ast.Expr)
+            and isinstance(new.body[0].value, ast.Constant)
+            and isinstance(new.body[0].value.value, str)
+        )
+        new.body.insert(1 if has_docstring else 0, self._cancel_check(node))
         return new
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
@@ -288,11 +294,11 @@ class RLMTransformer(RestrictingNodeTransformer):
 
     @staticmethod
     def _cancel_check(node: ast.AST) -> ast.stmt:
-        stmt = ast.Expr(ast.Call(func=ast.Name("_cancel_check_", ast.Load()), args=[], keywords=[]))
-        copy_locations(stmt, node)
-        ast.fix_missing_locations(stmt)
+        """`_cancel_check_()`: re-raises a time-out, so handlers and finally blocks cannot absorb it."""
+        stmt = ast.Expr(_call("_cancel_check_"))
         for sub in ast.walk(stmt):
-            copy_locations(sub, node) if hasattr(sub, "lineno") else None
+            if "lineno" in sub._attributes:
+                copy_locations(sub, node)
         return stmt
 
     # -- size-capped operators ------------------------------------------------------------------------------

@@ -178,3 +178,11 @@ def test_syntax_error_is_one_line(session: SandboxSession) -> None:
     outcome = run_source("x = 1\ny = (", new_namespace(session), session)
     assert outcome.error is not None and outcome.error.startswith("SyntaxError: line 2: 'y = (' — ")
     assert "\n" not in outcome.error and "<repl>" not in outcome.error
+
+
+def test_docstrings_survive(session: SandboxSession) -> None:
+    source = (
+        'def f():\n    """Doc."""\n    return 1\nclass A:\n    """Class doc."""\nf.__doc__, A.__doc__, f()'
+    )
+    outcome = run_source(source, new_namespace(session), session)
+    assert outcome.value_repr == "('Doc.', 'Class doc.', 1)", outcome
