@@ -15,7 +15,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -494,6 +494,8 @@ class LLMClient:
             budget.release(reservation)
             event("failed", error="cancelled", latency_s=time.monotonic() - t0)
             raise
+        if not resp.input_tokens and not resp.output_tokens:  # a server that reports no usage: estimate it
+            resp = replace(resp, input_tokens=item.est_input, output_tokens=estimate_tokens(resp.text))
         usd = cost_usd(req.model, resp.input_tokens, resp.output_tokens, self.config.prices)
         budget.settle(reservation, resp.input_tokens, resp.output_tokens, usd)
         try:

@@ -161,3 +161,13 @@ def test_session_budget_follows_rlm_set(monkeypatch: pytest.MonkeyPatch, tmp_pat
         same.reserve(1, 1, None)
     set_setting("budget_max_calls", "")
     assert get_session_budget().limits["max_calls"] is None
+
+
+def test_missing_usage_is_estimated_not_free(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    from tests.llm_server import Reply
+
+    llm_server.queue(Reply("a reply of forty characters, more or less", input_tokens=0, output_tokens=0))
+    budget = Budget()
+    out = make_client().complete("x" * 400, budget=budget)
+    assert out.input_tokens >= 100 and out.output_tokens >= 10
+    assert budget.snapshot()["input_tokens"] == out.input_tokens

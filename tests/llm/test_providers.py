@@ -44,3 +44,12 @@ def test_gemini_shape() -> None:
 def test_gemini_blocked_prompt_is_an_empty_answer() -> None:
     resp = gemini.parse(b'{"promptFeedback": {"blockReason": "SAFETY"}}', {}, "g")
     assert resp.text == "" and resp.finish_reason == "blocked: SAFETY"
+
+
+def test_gemini_thinking_tokens_count_as_output() -> None:
+    body = (
+        b'{"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}],'
+        b' "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2, "thoughtsTokenCount": 30}}'
+    )
+    resp = gemini.parse(body, {}, "gemini-2.5-pro")
+    assert (resp.input_tokens, resp.output_tokens, resp.finish_reason) == (5, 32, "stop")

@@ -58,7 +58,8 @@ def parse(body: bytes, headers: dict[str, str], model: str) -> ChatResponse:
         text=text,
         model=str(data.get("modelVersion") or model),
         input_tokens=int(usage.get("promptTokenCount") or 0),
-        output_tokens=int(usage.get("candidatesTokenCount") or 0),
+        # thinking tokens are billed as output
+        output_tokens=int(usage.get("candidatesTokenCount") or 0) + int(usage.get("thoughtsTokenCount") or 0),
         finish_reason=_STOP.get(stop, stop.lower() if isinstance(stop, str) else stop),
         request_id=data.get("responseId"),
     )
