@@ -103,6 +103,30 @@ class SandboxSession:
         else:
             self.output_dropped += size
 
+    def cap_mimebundle(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Apply the per-cell output cap to a display bundle (execute_result or display_data).
+
+        A frontend shows one representation, so the bundle counts as its largest one. Within the cap it is
+        returned unchanged; over it, only `text/plain` is kept, cut to the remaining room, with the
+        "output truncated" note (rich representations cannot be cut safely).
+        """
+        cap = self.limits.output_bytes
+        if not cap:
+            return data
+        sizes = {key: _size(value) for key, value in data.items()}
+        largest = max(sizes.values(), default=0)
+        room = cap - self.output_used
+        if largest <= room:
+            self.output_used += largest
+            return data
+        text = data.get("text/plain")
+        text = text if isinstance(text, str) else ""
+        kept = text.encode("utf-8", "surrogatepass")[: max(room, 0)].decode("utf-8", "ignore")
+        self.output_used = cap
+        dropped = largest - len(kept.encode("utf-8", "surrogatepass"))
+        note = f"[output truncated: {dropped} bytes over the {cap}-byte limit per cell (RLM_OUTPUT_BYTES)]"
+        return {"text/plain": f"{kept}\n{note}" if kept else note}
+
     # -- user classes ---------------------------------------------------------------------------------------
     def mark_user_class(self, cls: Any) -> Any:
         """Record a class defined by a cell (its instances accept attribute writes)."""
@@ -118,3 +142,11 @@ class SandboxSession:
         if isinstance(obj, type):
             return any(c in classes for c in obj.__mro__)
         return any(c in classes for c in type(obj).__mro__)
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, bytes):
+        return len(value)
+    return len(repr(value))

@@ -180,3 +180,20 @@ def test_cpu_rlimit_restored_after_cell(session: SandboxSession) -> None:
         soft, _ = resource.getrlimit(resource.RLIMIT_CPU)
         assert soft != resource.RLIM_INFINITY
     assert resource.getrlimit(resource.RLIMIT_CPU) == before
+
+
+def test_display_bundles_share_the_output_cap(session: SandboxSession) -> None:
+    session.begin_cell()
+    small = {"text/plain": "ok", "text/html": "<b>ok</b>"}
+    assert session.cap_mimebundle(small) is small
+    big = {"text/plain": "p" * 150_000, "text/html": "<i>" + "h" * 200_000 + "</i>"}
+    capped = session.cap_mimebundle(big)
+    assert list(capped) == ["text/plain"]
+    text = capped["text/plain"]
+    assert text.startswith("p" * 1000) and len(text) < 100_200
+    assert text.endswith("bytes over the 100000-byte limit per cell (RLM_OUTPUT_BYTES)]")
+    assert session.cap_mimebundle({"text/plain": "more"})["text/plain"].startswith(
+        "[output truncated: 4 bytes"
+    )
+    session.begin_cell()
+    assert session.cap_mimebundle({"text/plain": "fresh"}) == {"text/plain": "fresh"}
