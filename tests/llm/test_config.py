@@ -254,3 +254,13 @@ def test_other_parts_can_register_a_setting(tmp_path: Path) -> None:
 def test_replay_needs_no_key() -> None:
     cfg = load_config(environ={"RLM_PROVIDER": "openai", "RLM_CACHE": "replay"})
     assert cfg.provider == "openai" and not cfg.has_api_key and cfg.cache == "replay"
+
+
+def test_show_reports_an_invalid_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("RLM_CONFIG", raising=False)
+    monkeypatch.setenv("RLM_BASE_URL", URL)
+    monkeypatch.setenv("RLM_CONCURRENCY", "lots")
+    text = repr(rlm_show())
+    assert "invalid" in text and "RLM_CONCURRENCY" in text and "whole number" in text
+    assert "no usable configuration" in repr(rlm_providers())
