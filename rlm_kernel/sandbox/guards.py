@@ -181,7 +181,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
         # Fast path: an ordinary public name yielding an ordinary value.
-        if type(name) is str and name[:1] != "_" and name not in slow_names:
+        if type(name) is str and name[:1] != "_" and name not in slow_names and type(obj) is not super:
             try:
                 value = getattr(obj, name)
             except AttributeError as exc:
@@ -196,6 +196,15 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             return check_value(value, f"attribute {name!r}")
         if type(name) is not str:
             raise TypeError(f"attribute name must be a string, not {type(name).__name__}")
+        target = obj
+        if type(obj) is super:
+            # Only super() inside a method of your own class, and judged by the object it is bound to.
+            if not session.is_user_object(obj.__thisclass__):
+                raise refusal(
+                    "super() with a library class is not available in the sandbox; call the method "
+                    "on the object itself"
+                )
+            target = obj.__self__
         if name.startswith("_"):
             if name in READABLE_DUNDERS:
                 value = getattr(obj, name, None)
@@ -206,9 +215,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                     "names and docstrings"
                 )
             if type(obj) is super and name in ALLOWED_DUNDER_METHODS:
-                # super() inside a method of your own class (not super(LibraryClass, library_object)).
-                if session.is_user_object(obj.__thisclass__):
-                    return getattr(obj, name)
+                return getattr(obj, name)
             if not private_allowed(obj, name):
                 raise refusal(
                     f"attribute {name!r} starts with '_': underscore attributes are not available "
@@ -219,7 +226,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                 f"attribute {name!r} reaches frames or code objects, which the sandbox does not allow"
             )
         elif name in _SPECIAL:
-            handled = _SPECIAL[name](obj, name)
+            handled = _SPECIAL[name](target, name)
             if handled is not _RAISE:
                 return handled
         try:
