@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["line_starts", "line_windows", "split_even"]
+__all__ = ["MAX_LINE", "line_starts", "line_windows", "split_even"]
 
+MAX_LINE = 400
+"""Lines longer than this count as several lines when windowing (minified code, one-line JSON)."""
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _SPACE = re.compile(r"\s")
 
 
-def line_starts(content: str) -> list[int]:
-    """Offsets where each line begins (`\\n`, `\\r\\n`, lone `\\r` end lines); starts with 0."""
+def line_starts(content: str, max_line: int | None = None) -> list[int]:
+    """Offsets where each line begins (`\\n`, `\\r\\n`, lone `\\r` end lines); starts with 0.
+
+    With `max_line`, a longer line (minified code, one-line JSON) counts as several lines, broken after
+    whitespace near every `max_line` characters (mid-text where there is none).
+    """
     if "\r" not in content:
         starts = [0]
         find = content.find
@@ -27,13 +33,35 @@ def line_starts(content: str) -> list[int]:
         starts = [0] + [m.end() for m in _NEWLINE.finditer(content)]
     if len(starts) > 1 and starts[-1] == len(content):
         starts.pop()  # a trailing newline does not open another line
+    if max_line is not None:
+        starts = _break_long_lines(content, starts, max_line)
     return starts
 
 
-def line_windows(content: str, lines_per_chunk: int = 50, overlap: int = 5) -> list[tuple[int, int]]:
+def _break_long_lines(content: str, starts: list[int], max_line: int) -> list[int]:
+    ends = [*starts[1:], len(content)]
+    if all(b - a <= max_line for a, b in zip(starts, ends, strict=True)):
+        return starts
+    out: list[int] = []
+    for a, b in zip(starts, ends, strict=True):
+        out.append(a)
+        while b - a > max_line:
+            cut = -1
+            for m in _SPACE.finditer(content, a + max_line // 2, a + max_line):
+                cut = m.end()
+            a = cut if a < cut < b else a + max_line
+            if a < b:
+                out.append(a)
+    return out
+
+
+def line_windows(
+    content: str, lines_per_chunk: int = 50, overlap: int = 5, max_line: int | None = MAX_LINE
+) -> list[tuple[int, int]]:
     """Windows of `lines_per_chunk` lines, each starting `lines_per_chunk - overlap` lines after the last.
 
-    Returns (start, end) offsets; the last window may be shorter. Empty content gives no windows.
+    Returns (start, end) offsets; the last window may be shorter. Empty content gives no windows. Lines
+    longer than `max_line` characters count as several (so one-line files still give bounded chunks).
     """
     if not content:
         return []
@@ -42,7 +70,7 @@ def line_windows(content: str, lines_per_chunk: int = 50, overlap: int = 5) -> l
             f"line_windows needs lines_per_chunk >= 1 and 0 <= overlap < lines_per_chunk, "
             f"got {lines_per_chunk} and {overlap}"
         )
-    starts = line_starts(content)
+    starts = line_starts(content, max_line)
     n_lines = len(starts)
     step = lines_per_chunk - overlap
     windows = []

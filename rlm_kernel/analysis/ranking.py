@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlm_kernel.analysis.chunking import line_starts
+from rlm_kernel.analysis.chunking import MAX_LINE, line_starts
 from rlm_kernel.analysis.tokens import STOP_WORDS, WORD, terms_of
 
 __all__ = ["ChunkIndex", "clear_cache", "get_index"]
@@ -45,7 +45,7 @@ class ChunkIndex:
         empty = np.empty(0, dtype=np.int64)
         if not content:
             return cls([], {}, np.zeros(1, dtype=np.int64), empty, np.empty(0, dtype=np.float32))
-        starts = line_starts(content)
+        starts = line_starts(content, MAX_LINE)
         n_lines = len(starts)
         step = lines_per_chunk - overlap
         n_chunks = 1 if n_lines <= lines_per_chunk else 1 + -(-(n_lines - lines_per_chunk) // step)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rlm_kernel.analysis.chunking import line_starts, line_windows, split_even
+from rlm_kernel.analysis.chunking import MAX_LINE, line_starts, line_windows, split_even
 
 
 def test_spec_01_08_chunks_of_50_lines_with_5_overlap() -> None:
@@ -79,3 +79,13 @@ def test_ranking_index_uses_the_same_50_line_windows(content: str) -> None:
     from rlm_kernel.analysis.ranking import ChunkIndex
 
     assert ChunkIndex.build(content).windows == line_windows(content)
+
+
+def test_long_lines_count_as_several_so_one_line_files_give_bounded_chunks() -> None:
+    one_line = " ".join(f"word{i}" for i in range(20_000))  # ~130K characters, no newline
+    windows = line_windows(one_line)
+    assert len(windows) > 1
+    assert max(b - a for a, b in windows) <= 50 * MAX_LINE
+    assert windows[0][0] == 0 and windows[-1][1] == len(one_line)
+    assert all(one_line[a - 1] == " " for a, _ in windows[1:])  # broken after whitespace
+    assert line_windows("x" * 1000, 2, 1, max_line=300) == [(0, 600), (300, 900), (600, 1000)]
