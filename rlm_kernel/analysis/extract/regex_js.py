@@ -262,15 +262,23 @@ class _JsExtractor:
         return name, name_pos
 
     def _typed_params(self, line_start: int, j: int) -> int | None:
-        """For `(a): T =>` find the parameter list's `(`; None when the text before `=>` is no such thing."""
+        """For `(a): T =>` find the parameter list's `(`; None when the text before `=>` is no such thing.
+
+        The return type may hold object types (`{ a: T; b: U }`) and span a few lines.
+        """
         m = self.m
-        seg = m[line_start : j + 1]
+        start = max(0, j - 600)
+        seg = m[start : j + 1]
         close = seg.rfind(")")
         while close != -1:
             tail = seg[close + 1 :]
-            if re.fullmatch(r"\s*:[^;=()]*", tail) or re.fullmatch(r"\s*:\s*[\w$.]+\s+is\s+[^;=()]*", tail):
-                return self.br.open_of.get(line_start + close)
-            if "(" in tail or ")" in tail:
+            for _ in range(4):  # drop nested object types, innermost first
+                tail, n = _OBJECT_TYPE.subn("T", tail)
+                if not n:
+                    break
+            if _RETURN_TYPE.fullmatch(tail) or _PREDICATE_TYPE.fullmatch(tail):
+                return self.br.open_of.get(start + close)
+            if "(" in tail or ")" in tail or ";" in tail:
                 return None
             close = seg.rfind(")", 0, close)
         return None
@@ -366,6 +374,9 @@ class _JsExtractor:
         return kind
 
 
+_OBJECT_TYPE = re.compile(r"\{[^{}()]*\}")
+_RETURN_TYPE = re.compile(r"\s*:[^;=()]*")
+_PREDICATE_TYPE = re.compile(r"\s*:\s*[\w$.]+\s+is\s+[^;=()]*")
 _EXPR_STOP = re.compile(r"[\n;,(){}\[\]]")
 
 
