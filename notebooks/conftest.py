@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
+# Not tutorials: the corpora, and the trajectories notebook 5 saves (notebooks nbval must not collect).
+collect_ignore = ["data", "runs", "record.py"]
 CACHE_ROOT = HERE / ".rlm-cache"
 
 # Keys that would make the kernel pick a real provider instead of the recorded offline model.

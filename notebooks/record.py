@@ -42,7 +42,8 @@ def record(notebook: Path, *, timeout: int = 3600, keep_cache: bool = False) -> 
         os.environ.update(kernel_env(notebook, "readwrite"))
         nb = nbformat.read(notebook, as_version=4)
         client = NotebookClient(
-            nb, kernel_name="rlm", timeout=timeout, resources={"metadata": {"path": str(notebook.parent)}},
+            nb, kernel_name="rlm", timeout=timeout, record_timing=False,
+            resources={"metadata": {"path": str(notebook.parent)}},
         )
         started = time.monotonic()
         client.execute()
