@@ -156,7 +156,12 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "partial partialmethod cmp_to_key total_ordering lru_cache cache "
         "cached_property singledispatch singledispatchmethod",
     )
-    f["functools"].update(reduce=safe.reduce, wraps=safe.wraps)
+    own_class = _own_class_check(session)
+    f["functools"].update(
+        reduce=safe.reduce,
+        wraps=lambda wrapped: _own_function_decorator(functools.wraps(wrapped), "functools.wraps"),
+        total_ordering=own_class(functools.total_ordering, "functools.total_ordering"),
+    )
     f["operator"] = {
         k: v
         for k, v in vars(operator).items()
@@ -290,12 +295,62 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "dataclass field fields asdict astuple replace is_dataclass "
         "FrozenInstanceError InitVar MISSING KW_ONLY",
     )
+    f["dataclasses"]["dataclass"] = _dataclass(own_class)
+    f["typing"].update(
+        final=own_class(typing.final, "typing.final", functions=True),
+        runtime_checkable=own_class(typing.runtime_checkable, "typing.runtime_checkable"),
+    )
 
     facades = {name: _facade(name, attrs) for name, attrs in f.items() if name != "collections.abc"}
     abc_facade = _facade("collections.abc", f["collections.abc"])
     facades["collections.abc"] = abc_facade
     facades["collections"] = _facade("collections", {**f["collections"], "abc": abc_facade})
     return facades
+
+
+def _own_class_check(session: SandboxSession) -> Callable[..., Callable[[Any], Any]]:
+    """Wrap a class decorator that modifies its argument so it accepts only classes defined in cells."""
+
+    def wrap(decorator: Callable[[Any], Any], what: str, functions: bool = False) -> Callable[[Any], Any]:
+        @functools.wraps(decorator)
+        def checked(target: Any) -> Any:
+            own = (
+                session.is_user_object(target)
+                if isinstance(target, type)
+                else (functions and _is_cell_function(target))
+            )
+            if not own:
+                raise refusal(f"{what} changes what it decorates; use it on your own classes only")
+            return decorator(target)
+
+        return checked
+
+    return wrap
+
+
+def _is_cell_function(fn: Any) -> bool:
+    from rlm_kernel.sandbox.policy import is_sandboxed_filename
+
+    code = getattr(fn, "__code__", None)
+    return code is not None and is_sandboxed_filename(code.co_filename)
+
+
+def _own_function_decorator(decorator: Callable[[Any], Any], what: str) -> Callable[[Any], Any]:
+    def checked(target: Any) -> Any:
+        if not _is_cell_function(target):
+            raise refusal(f"{what} changes what it decorates; use it on your own functions only")
+        return decorator(target)
+
+    return checked
+
+
+def _dataclass(own_class: Callable[..., Callable[[Any], Any]]) -> Callable[..., Any]:
+    def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
+        """dataclasses.dataclass for classes defined in cells."""
+        decorate = own_class(lambda c: dataclasses.dataclass(c, **kwargs), "dataclasses.dataclass")
+        return decorate if cls is None else decorate(cls)
+
+    return dataclass
 
 
 def _guarded_item_op(session: SandboxSession, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -257,9 +257,13 @@ class RLMTransformer(RestrictingNodeTransformer):
             new.name = saved
         finally:
             self.scopes.pop()
-        mark = ast.Name("_mark_class_", ast.Load())
-        copy_locations(mark, node)
-        new.decorator_list.insert(0, mark)
+        # Marked before any decorator runs (so class decorators can tell it is yours) and after the last
+        # (a decorator such as dataclass(slots=True) may return a new class).
+        first, last = ast.Name("_mark_class_", ast.Load()), ast.Name("_mark_class_", ast.Load())
+        copy_locations(first, node)
+        copy_locations(last, node)
+        new.decorator_list.insert(0, last)
+        new.decorator_list.append(first)
         copy_locations(new, node)
         return new
 

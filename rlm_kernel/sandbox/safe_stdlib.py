@@ -33,7 +33,6 @@ __all__ = [
     "prod",
     "reduce",
     "repeat",
-    "wraps",
 ]
 
 
@@ -114,11 +113,6 @@ def capped(fn: Callable[..., Any], limit: int, what: str) -> Callable[..., Any]:
         return fn(*args)
 
     return wrapper
-
-
-def wraps(wrapped: Any) -> Callable[[Any], Any]:
-    """functools.wraps with the default attributes only."""
-    return functools.wraps(wrapped)
 
 
 class SafeAttrgetter:
