@@ -20,7 +20,7 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from rlm_kernel.sandbox.caps import SafeFormatter, make_caps
 from rlm_kernel.sandbox.errors import CellTimeout, refusal
-from rlm_kernel.sandbox.policy import ALLOWED_DUNDER_METHODS, READABLE_DUNDERS
+from rlm_kernel.sandbox.policy import ALLOWED_DUNDER_METHODS, READABLE_DUNDERS, is_sandboxed_filename
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -347,6 +347,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             raise CellTimeout(session.cancelled)
         if type(obj) in WRITABLE_TYPES or session.is_user_object(obj):
             return obj
+        if type(obj) is types.FunctionType and is_sandboxed_filename(obj.__code__.co_filename):
+            return obj  # attributes of your own functions (f.calls = 0)
         from rlm_kernel.sandbox.facades import Facade
 
         if isinstance(obj, Facade):
