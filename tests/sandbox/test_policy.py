@@ -164,3 +164,29 @@ def test_computed_dunder_names_are_always_refused(body: str) -> None:
     namespace["name"] = f"__{body}"
     outcome = run_source("getattr((1).real, name)", namespace, session)
     assert outcome.error is not None and outcome.error.startswith("SandboxError"), outcome
+
+
+_ATTR = st.sampled_from(["real", "imag", "upper", "__class__", "__init__", "__globals__", "_x", "__dict__"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_ATTR, min_size=1, max_size=4), st.sampled_from(["format", "format_map", "userstring"]))
+def test_format_field_walks_never_reach_underscore_attributes(chain: list[str], how: str) -> None:
+    session = SandboxSession(Limits(memory_mb=0))
+    namespace = new_namespace(session)
+    field = "x." + ".".join(chain)
+    namespace["template"] = "{" + field + "}"
+    call = {
+        "format": "template.format(x=1)",
+        "format_map": "template.format_map({'x': 1})",
+        "userstring": "import collections\ncollections.UserString(template).format(x=1)",
+    }[how]
+    outcome = run_source(call, namespace, session)
+    first_private = next((i for i, part in enumerate(chain) if part.startswith("_")), None)
+    if first_private is not None:
+        assert outcome.error is not None and outcome.value_repr is None, outcome
+        reachable = all(part in ("real", "imag") for part in chain[:first_private])
+        if reachable:  # the walk got as far as the underscore name: the guard refused it
+            assert outcome.error.startswith("SandboxError"), outcome
+    else:
+        assert outcome.error is None or "AttributeError" in outcome.error, outcome
