@@ -144,8 +144,8 @@ class RLMTransformer(RestrictingNodeTransformer):
             if node.id in ALWAYS_REFUSED:
                 self.refuse(node, REFUSED_NAMES[node.id])
                 return node
-            if _HISTORY_NAME.match(node.id) or node.id in self.trusted_names:
-                return node
+            if _HISTORY_NAME.match(node.id) or node.id in self.trusted_names or node.id == "__name__":
+                return node  # history values, the kernel's own helpers, and the module name '__main__
         return super().visit_Name(node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
