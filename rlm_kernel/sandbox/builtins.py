@@ -136,6 +136,14 @@ def make_builtins(
     ) -> Any:
         return session.import_facade(name, fromlist, level)
 
+    def safe_vars(*args: Any) -> dict[str, Any]:
+        if len(args) != 1:
+            raise refusal("vars() without an argument is not available: it would expose the sandbox guards")
+        obj = args[0]
+        if not session.is_user_object(obj):
+            raise refusal("vars() is only available for objects of classes defined in cells")
+        return {k: v for k, v in _py.vars(obj).items() if not (k.startswith("__") and k.endswith("__"))}
+
     from IPython.display import display
 
     table.update(
@@ -164,6 +172,7 @@ def make_builtins(
     )
     for name, reason in REFUSED_NAMES.items():
         table[name] = _refuser(name, reason)
+    table["vars"] = safe_vars
     return table
 
 

@@ -12,7 +12,7 @@ from IPython.core.error import InputRejected
 
 from rlm_kernel.errors import RLMError
 
-__all__ = ["CellTimeout", "LimitExceeded", "SandboxError", "format_refusal", "refusal"]
+__all__ = ["CellTimeout", "LimitExceeded", "ModuleNotAvailable", "SandboxError", "format_refusal", "refusal"]
 
 
 class SandboxError(RLMError, InputRejected):
@@ -20,6 +20,10 @@ class SandboxError(RLMError, InputRejected):
 
     The message reads ``line N: '<snippet>' — <reason>`` when the line is known, else just the reason.
     """
+
+
+class ModuleNotAvailable(SandboxError, ImportError):
+    """`import x` for a module outside the allowlist; an ImportError, so `except ImportError:` works."""
 
 
 class LimitExceeded(RLMError):
@@ -60,7 +64,7 @@ def _caller_line(filenames: tuple[str, ...] | None = None) -> tuple[int | None, 
     return None, None
 
 
-def refusal(reason: str) -> SandboxError:
+def refusal(reason: str, kind: type[SandboxError] = SandboxError) -> SandboxError:
     """A run-time `SandboxError` pointing at the user's line that triggered it (when it can be found)."""
     lineno, snippet = _caller_line()
-    return SandboxError(format_refusal(lineno, snippet, reason))
+    return kind(format_refusal(lineno, snippet, reason))

@@ -10,6 +10,7 @@ import bisect
 import cmath
 import collections
 import collections.abc
+import copy
 import csv
 import dataclasses
 import datetime
@@ -31,6 +32,7 @@ import re
 import statistics
 import string
 import textwrap
+import time
 import typing
 import unicodedata
 from collections.abc import Callable
@@ -38,7 +40,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.sandbox import safe_stdlib as safe
-from rlm_kernel.sandbox.errors import SandboxError, refusal
+from rlm_kernel.sandbox.errors import ModuleNotAvailable, SandboxError, refusal
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -102,9 +104,9 @@ def _facade(name: str, attrs: dict[str, Any]) -> Facade:
 
 
 ALLOWED_MODULES = (
-    "base64 bisect cmath collections collections.abc csv dataclasses datetime decimal difflib enum fractions "
-    "functools hashlib heapq io itertools json math operator pprint random re statistics string textwrap "
-    "typing unicodedata"
+    "base64 bisect cmath collections collections.abc copy csv dataclasses datetime decimal difflib enum "
+    "fractions functools hashlib heapq io itertools json math operator pprint random re statistics string "
+    "textwrap time typing unicodedata"
 ).split()
 
 
@@ -242,6 +244,13 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "QUOTE_ALL QUOTE_MINIMAL QUOTE_NONE QUOTE_NONNUMERIC Error list_dialects get_dialect",
     )
     f["io"] = _pick(io, "StringIO BytesIO")
+    f["time"] = _pick(
+        time,
+        "time time_ns perf_counter perf_counter_ns monotonic monotonic_ns process_time process_time_ns "
+        "sleep strftime strptime gmtime localtime mktime ctime asctime struct_time timezone altzone daylight "
+        "tzname",
+    )
+    f["copy"] = _pick(copy, "copy deepcopy Error")
 
     def _pprint(
         obj: Any,
@@ -394,7 +403,8 @@ def import_facade(session: SandboxSession, name: Any, fromlist: Any = (), level:
     if facade is None:
         raise refusal(
             f"module {name!r} is not available in the rlm kernel; available modules: "
-            f"{', '.join(ALLOWED_MODULES)}"
+            f"{', '.join(ALLOWED_MODULES)}",
+            ModuleNotAvailable,
         )
     if fromlist:
         for item in fromlist:

@@ -154,6 +154,8 @@ def _is_dunder(name: str) -> bool:
 
 def make_guards(session: SandboxSession) -> dict[str, Any]:
     """Return the guard functions RestrictedPython-transformed code calls, bound to `session`."""
+    from rlm_kernel.sandbox.builtins import SafeType
+
     limits = session.limits
     denied_bases = _denied_bases()
 
@@ -453,6 +455,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_print_": Printer,
         "_cancel_check_": cancel_check,
         "_mark_class_": session.mark_user_class,
+        "_class_of_": SafeType,
         "_pow_": safe_pow,
         "_mul_": safe_mul,
         "_lshift_": safe_lshift,

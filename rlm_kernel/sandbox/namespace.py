@@ -31,6 +31,7 @@ GUARD_NAMES = (
     "_lshift_",
     "_mod_",
     "_format_",
+    "_class_of_",
 )
 
 

@@ -54,7 +54,7 @@ REFUSED_NAMES = {
     "breakpoint": "the debugger is not available in the rlm kernel",
     "globals": "globals() is not available: it would expose the sandbox guards",
     "locals": "locals() is not available: it would expose the sandbox guards",
-    "vars": "vars() is not available: it would expose object internals",
+    "vars": "vars() is only available for objects of classes defined in cells",
     "help": "help() is not available in the rlm kernel; use obj? in a cell instead",
     "memoryview": "memoryview() is not available in the rlm kernel",
 }
@@ -166,6 +166,18 @@ class RLMTransformer(RestrictingNodeTransformer):
     # -- attributes -----------------------------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         attr = node.attr
+        inner = node.value
+        if (
+            attr in READABLE_DUNDERS
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(inner, ast.Attribute)
+            and inner.attr == "__class__"
+        ):
+            # `obj.__class__.__name__` → the name of `type(obj)`: the class itself is never handed out.
+            call = _call("_getattr_", _call("_class_of_", self.visit(inner.value)), ast.Constant(attr))
+            for sub in (call, call.func, call.args[0], call.args[0].func, call.args[1]):
+                copy_locations(sub, node)
+            return call
         allowed_dunder = isinstance(node.ctx, ast.Load) and (
             attr in READABLE_DUNDERS
             or (attr in ALLOWED_DUNDER_METHODS and _is_super_call(node.value))

@@ -15,6 +15,7 @@ __all__ = [
     "LIMIT",
     "OK",
     "PAYLOADS",
+    "REFUSAL_ERRORS",
     "REFUSED",
     "TRUNCATED",
     "Payload",
@@ -29,6 +30,7 @@ OK = "ok"  # runs; `match` must appear in the output or result
 TRUNCATED = "truncated"  # runs; the output was cut with an "output truncated" note
 
 LIMIT_ERRORS = frozenset({"LimitExceeded", "CellTimeout", "MemoryError"})
+REFUSAL_ERRORS = frozenset({"SandboxError", "ModuleNotAvailable"})
 
 CANARY_ENV_VAR = "OPENAI_API_KEY"
 CANARY_VALUE = "sk-canary-7d1c0ffee5ecret"
@@ -92,6 +94,8 @@ PAYLOADS: list[Payload] = [
     _P("computed", "setattr_class", "class A: pass\nsetattr(A(), '__class__', int)", REFUSED),
     _P("computed", "delattr_dunder", "class A: pass\ndelattr(A, '__init__')", REFUSED),
     _P("computed", "vars", "vars(1)", REFUSED),
+    _P("computed", "vars_no_arg", "vars()", REFUSED),
+    _P("computed", "class_of_walk", "x = 1\nx.__class__.__base__", REFUSED),
     _P("computed", "map_getattr", "list(map(getattr, [1], ['__class__']))", REFUSED),
     _P("computed", "dir_hides_private", "print([n for n in dir(1) if n.startswith('_')])", OK, match="[]"),
     # -- format-string traversal ------------------------------------------------------------------------
@@ -176,6 +180,10 @@ PAYLOADS: list[Payload] = [
     _P("pivot", "typing_final_library", "import typing, json\ntyping.final(json.dumps)", REFUSED),
     _P("pivot", "decorators_own_ok", "import functools, typing, dataclasses\n@functools.total_ordering\n@dataclasses.dataclass(frozen=True)\nclass V:\n    n: int\n    def __lt__(self, o):\n        return self.n < o.n\ndef deco(f):\n    @functools.wraps(f)\n    def inner(*a):\n        return f(*a)\n    return inner\n@deco\n@typing.final\ndef g(x):\n    return x\nprint(V(1) <= V(2), g.__name__, g(3))", OK, match="True g 3"),
     _P("pivot", "library_function_attr", "import json\njson.dumps.cache = {}", REFUSED),
+    _P("pivot", "time_builtin_self", "import time\ntime.sleep.__self__", REFUSED),
+    _P("pivot", "time_sys", "import time\ntime.sys", BLOCKED),
+    _P("pivot", "copy_copyreg", "import copy\ncopy.copyreg.dispatch_table", BLOCKED),
+    _P("pivot", "copy_facade", "import copy, json\ncopy.copy(json)", BLOCKED),
     _P("pivot", "facade_write", "import json\njson.dumps = print", REFUSED),
     _P("pivot", "facade_delete", "import math\ndel math.pi", REFUSED),
     _P("pivot", "facade_type_new", "import re\ntype(re)('os', {})", REFUSED),
@@ -480,6 +488,9 @@ PAYLOADS: list[Payload] = [
        OK, match="1000000 1000000 2"),
     _P("control", "function_attributes", "def f():\n    f.calls += 1\n    return f.calls\nf.calls = 0\nf()\nprint(f())", OK, match="2"),
     _P("control", "main_guard", "def main():\n    print('main ran')\nif __name__ == '__main__':\n    main()", OK, match="main ran"),
+    _P("control", "class_name_idiom", "class A:\n    def __repr__(self):\n        return f'{self.__class__.__name__}({vars(self)})'\n    def __init__(self):\n        self.n = 1\nprint(repr(A()), A().__class__.__name__)", OK, match="A({'n': 1}) A"),
+    _P("control", "import_fallback", "try:\n    import numpy as np\nexcept ImportError:\n    np = None\nprint(np)", OK, match="None"),
+    _P("control", "time_and_copy", "import time, copy\nt = time.perf_counter()\nx = [[1], {'a': 2}]\ny = copy.deepcopy(x)\ny[0].append(3)\nprint(x, y, time.perf_counter() >= t)", OK, match="[[1], {'a': 2}] [[1, 3], {'a': 2}] True"),
     _P("control", "while_loop_done", "n = 0\nwhile n < 100000:\n    n += 1\nprint(n)", OK, match="100000"),
     _P("control", "try_finally_ok", "def f():\n    try:\n        return 1\n    finally:\n        print('cleanup')\nprint(f())",
        OK, match="cleanup\n1"),
