@@ -62,6 +62,7 @@ def render(payload: Payload, secret_file: str) -> str:
 
 _P = Payload
 
+# fmt: off
 PAYLOADS: list[Payload] = [
     # -- dunder walks ---------------------------------------------------------------------------------------
     _P("dunder", "subclasses", "().__class__.__bases__[0].__subclasses__()", REFUSED),
@@ -496,3 +497,4 @@ PAYLOADS: list[Payload] = [
        OK, match="cleanup\n1"),
     _P("control", "history_underscore", "40 + 2", OK, match="42", kernel_only=True),
 ]
+# fmt: on
