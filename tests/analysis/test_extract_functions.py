@@ -369,3 +369,20 @@ def test_line_numbers_always_lie_within_the_content(source: str, language: str, 
     for r in got:
         assert 1 <= r["start_line"] <= r["end_line"] <= n_lines
         assert r["name"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_go_unicode_names_nested_receivers_and_multiline_type_parameters(engine: str) -> None:
+    source = (
+        "package p\n"
+        "func Äbar(x int) int { return x }\n"
+        "func ((*(T1))) m1() {}\n"
+        "func _[\n\tA any,\n\tB ~int | ~string,\n](a A, b B) {\n}\n"
+        "func\nold() {\n}\n"
+    )
+    assert spans(extract_functions(source, "go", engine=engine)) == [
+        ("Äbar", 2, 2),
+        ("m1", 3, 3),
+        ("_", 4, 8),
+        ("old", 10, 11),
+    ]
