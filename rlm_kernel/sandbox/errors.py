@@ -23,7 +23,13 @@ class SandboxError(RLMError, InputRejected):
 
 
 class ModuleNotAvailable(SandboxError, ImportError):
-    """`import x` for a module outside the allowlist; an ImportError, so `except ImportError:` works."""
+    """`import x` for a module outside the allowlist; an ImportError, so `except ImportError:` works.
+
+    Shown as `SandboxError` like every other refusal (one name for users and tools to recognise).
+    """
+
+
+ModuleNotAvailable.__name__ = ModuleNotAvailable.__qualname__ = "SandboxError"
 
 
 class LimitExceeded(RLMError):
