@@ -386,3 +386,20 @@ def test_go_unicode_names_nested_receivers_and_multiline_type_parameters(engine:
         ("_", 4, 8),
         ("old", 10, 11),
     ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_js_inline_object_methods_parameter_defaults_and_multiline_templates(engine: str) -> None:
+    source = (
+        "function shortcut(callback, mapper = (issue) => issue.message) {\n"
+        "  return { dispose() { callback(); } };\n"
+        "}\n"
+        "const render = (id) => `\n"
+        "  line ${id}\n"
+        "`;\n"
+    )
+    assert spans(extract_functions(source, "javascript", engine=engine)) == [
+        ("shortcut", 1, 3),
+        ("dispose", 2, 2),
+        ("render", 4, 6),
+    ]

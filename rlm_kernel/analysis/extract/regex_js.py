@@ -41,6 +41,9 @@ _METHOD = re.compile(
     r"[ \t]*[?!]?[ \t]*(?:<[^()\n]*>[ \t]*)?\(",
     re.MULTILINE,
 )
+_METHOD_INLINE = re.compile(
+    r"[{,][ \t]*(?:(?:async|get|set|static)[ \t]+)*(?:\*[ \t]*)?(?P<name>#?" + _IDENT + r")[ \t]*\("
+)
 _KEYWORDS = frozenset(
     """if for while switch catch function return with else do try new typeof await yield super this import
     export class interface type enum delete void throw case in of instanceof let const var debugger finally
@@ -157,26 +160,44 @@ class _JsExtractor:
     def _methods(self) -> None:
         m = self.m
         for f in _METHOD.finditer(m):
-            name = f.group("name")
-            brace = self.br.enclosing(f.start())
-            kind = self._kind(brace)
-            if kind not in ("class", "code") or (
-                kind == "code"
-                and name in _KEYWORDS
-                and (name in _CONTROL or not _OBJECT_BRACE.search(self.m, max(0, brace - 40), brace))
-            ):
-                continue  # a keyword is a method name only in a class body or an object literal
-            if name[0] in "'\"[":
-                name = self.text[f.start("name") : f.end("name")]
-                name = name if name[0] == "[" else name[1:-1]
-            self._emit(
-                name,
-                f.start("name"),
-                f.start("name"),
-                f.end() - 1,
-                allow_signature=kind == "class",
-                method=True,
-            )
+            self._method(f, inline=False)
+        for f in _METHOD_INLINE.finditer(m):
+            self._method(f, inline=True)
+
+    def _method(self, f: re.Match, inline: bool) -> None:
+        """A method definition `name(...) {` at a line start or, `inline`, after `{` / `,` of an object."""
+        name = f.group("name")
+        brace = self.br.enclosing(f.start("name"))
+        kind = self._kind(brace)
+        if inline and not (
+            kind == "class" or kind == "code" and _OBJECT_BRACE.search(self.m, max(0, brace - 40), brace)
+        ):
+            return
+        if kind not in ("class", "code") or (
+            kind == "code"
+            and name in _KEYWORDS
+            and (name in _CONTROL or not _OBJECT_BRACE.search(self.m, max(0, brace - 40), brace))
+        ):
+            return  # a keyword is a method name only in a class body or an object literal
+        if name[0] in "'\"[":
+            name = self.text[f.start("name") : f.end("name")]
+            name = name if name[0] == "[" else name[1:-1]
+        self._emit(
+            name,
+            f.start("name"),
+            f.start("name"),
+            f.end() - 1,
+            allow_signature=kind == "class",
+            method=True,
+        )
+
+    def _is_parameter_list(self, paren: int) -> bool:
+        """Whether the `(` at `paren` opens a parameter list: its `)` is followed by `{`, `=>` or `: Type`."""
+        close = self.br.close_of.get(paren)
+        if close is None:
+            return False
+        k = _skip_spaces(self.m, close + 1)
+        return self.m.startswith(("{", "=>", ":"), k)
 
     def _line_start(self, pos: int) -> int:
         """Offset where the line holding `pos` begins (a bisect, not a scan: minified lines are long)."""
@@ -250,8 +271,10 @@ class _JsExtractor:
         if group == "var":
             if name in _KEYWORDS:
                 return None
-            if kind == "paren" and ":" in b.group(0):
-                return None  # a typed parameter's default value
+            if kind == "paren" and (
+                ":" in b.group(0) or self._is_parameter_list(self.br.enclosing(name_pos))
+            ):
+                return None  # a parameter's default value
             if kind == "code" and not re.match(r"(?:const|let|var)\s", b.group(0).lstrip(" \t\n({,;")):
                 brace = self.br.enclosing(name_pos)
                 before = self.m[max(0, brace - 40) : brace]
@@ -338,6 +361,9 @@ class _JsExtractor:
             if c in ")]};,":
                 return _last_code(m, pos, k)
             # newline: does the expression go on?
+            if m.count("`", pos, k) % 2:
+                i = k + 1  # inside a template literal that spans lines
+                continue
             before = m[last:k].rstrip()
             prev = before[-1:] if before else m[last : last + 1]
             nxt = _skip_spaces(m, k)
