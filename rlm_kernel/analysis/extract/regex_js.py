@@ -84,6 +84,7 @@ _PATTERN_BRACE = re.compile(r"\b(?:const|let|var)\s*$")
 _OBJECT_BRACE = re.compile(r"(?:[=(,:?\[]|\breturn|\bdefault|&&|\|\||\?\?)\s*$")
 _CLASS_BRACE = re.compile(r"\bclass\b[^{};]*$")
 _PREFIX_MAX = 160
+_SHORT_PREFIX = 90
 
 
 class _JsExtractor:
@@ -167,6 +168,10 @@ class _JsExtractor:
     def _method(self, f: re.Match, inline: bool) -> None:
         """A method definition `name(...) {` at a line start or, `inline`, after `{` / `,` of an object."""
         name = f.group("name")
+        if inline:  # cheap test first: minified code has a `, call(` on every line
+            close = self.br.close_of.get(f.end() - 1)
+            if close is None or not self.m.startswith("{", _skip_spaces(self.m, close + 1)):
+                return
         brace = self.br.enclosing(f.start("name"))
         kind = self._kind(brace)
         if inline and not (
@@ -249,12 +254,16 @@ class _JsExtractor:
             # `x =` / `key:` at the end of the previous line
             line_start = max(self._line_start(line_start - 1), pos - _PREFIX_MAX)
         prefix = m[line_start:pos]
-        tail = _BIND_TAIL.sub("", prefix[-120:])
-        if not tail or tail[-1] not in "=:":
-            return None  # cheap reject: a binding ends with `=` or `:` (then maybe `async`, `<T>`)
+        tail = prefix.rstrip()
+        if tail[-1:] not in ("=", ":"):
+            tail = _BIND_TAIL.sub("", tail[-120:]) if tail.endswith((">", "async")) else ""
+            if tail[-1:] not in ("=", ":"):
+                return None  # cheap reject: a binding ends with `=` or `:` (then maybe `async`, `<T>`)
+        # the untyped forms are short: search the end of the prefix only (a search tries every start)
+        cut = max(0, len(prefix) - _SHORT_PREFIX)
         found = None
         for group, pattern in _BINDS:
-            b = pattern.search(prefix)
+            b = pattern.search(prefix, cut)
             if b is not None:
                 if group in ("var", "member") and _TYPE_BEFORE.search(prefix, 0, b.start(group)):
                     break  # `x: Type = ...` / `x: ns.Type = ...`: that word is a type; try the typed form
