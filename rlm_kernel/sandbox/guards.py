@@ -11,6 +11,7 @@ import functools
 import io
 import re
 import string
+import sys
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -63,12 +64,16 @@ def _denied_bases() -> tuple[type, ...]:
         io.IOBase,
         types.ModuleType,
     ]
-    import sys
-
     for mod, names in (
         ("httpx", ("Client", "AsyncClient", "Request", "Response")),
         ("aiohttp", ("ClientSession",)),
         ("IPython.core.interactiveshell", ("InteractiveShell",)),
+        ("ipykernel.kernelbase", ("Kernel",)),
+        ("ipykernel.iostream", ("OutStream", "IOPubThread")),
+        ("comm.base_comm", ("BaseComm", "CommManager")),
+        ("jupyter_client.session", ("Session",)),
+        ("zmq", ("Socket", "Context")),
+        ("traitlets.config.application", ("Application",)),
     ):
         module = sys.modules.get(mod)
         for name in names:
@@ -157,7 +162,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     from rlm_kernel.sandbox.builtins import SafeType
 
     limits = session.limits
-    denied_bases = _denied_bases()
+    denied = {"bases": _denied_bases(), "modules": len(sys.modules)}
 
     def cancel_check() -> None:
         if session.cancelled is not None:
@@ -167,7 +172,10 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         kind = type(value)
         if kind in _PLAIN:
             return value
-        if kind in DENIED_TYPES or (isinstance(value, denied_bases) and not isinstance(value, _ALLOWED_IO)):
+        if len(sys.modules) != denied["modules"]:  # e.g. the LLM layer imported httpx since: recompute
+            denied["bases"], denied["modules"] = _denied_bases(), len(sys.modules)
+        bases = denied["bases"]
+        if kind in DENIED_TYPES or (isinstance(value, bases) and not isinstance(value, _ALLOWED_IO)):
             raise refusal(f"{what} leads to a {kind.__name__} object, which the sandbox does not hand out")
         return value
 

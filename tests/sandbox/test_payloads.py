@@ -187,3 +187,24 @@ def test_docstrings_survive(session: SandboxSession) -> None:
     )
     outcome = run_source(source, new_namespace(session), session)
     assert outcome.value_repr == "('Doc.', 'Class doc.', 1)", outcome
+
+
+def test_kernel_objects_are_never_handed_out(session: SandboxSession) -> None:
+    """Whatever a helper returns, attributes leading to the shell, kernel, comms or streams are refused."""
+    import types
+
+    from ipykernel.iostream import OutStream
+    from ipykernel.kernelbase import Kernel
+    from IPython.core.interactiveshell import InteractiveShell
+
+    fresh = session  # created before some of these imports: the guard notices new modules
+    namespace = new_namespace(fresh)
+    namespace["holder"] = types.SimpleNamespace(
+        shell=object.__new__(InteractiveShell),
+        kernel=object.__new__(Kernel),
+        stream=OutStream.__new__(OutStream),
+    )
+    for attr in ("shell", "kernel", "stream"):
+        outcome = run_source(f"holder.{attr}", namespace, fresh)
+        assert outcome.error is not None and outcome.error.startswith("SandboxError"), outcome
+        assert "does not hand out" in outcome.error
