@@ -17,9 +17,7 @@ import weakref
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.llm import loop
 from rlm_kernel.llm.budget import Budget, get_session_budget
@@ -39,6 +37,9 @@ from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.retry import CoolDown, RetryPolicy, backoff_delay, is_retryable_status
 from rlm_kernel.llm.tiers import ROLES, estimate_tokens, resolve_model
 from rlm_kernel.llm.transport import TransportKind, make_http_client
+
+if TYPE_CHECKING:  # httpx is imported with the first HTTP client (see transport.py), not at kernel start
+    import httpx
 
 __all__ = ["Completion", "LLMClient", "Prompt", "cancel_all", "get_client", "reset_client"]
 
@@ -533,6 +534,8 @@ class LLMClient:
 
     def _transport_error(self, exc: BaseException, base_url: str, model: str) -> ProviderError:
         """A retryable, text-only error for a failed connection or a timeout (the cause decides which)."""
+        import httpx
+
         provider = self.config.provider
         cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ is not None else exc
         if isinstance(cause, TimeoutError) or (cause is exc and isinstance(exc, httpx.TimeoutException)):
@@ -547,6 +550,8 @@ class LLMClient:
 
     async def _send(self, req: ChatRequest, event: Any) -> ChatResponse:
         provider = self.config.provider
+        import httpx
+
         base_url = self._base_url or await asyncio.to_thread(self._ensure_base_url)
         http = self._client()
         attempt = 0

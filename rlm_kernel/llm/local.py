@@ -19,8 +19,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from rlm_kernel.errors import RLMError
 
 __all__ = [
@@ -197,6 +195,8 @@ def _log_tail(path: str, lines: int = 15) -> str:
 
 
 def _healthy(base_url: str, timeout: float = 2.0) -> bool:
+    import httpx  # imported here, not with the module: the kernel's banner imports this module at start
+
     try:
         resp = httpx.get(f"{base_url}/models", timeout=timeout)
     except httpx.HTTPError:
