@@ -115,10 +115,10 @@ def consume_backstop_note(marker: Path | str) -> str | None:
         path.unlink()
     seconds = data.get("backstop_seconds")
     return (
-        "The previous kernel stopped while running a cell, so the kernel was restarted; variables were lost. Most "
-        f"likely the cell used more than {seconds} s of CPU inside a single C-level operation (for example "
-        "sum(range(10**12))), which the sandbox cannot interrupt, or crashed the interpreter (for example "
-        "hashing a tuple nested a million levels deep). Make the operation smaller."
+        "The previous kernel stopped while running a cell, so the kernel was restarted; variables were "
+        f"lost. Most likely the cell used more than {seconds} s of CPU inside a single C-level operation "
+        "(for example sum(range(10**12))), which the sandbox cannot interrupt, or crashed the interpreter "
+        "(for example hashing a tuple nested a million levels deep). Make the operation smaller."
     )
 
 
