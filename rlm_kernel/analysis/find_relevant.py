@@ -29,10 +29,10 @@ def find_relevant(
 
     Returns up to `top_k` (chunk, score) tuples, best first. Chunks are ~50-line slices of `content`
     overlapping by 5 lines; only chunks sharing a term with the query are candidates (keyword pre-filter).
-    Identifiers match whole and by their snake_case/camelCase parts. Scores are BM25; with
-    `use_llm_scoring=True` and more than `top_k * 2` candidates, the best BM25 candidates (2*top_k+1, at
-    least 20, at most 100) are re-scored by the model on a 0-10 scale in one batch and that ranking is
-    returned (ties broken by BM25).
+    Identifiers match whole and by their snake_case/camelCase parts. Scores are BM25 times the share of
+    the query's terms the chunk holds. With `use_llm_scoring=True` and more than `top_k * 2` candidates,
+    the best candidates (2*top_k+1, at least 20, at most 100) are re-scored by the model on a 0-10 scale
+    in one batch and that ranking is returned (ties broken by the keyword score).
     """
     _check(content, query, top_k, use_llm_scoring)
     if top_k == 0 or not content or not query.strip():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 
+import bm25s
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -198,3 +199,17 @@ def test_spec_01_19_budget_limit_stops_llm_scoring(session_llm: LLMTestServer) -
     assert len(session_llm.requests) <= 2
     assert "keyword_results" in str(info.value) and "budget" in str(info.value).lower()
     assert len(info.value.keyword_results) == 2 and all("needle" in c for c, _ in info.value.keyword_results)
+
+
+def test_a_chunk_holding_every_query_term_beats_one_repeating_a_single_term() -> None:
+    lines = [f"row {i} beta gamma\n" if i >= 50 else f"row {i}\n" for i in range(450)]
+    lines[20] = "alpha alpha alpha alpha alpha alpha\n"  # chunk 0: one of the three terms, six times
+    lines[300] = "alpha here\n"  # chunk 6: all three terms
+    content = "".join(lines)
+    out = find_relevant(content, "alpha beta gamma", top_k=2)
+    assert [c.count("alpha") for c, _ in out] == [1, 6]
+    # plain BM25 on the same chunks puts the repetitive chunk first
+    docs = [content[a:b] for a, b in ChunkIndex.build(content).windows]
+    plain = bm25s.BM25(k1=1.2, b=0.75)
+    plain.index(bm25s.tokenize(docs, stopwords=None, show_progress=False), show_progress=False)
+    assert docs[int(plain.get_scores(["alpha", "beta", "gamma"]).argmax())].count("alpha") == 6
