@@ -102,6 +102,24 @@ def test_mimebundle_text_and_widget() -> None:
     assert repr(BudgetDisplay(b)) == text["text/plain"]
 
 
+def test_a_budget_displays_itself_through_ipython(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`display(budget)`: IPython's formatter finds `Budget._repr_mimebundle_` (the same bundle as above)."""
+    from IPython.core.formatters import DisplayFormatter
+
+    b = Budget(max_calls=10, label="run")
+    spend(b, 2, 7, 3, 0.0)
+    line = "budget: 2 of 10 calls · 14 in tokens · 6 out tokens · $0.0000 · 0 cache hits · depth 0"
+    monkeypatch.setenv("RLM_DISPLAY", "text")
+    data, _meta = DisplayFormatter().format(b)
+    assert data == {"text/plain": line}
+    monkeypatch.setenv("RLM_DISPLAY", "widgets")
+    data, _meta = DisplayFormatter().format(b)
+    assert data["text/plain"] == line
+    assert "model_id" in data["application/vnd.jupyter.widget-view+json"]
+    monkeypatch.setenv("RLM_DISPLAY", "sparkly")  # an invalid setting still shows the text line
+    assert DisplayFormatter().format(b)[0] == {"text/plain": line}
+
+
 def test_batch_end_flushes_at_once() -> None:
     local_bus = EventBus()
     sched = ManualScheduler()  # scheduled refreshes run only when the test advances time

@@ -125,6 +125,16 @@ def test_budget_widget_via_display(widgets_kernel: KernelHarness) -> None:
     assert "cache hits" in r.result
 
 
+def test_a_budget_object_displays_as_its_widget(widgets_kernel: KernelHarness) -> None:
+    """`display(get_session_budget())`: `Budget._repr_mimebundle_` gives the live widget and its text line."""
+    r = widgets_kernel.execute(
+        "from rlm_kernel.llm import get_session_budget\ndisplay(get_session_budget())", timeout=30
+    )
+    assert r.ok, r
+    assert len(r.display) == 1 and WIDGET_VIEW in r.display[0], r.display
+    assert r.display[0]["text/plain"].startswith("budget: ") and "cache hits" in r.display[0]["text/plain"]
+
+
 def test_text_mode_writes_only_the_summary(server: LLMTestServer) -> None:
     with KernelHarness(kernel_name="python3", env=kernel_env(server, "")) as k:  # auto: no widget frontend
         assert k.execute(SETUP, timeout=60).ok
