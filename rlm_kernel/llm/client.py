@@ -9,7 +9,6 @@ import asyncio
 import atexit
 import concurrent.futures
 import logging
-import sys
 import threading
 import time
 import uuid
@@ -30,7 +29,7 @@ from rlm_kernel.llm.errors import (
     NoProviderConfigured,
     ProviderError,
 )
-from rlm_kernel.llm.events import CallEvent, bus
+from rlm_kernel.llm.events import CANCELLED, CallEvent, bus, current_batch, current_owner
 from rlm_kernel.llm.pricing import check_price, cost_usd
 from rlm_kernel.llm.providers import ChatRequest, ChatResponse, error_text, get_wire
 from rlm_kernel.llm.redact import install_log_redaction, redact
@@ -80,18 +79,7 @@ class _Item:
     est_input: int
 
 
-def _owner() -> str | None:
-    """The running cell's msg_id inside the kernel (None elsewhere; never imports the kernel itself)."""
-    kernel = sys.modules.get("rlm_kernel.kernel")
-    current_parent = getattr(kernel, "current_parent", None)
-    if current_parent is None:
-        return None
-    try:
-        parent = current_parent() or {}
-        header = parent.get("header") or {}
-        return header.get("msg_id") or parent.get("msg_id")
-    except Exception:  # noqa: BLE001
-        return None
+_owner = current_owner  # the running cell's msg_id inside the kernel (None elsewhere)
 
 
 def _messages(prompt: Prompt, system: str | None) -> tuple[dict[str, str], ...]:
@@ -203,7 +191,9 @@ class LLMClient:
         item = self._item(0, prompt, model, max_tokens, system, temperature, stop, role)
         chosen = budget if budget is not None else get_session_budget()
         owner = _owner()
-        return self._run(self._call(item, chosen, batch_id=None, parent_batch_id=None, owner=owner))
+        # inside an item of a fan-out (e.g. one sub-RLM of rlm_query_batched) the call names that fan-out
+        parent = current_batch()
+        return self._run(self._call(item, chosen, batch_id=None, parent_batch_id=parent, owner=owner))
 
     def complete_batch(
         self,
@@ -223,6 +213,8 @@ class LLMClient:
         """Completions for `prompts` in input order, run concurrently (at most `concurrency`).
 
         If any item fails: `BatchError` with `.results` (finished ones kept, None for failures) and `.errors`.
+        `parent_batch_id` defaults to the fan-out whose item is running (`events.current_batch()`), so a
+        sub-RLM's fan-outs nest under the fan-out of sub-RLMs that started it.
         """
         if isinstance(prompts, str):
             raise LLMError("complete_batch takes a list of prompts; for one prompt use complete()")
@@ -237,6 +229,8 @@ class LLMClient:
             raise LLMError(f"concurrency must be a whole number ≥ 1, got {limit!r}")
         chosen = budget if budget is not None else get_session_budget()
         owner = _owner()
+        if parent_batch_id is None:
+            parent_batch_id = current_batch()
         results, errors = self._run(self._batch(items, chosen, limit, batch_label, parent_batch_id, owner))
         if errors:
             first = min(errors)
@@ -493,7 +487,7 @@ class LLMClient:
             raise
         except BaseException:
             budget.release(reservation)
-            event("failed", error="cancelled", latency_s=time.monotonic() - t0)
+            event("failed", error=CANCELLED, latency_s=time.monotonic() - t0)
             raise
         if not resp.input_tokens and not resp.output_tokens:  # a server that reports no usage: estimate it
             resp = replace(resp, input_tokens=item.est_input, output_tokens=estimate_tokens(resp.text))

@@ -6,12 +6,27 @@ must not block. Subscribers never receive live clients, keys or httpx objects �
 
 from __future__ import annotations
 
+import contextvars
+import sys
 import threading
-from collections.abc import Callable
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["CallEvent", "EventBus", "EventKind", "bus"]
+__all__ = [
+    "CANCELLED",
+    "BatchEvents",
+    "CallEvent",
+    "EventBus",
+    "EventKind",
+    "bus",
+    "current_batch",
+    "current_owner",
+    "inside_batch",
+]
 
 EventKind = Literal["batch_start", "batch_end", "start", "retry", "finish", "cached", "failed"]
 
@@ -79,3 +94,191 @@ class EventBus:
 
 bus = EventBus()
 """The process-wide bus the LLM layer emits on."""
+
+
+CANCELLED = "cancelled"
+"""The `error` of a `failed` event for a call or item cut short by an interrupt (`cancel_all`)."""
+
+_current_batch: contextvars.ContextVar[str | None] = contextvars.ContextVar("rlm_current_batch", default=None)
+
+
+def current_batch() -> str | None:
+    """The fan-out whose item is running in this context (set by `inside_batch`), or None.
+
+    `complete_batch` nests the fan-outs it starts under it (`parent_batch_id`), and single calls carry it as
+    their `parent_batch_id` (with no `batch_id` of their own), so work done inside one item of a fan-out —
+    e.g. one sub-RLM of `rlm_query_batched` — shows under that fan-out.
+    """
+    return _current_batch.get()
+
+
+@contextmanager
+def inside_batch(batch_id: str | None) -> Iterator[None]:
+    """Make `batch_id` the current fan-out for the code in the block (restored afterwards)."""
+    token = _current_batch.set(batch_id)
+    try:
+        yield
+    finally:
+        _current_batch.reset(token)
+
+
+def current_owner() -> str | None:
+    """The running cell's msg_id inside the kernel (None elsewhere; never imports the kernel itself)."""
+    kernel = sys.modules.get("rlm_kernel.kernel")
+    current_parent = getattr(kernel, "current_parent", None)
+    if current_parent is None:
+        return None
+    try:
+        parent = current_parent() or {}
+        header = parent.get("header") or {}
+        return header.get("msg_id") or parent.get("msg_id")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+_UNSET: object = object()
+
+
+class BatchEvents:
+    """The events of one fan-out whose items are not single model calls (e.g. the sub-RLMs of
+    `rlm_query_batched`), emitted like `complete_batch`'s: batch_start, per item start then finish or
+    failed (with `index`), batch_end with the totals.
+
+    Use as a context manager (batch_start on entry, batch_end on exit, whatever happens), run each item
+    between `start(i)` and `finish(i)` / `fail(i, error)` inside `with batch.inside():` so that the model
+    calls and fan-outs the item makes nest under this fan-out. It nests under the current fan-out itself.
+
+    Token and cost figures follow the fan-out widgets' rule (a fan-out's figures include its nested ones):
+    an item's `finish` (or `failed`: a sub-RLM without an answer has still spent tokens) carries the usage
+    of the single calls it made outside any nested fan-out — those that name this fan-out as their
+    `parent_batch_id` — so nothing is counted twice. Items run one at a time.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        label: str | None = None,
+        depth: int = 0,
+        parent_batch_id: str | None | object = _UNSET,
+        owner: str | None | object = _UNSET,
+        kind: str = "items",
+        events: EventBus | None = None,
+    ) -> None:
+        self.batch_id = uuid.uuid4().hex[:12]
+        self.total = total
+        self.label = label
+        self.depth = depth
+        self.parent_batch_id = current_batch() if parent_batch_id is _UNSET else parent_batch_id
+        self.owner = current_owner() if owner is _UNSET else owner
+        self.kind = kind
+        self._bus = events if events is not None else bus
+        self._lock = threading.Lock()
+        self._usage = [0, 0, 0.0]  # own (un-nested) single calls of the running item: in, out, usd
+        self._started: dict[int, float] = {}
+        self._t0 = 0.0
+        self.ok = 0
+        self.failed = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost_usd = 0.0
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def _emit(self, kind: EventKind, **fields: object) -> None:
+        self._bus.emit(
+            CallEvent(
+                kind,
+                batch_id=self.batch_id,
+                parent_batch_id=self.parent_batch_id,
+                owner=self.owner,
+                depth=self.depth,
+                time=time.time(),
+                **fields,  # type: ignore[arg-type]
+            )
+        )
+
+    def _observe(self, event: CallEvent) -> None:
+        if event.kind == "finish" and event.batch_id is None and event.parent_batch_id == self.batch_id:
+            with self._lock:
+                self._usage[0] += event.input_tokens
+                self._usage[1] += event.output_tokens
+                self._usage[2] += event.cost_usd
+
+    def __enter__(self) -> BatchEvents:
+        self._t0 = time.monotonic()
+        self._unsubscribe = self._bus.subscribe(self._observe)
+        self._emit("batch_start", total=self.total, extra={"label": self.label, "kind": self.kind})
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._emit(
+            "batch_end",
+            total=self.total,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.cost_usd,
+            latency_s=time.monotonic() - self._t0,
+            extra={"label": self.label, "kind": self.kind, "ok": self.ok, "failed": self.failed},
+        )
+
+    def _call_id(self, index: int) -> str:
+        return f"{self.batch_id}.{index}"
+
+    @contextmanager
+    def inside(self) -> Iterator[None]:
+        """Run the block as part of this fan-out (its model calls and fan-outs nest under it)."""
+        with inside_batch(self.batch_id):
+            yield
+
+    def start(self, index: int) -> None:
+        """Item `index` starts."""
+        with self._lock:
+            self._usage = [0, 0, 0.0]
+        self._started[index] = time.monotonic()
+        self._emit("start", call_id=self._call_id(index), index=index)
+
+    def _took(self, index: int) -> float:
+        started = self._started.pop(index, None)
+        return 0.0 if started is None else time.monotonic() - started
+
+    def finish(self, index: int) -> None:
+        """Item `index` succeeded; its event carries the usage of its own single calls."""
+        tin, tout, usd = self._take_usage()
+        self.ok += 1
+        self._emit(
+            "finish",
+            call_id=self._call_id(index),
+            index=index,
+            input_tokens=tin,
+            output_tokens=tout,
+            cost_usd=usd,
+            latency_s=self._took(index),
+        )
+
+    def fail(self, index: int, error: str) -> None:
+        """Item `index` failed with `error` (`CANCELLED` for an interrupt); what it spent is still counted."""
+        tin, tout, usd = self._take_usage()
+        if error != CANCELLED:
+            self.failed += 1
+        self._emit(
+            "failed",
+            call_id=self._call_id(index),
+            index=index,
+            error=error,
+            input_tokens=tin,
+            output_tokens=tout,
+            cost_usd=usd,
+            latency_s=self._took(index),
+        )
+
+    def _take_usage(self) -> tuple[int, int, float]:
+        with self._lock:
+            tin, tout, usd = self._usage
+            self._usage = [0, 0, 0.0]
+        self.input_tokens += int(tin)
+        self.output_tokens += int(tout)
+        self.cost_usd += float(usd)
+        return int(tin), int(tout), float(usd)

@@ -173,7 +173,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         label = f"{len(items)} prompts, first: {_preview(items[0])}"
         try:
             completions = llm.get_client().complete_batch(
-                items, model=chosen, role="map", budget=state.budget
+                items, model=chosen, role="map", budget=state.budget, batch_label=label
             )
         except KeyboardInterrupt:
             raise interrupted() from None
@@ -302,17 +302,36 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             return llm_query_batched(items, model=model)
         results: list[str | None] = []
         errors: dict[int, str] = {}
-        for i, prompt in enumerate(items):
-            try:
-                results.append(rlm_query(prompt, model=model))
-            except ReplError as err:
-                results.append(None)
-                errors[i] = str(err)
-                if state.run is not None and state.run.budget_error:
-                    for j in range(i + 1, len(items)):
-                        results.append(None)
-                        errors[j] = "not started: the budget is exhausted"
-                    break
+        if not items:
+            return []
+        events = _llm().events
+        label = f"{len(items)} sub-RLMs, first: {_preview(items[0])}"
+        depth = int(getattr(state.budget, "depth", 0) or 0)
+        # one fan-out whose items are the sub-RLMs: their own calls and fan-outs nest under it
+        with events.BatchEvents(len(items), label=label, depth=depth, kind="rlm") as batch:
+            for i, prompt in enumerate(items):
+                batch.start(i)
+                try:
+                    with batch.inside():
+                        answer = rlm_query(prompt, model=model)
+                except ReplError as err:
+                    batch.fail(i, str(err))
+                    results.append(None)
+                    errors[i] = str(err)
+                    if state.run is not None and state.run.budget_error:
+                        for j in range(i + 1, len(items)):
+                            results.append(None)
+                            errors[j] = "not started: the budget is exhausted"
+                        break
+                    continue
+                except Exception as err:  # noqa: BLE001 - recorded on the fan-out, then raised as before
+                    batch.fail(i, f"{type(err).__name__}: {err}")
+                    raise
+                except BaseException:  # an interrupt or a cell time limit
+                    batch.fail(i, events.CANCELLED)
+                    raise
+                batch.finish(i)
+                results.append(answer)
         if errors:
             first = min(errors)
             raise QueryBatchError(

@@ -11,12 +11,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rlm_kernel.llm.events import CallEvent
+from rlm_kernel.llm.events import CANCELLED, CallEvent
 
 __all__ = ["CANCELLED", "FanoutSnapshot", "FanoutState", "FanoutTracker", "RATE_WINDOW_S"]
-
-CANCELLED = "cancelled"
-"""The `error` of a `failed` event for a call cut short by an interrupt (`cancel_all`): counted apart."""
+# CANCELLED (from the events module): the `error` of a `failed` event for a call cut short by an interrupt
+# (`cancel_all`); counted apart.
 
 RATE_WINDOW_S = 5.0
 """Rate and ETA use completions in this trailing window once the batch has run longer than it."""
@@ -142,12 +141,17 @@ class FanoutTracker:
             return  # a duplicate terminal event must not count twice
         state.settled_calls.add(key)
         state.in_flight_calls.discard(key)
-        if event.kind == "failed" and event.error == CANCELLED:
-            state.cancelled += 1
-        elif event.kind == "failed":
-            state.failed += 1
-            if event.error and len(state.errors) < _MAX_ERRORS_KEPT:
-                state.errors.append(event.error)
+        if event.kind == "failed":
+            if event.error == CANCELLED:
+                state.cancelled += 1
+            else:
+                state.failed += 1
+                if event.error and len(state.errors) < _MAX_ERRORS_KEPT:
+                    state.errors.append(event.error)
+            # a failed model call spent nothing; a failed item of a sub-RLM fan-out may have (its root calls)
+            state.input_tokens += event.input_tokens
+            state.output_tokens += event.output_tokens
+            state.cost_usd += event.cost_usd
         else:
             state.done += 1
             if event.kind == "cached":
