@@ -102,7 +102,8 @@ def test_fanout_widget_and_summary_in_the_rlm_kernel(
     tin, tout = server_usage(server, since)
     summary = [line for line in r.stdout.splitlines() if line.startswith("fan-out")]
     assert [sanitize(s) for s in summary] == [
-        f"fan-out: 25/25 done · 0 failed · 0 cached · {tin:,} in / {tout:,} out tokens · $0.0000 · took T s"
+        "fan-out (25 prompts, first: tell me about item 0): 25/25 done · 0 failed · 0 cached · "
+        f"{tin:,} in / {tout:,} out tokens · $0.0000 · took T s"
     ]
 
 
@@ -130,7 +131,7 @@ def test_failed_items_are_counted_and_the_summary_precedes_the_error(
     finally:
         server.reset()
     assert r.status == "error"
-    assert "fan-out: 2/4 done · 2 failed · 0 cached · " in r.stdout
+    assert "fan-out (4 prompts, first: fine one): 2/4 done · 2 failed · 0 cached · " in r.stdout
     failed_bar = [
         m["content"]["data"]["state"]["bar_style"]
         for m in r.messages
@@ -167,7 +168,9 @@ def test_auto_without_a_widget_frontend_writes_text_only(
     assert not any(m["msg_type"] in ("comm_open", "display_data") for m in r.messages)
     tin, tout = server_usage(server, since)
     tokens = f"{tin:,} in / {tout:,} out tokens"
-    summary = f"fan-out: 3/3 done · 0 failed · 0 cached · {tokens} · $0.0000 · took T s"
+    summary = (
+        f"fan-out (3 prompts, first: one): 3/3 done · 0 failed · 0 cached · {tokens} · $0.0000 · took T s"
+    )
     assert sanitize(r.stdout) == f"start\n{summary}\n"
     r = auto_kernel.execute("%rlm budget")
     assert r.result.startswith("budget: 3 calls") and WIDGET_VIEW not in (r.result_data or {})
@@ -188,7 +191,7 @@ def test_interrupt_mid_batch_still_reports_in_the_cell(
     summary = [line for line in r.stdout.splitlines() if line.startswith("fan-out")]
     assert len(summary) == 1, r.stdout
     line = summary[0]
-    done = int(re.match(r"fan-out: (\d+)/64 done", line).group(1))
+    done = int(re.match(r"fan-out \(64 prompts, first: slow 0\): (\d+)/64 done", line).group(1))
     assert 0 < done < 64
     assert " cancelled · " in line and "not run" in line and " 0 failed " in line, line
 
@@ -213,6 +216,6 @@ def test_fanout_inside_a_root_loop_run_shows_in_the_rlm_cell(
     fanouts = [d for d in r.display if d.get("text/plain") == "[fan-out widget: 12 calls]"]
     assert len(fanouts) == 1 and WIDGET_VIEW in fanouts[0]
     summary = [line for line in r.stdout.splitlines() if line.startswith("fan-out")]
-    assert len(summary) == 1 and summary[0].startswith("fan-out: 12/12 done · 0 failed · 0 cached · "), (
-        r.stdout
-    )
+    assert len(summary) == 1 and summary[0].startswith(
+        "fan-out (12 prompts, first: part 0): 12/12 done · 0 failed · 0 cached · "
+    ), r.stdout

@@ -62,7 +62,10 @@ def test_saved_notebook_shows_summary_and_nbval_passes_with_sanitizer(
     streams = [o for o in outputs if o.output_type == "stream"]
     assert [o.output_type for o in outputs] == ["stream"], outputs
     line = streams[0].text.strip()
-    assert line.startswith("fan-out: 2/2 done · 0 failed · 0 cached · 5 in / 5 out tokens · $0.0000 · took ")
+    assert line.startswith(
+        "fan-out (2 prompts, first: alpha beta): 2/2 done · 0 failed · 0 cached · 5 in / 5 out tokens · "
+        "$0.0000 · took "
+    )
     # pretend it was recorded on a slower day: only the timing differs from what a re-run produces
     streams[0].text = line.rsplit("took ", 1)[0] + "took 987.6 s\n"
     path = tmp_path / "recorded.ipynb"
