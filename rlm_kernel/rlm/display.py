@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rlm_kernel.rlm.trajectory import RLMResult, Turn
 
-__all__ = ["LiveDisplay", "result_html", "turn_html", "turn_text"]
+__all__ = ["LiveDisplay", "RunBudgetDisplay", "result_html", "turn_html", "turn_text"]
 
 _SHOW = 3000
 
@@ -121,3 +121,51 @@ class LiveDisplay:
         )
         final_text = f"{result.summary_line()}\n{result.message}\nANSWER: {answer}"
         self.handle.update(self._bundle("done", final_html, final_text), raw=True)
+
+
+class RunBudgetDisplay:
+    """A run's own budget in its cell (in a kernel; nothing outside one).
+
+    widgets mode: the live budget widget, shown when the run starts (`display(budget)`) and refreshed as its
+    calls settle; text mode: one final line `rlm run budget: N calls · … · depth D` (deterministic: calls,
+    tokens, USD, cache hits and depth only); off: nothing.
+    """
+
+    PREFIX = "rlm run "
+
+    def __init__(self, budget: object) -> None:
+        self.budget = budget
+        self.mode = "off"
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+        except ImportError:  # pragma: no cover
+            return
+        if get_ipython() is None or budget is None:
+            return
+        try:
+            from rlm_kernel.widgets.display_mode import resolve_mode
+        except ImportError:
+            self.mode = "text"
+            return
+        try:
+            self.mode = resolve_mode()[0]
+        except ValueError:  # an invalid display setting: `%rlm display` says what to fix
+            self.mode = "text"
+        if self.mode == "widgets":
+            display(budget)
+
+    def finish(self) -> None:
+        """The final figures: the widget flushed at once (widgets mode) or the text line printed."""
+        if self.mode == "off":
+            return
+        try:
+            from rlm_kernel.widgets.budget import budget_mimebundle, get_monitor
+        except ImportError:
+            if self.mode == "text":
+                print(f"{self.PREFIX}budget: {self.budget!r}", flush=True)
+            return
+        if self.mode == "widgets":
+            get_monitor().view_for(self.budget)  # flushes pending figures now, not an interval later
+        else:
+            print(self.PREFIX + budget_mimebundle(self.budget, "text")["text/plain"], flush=True)

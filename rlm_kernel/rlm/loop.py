@@ -11,7 +11,7 @@ from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
-from rlm_kernel.rlm.display import LiveDisplay
+from rlm_kernel.rlm.display import LiveDisplay, RunBudgetDisplay
 from rlm_kernel.rlm.extract import extract
 from rlm_kernel.rlm.prompt import SYSTEM_PROMPT, context_message
 from rlm_kernel.rlm.trajectory import RLMResult, Turn, Usage
@@ -36,11 +36,12 @@ def truncate(text: str, limit: int) -> str:
     return f"{text[:head]}\n… [{len(text) - limit:,} chars cut] …\n{text[-tail:]}"
 
 
-def _make_budget(parent: object | None, budget_usd: float | None) -> object | None:
+def _make_budget(parent: object | None, budget_usd: float | None, depth: int = 1) -> object | None:
     from rlm_kernel import llm
 
     base = parent if parent is not None else llm.get_session_budget()
-    limits = {"max_usd": budget_usd} if budget_usd else {}
+    limits: dict[str, object] = {"max_usd": budget_usd} if budget_usd else {}
+    limits["label"] = "rlm run" if depth <= 1 else f"sub-RLM (depth {depth})"
     return base.child(**limits) if base is not None else llm.Budget(**limits)
 
 
@@ -273,7 +274,7 @@ def run_rlm(
 
     options.check()
     try:
-        budget = _make_budget(parent_budget, options.budget_usd)
+        budget = _make_budget(parent_budget, options.budget_usd, depth)
     except RLMError as err:
         raise ReplError(f"cannot set up the run's budget: {err}") from None
     tracker = RunTracker()
@@ -291,6 +292,7 @@ def run_rlm(
         preload.populate(ns, state, loaded)
     global _active
     display = LiveDisplay(question) if live else None
+    shown_budget = RunBudgetDisplay(budget) if live else None
     run = _Run(question, loaded, ns, state, options, display)
     _active += 1
     try:
@@ -309,6 +311,8 @@ def run_rlm(
     )
     if display is not None:
         display.finish(result)
+    if shown_budget is not None:
+        shown_budget.finish()
     return result
 
 
