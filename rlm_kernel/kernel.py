@@ -6,6 +6,7 @@ message is kept for output from background threads (`current_parent()`).
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Any
 
@@ -34,6 +35,24 @@ def current_parent() -> dict[str, Any]:
     Returns {} before the first cell.
     """
     return _current_parent
+
+
+def _cancel_model_calls() -> None:
+    """Cancel every model call in flight or queued (signal-safe; nothing to do if no call was ever made)."""
+    loop = sys.modules.get("rlm_kernel.llm.loop")  # not imported yet: no call can be running
+    cancel_soon = getattr(loop, "cancel_all_soon", None)
+    if cancel_soon is not None:
+        try:
+            cancel_soon()
+        except Exception:  # noqa: BLE001 - the interrupt itself must still be raised
+            pass
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGINT while a request runs: stop the model calls (also those other threads wait on), then raise
+    KeyboardInterrupt in the main thread as ipykernel's default handler does."""
+    _cancel_model_calls()
+    raise KeyboardInterrupt
 
 
 class RLMKernel(IPythonKernel):
@@ -75,6 +94,12 @@ class RLMKernel(IPythonKernel):
             note, self._restart_note = self._restart_note, None
             print(note, file=sys.stderr, flush=True)
         return await super().do_execute(code, silent, *args, **kwargs)
+
+    def pre_handler_hook(self) -> None:
+        """As ipykernel's (an interrupt raises KeyboardInterrupt in the running request), and the interrupt
+        also cancels the model calls in flight, so calls waited on by other threads (sub-RLMs) stop too."""
+        super().pre_handler_hook()  # saves the idle handler for post_handler_hook to restore
+        signal.signal(signal.SIGINT, _interrupt)
 
     def dispatch_debugpy(self, msg: Any) -> None:
         """No debugger: frames from debugpy are dropped."""

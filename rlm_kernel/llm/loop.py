@@ -11,7 +11,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["cancel", "cancel_all", "in_loop_thread", "run_on_loop", "submit"]
+__all__ = ["cancel", "cancel_all", "cancel_all_soon", "in_loop_thread", "run_on_loop", "submit"]
 
 T = TypeVar("T")
 
@@ -120,3 +120,19 @@ def cancel_all() -> int:
     for fut in futures:
         cancel(fut)
     return len(futures)
+
+
+def cancel_all_soon() -> bool:
+    """`cancel_all()` on the loop's own thread: safe in a signal handler (the caller takes no lock).
+
+    For the kernel's interrupt: the interrupted thread may hold `_lock` (in `submit`), so the handler must not
+    take it. Returns False when no loop is running (then no call can be in flight).
+    """
+    loop = _loop
+    if loop is None or loop.is_closed():
+        return False
+    try:
+        loop.call_soon_threadsafe(cancel_all)
+    except RuntimeError:  # closed in the meantime (interpreter shutdown)
+        return False
+    return True
