@@ -15,7 +15,7 @@ from typing import Any
 from rlm_kernel.sandbox.errors import LimitExceeded
 from rlm_kernel.sandbox.limits import Limits
 
-__all__ = ["SafeFormatter", "make_caps"]
+__all__ = ["PERCENT_SPEC", "SafeFormatter", "make_caps"]
 
 
 class SafeFormatter(string.Formatter):
@@ -46,7 +46,7 @@ class SafeFormatter(string.Formatter):
 
 
 _WIDTH_DIGITS = re.compile(r"\d+")
-_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 
 
 def make_caps(limits: Limits) -> dict[str, Any]:
@@ -138,7 +138,7 @@ def make_caps(limits: Limits) -> dict[str, Any]:
         if isinstance(a, (str, bytes)) and limits.max_format_width:
             text = a if isinstance(a, str) else a.decode("latin-1")
             args = b if isinstance(b, tuple) else (b,)
-            for width, precision in _PERCENT_SPEC.findall(text):
+            for width, precision in PERCENT_SPEC.findall(text):
                 for part in (width, precision):
                     if part == "*":
                         for arg in args:

@@ -32,6 +32,10 @@ GUARD_NAMES = (
     "_mod_",
     "_format_",
     "_class_of_",
+    "_type_",
+    "_num_",
+    "_int_",
+    "_float_",
 )
 
 

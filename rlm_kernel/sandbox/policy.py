@@ -6,12 +6,15 @@ Fails closed: any internal error while checking a cell rejects the cell with a `
 from __future__ import annotations
 
 import ast
+import copy
 import linecache
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer, copy_locations
 
+from rlm_kernel.sandbox.caps import PERCENT_SPEC
 from rlm_kernel.sandbox.errors import SandboxError, format_refusal
 from rlm_kernel.sandbox.limits import Limits
 
@@ -92,12 +95,25 @@ class _Refusal(Exception):
 class RLMTransformer(RestrictingNodeTransformer):
     """RestrictedPython's transformer with the rlm kernel's rules (see docs/sections/sandbox.md)."""
 
-    def __init__(self, *, trusted_names: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        trusted_names: Iterable[str] = (),
+        max_int_bits: int = 10_000_000,
+        max_format_width: int = 100_000,
+        fast_paths: bool = True,
+    ) -> None:
         super().__init__()
         self.trusted_names = frozenset(trusted_names)
         self.first_error: tuple[ast.AST | None, str] | None = None
         self.scopes: list[str] = ["module"]
         self.reported: set[tuple[int | None, int | None]] = set()
+        # Bits of the largest integer ** / << / * may build (Limits.max_int_bits; 0 = uncapped); used to
+        # prove that a numeric fast path cannot exceed the cap the guards enforce.
+        self.max_int_bits = max_int_bits
+        self.max_format_width = max_format_width  # Limits.max_format_width: literal '%' formats within it
+        self.fast_paths = fast_paths
+        self._guarded_only = 0  # > 0 while building the guarded branch of a fast path
 
     # -- reporting ------------------------------------------------------------------------------------------
     def error(self, node: ast.AST, info: str) -> None:
@@ -321,20 +337,66 @@ class RLMTransformer(RestrictingNodeTransformer):
     _CAPPED_BINOPS = {ast.Pow: "_pow_", ast.Mult: "_mul_", ast.LShift: "_lshift_", ast.Mod: "_mod_"}
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        if self.fast_paths and not self._guarded_only:
+            plan = _fast_plan(node, self.max_int_bits, self.max_format_width)
+            if plan is not None:
+                return self._fast_path(node, plan, self._guarded_binop)
+        return self._guarded_binop(node)
+
+    def _guarded_binop(self, node: ast.BinOp) -> ast.AST:
         node = self.node_contents_visit(node)
         helper = self._CAPPED_BINOPS.get(type(node.op))
-        if helper is None or _harmless_binop(node):
+        if helper is None or _harmless_binop(node, self.max_format_width):
             return node
         call = ast.Call(func=ast.Name(helper, ast.Load()), args=[node.left, node.right], keywords=[])
         copy_locations(call, node)
         copy_locations(call.func, node)
         return call
 
+    def _fast_path(self, node: ast.AST, plan: list[tuple[str, int]], guarded: Any) -> Any:
+        """`<native> if <every name is an exact int/float (small enough)> else <guarded>`.
+
+        `plan` lists the names of a pure arithmetic expression in evaluation order, each with whether its
+        magnitude must be checked. When the test holds, the guards would let every operation through
+        unchanged (see `_fast_plan`), so running it natively gives the same result; anything else — str,
+        list, bool, subclasses, objects with operator methods, huge ints — takes the guarded branch.
+        """
+        native = copy.deepcopy(node)  # names are checked (and refused) while building the guarded branch
+        self._guarded_only += 1
+        try:
+            slow = guarded(node)
+        finally:
+            self._guarded_only -= 1
+        test = _fast_test(plan)
+        if isinstance(node, ast.stmt):
+            new: ast.AST = ast.If(test=test, body=[native], orelse=slow if isinstance(slow, list) else [slow])
+        else:
+            new = ast.IfExp(test=test, body=native, orelse=slow)
+        for sub in ast.walk(test):
+            if "lineno" in sub._attributes:
+                copy_locations(sub, node)
+        copy_locations(new, node)
+        return new
+
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST | list[ast.AST]:
         """`x op= v` → `_inplacevar_`; also `d[k] += v` and `o.a += v` via `_write_` and the read guards."""
         target = node.target
         if isinstance(target, ast.Name):
-            return super().visit_AugAssign(node)
+            if target.id in ("print", "printed"):
+                return super().visit_AugAssign(node)
+            if type(node.op) not in self._CAPPED_BINOPS or _harmless_binop(
+                _as_binop(node), self.max_format_width
+            ):
+                # Same semantics as `_inplacevar_` (which applies `x op= y` itself): lists still extend in
+                # place; the uncapped operators need no guard.
+                node.target = self.visit(target)
+                node.value = self.visit(node.value)
+                return node
+            if self.fast_paths and not self._guarded_only:
+                plan = _fast_plan(_as_binop(node), self.max_int_bits, self.max_format_width)
+                if plan is not None:
+                    return self._fast_path(node, plan, self._guarded_augassign)
+            return self._guarded_augassign(node)
         op = ast.Constant(_IOP[type(node.op)])
         if isinstance(target, ast.Subscript):
             if isinstance(target.slice, ast.Slice):
@@ -400,6 +462,9 @@ class RLMTransformer(RestrictingNodeTransformer):
                     copy_locations(sub, node)
         return stmts
 
+    def _guarded_augassign(self, node: ast.AugAssign) -> ast.AST:
+        return super().visit_AugAssign(node)
+
     # -- format specs ---------------------------------------------------------------------------------------
     def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
         node = self.node_contents_visit(node)
@@ -440,13 +505,197 @@ def _small_int(node: ast.expr, bound: int) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int and -bound <= node.value <= bound
 
 
-def _harmless_binop(node: ast.BinOp) -> bool:
-    """Operations that cannot blow up, left unwrapped for speed: `x * 3`, `x ** 2` (small constant)."""
+def _float_literal(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is float
+
+
+def _number_literal(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def _harmless_format(node: ast.expr, width_limit: int) -> bool:
+    """A literal printf-style format whose widths/precisions are all within the limit and none is '*'
+    (which takes the width from the arguments): the `%` guard would let it through whatever the arguments."""
+    if not (isinstance(node, ast.Constant) and type(node.value) in (str, bytes)):
+        return False
+    if not width_limit:
+        return True
+    text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+    for width, precision in PERCENT_SPEC.findall(text):
+        for part in (width, precision):
+            if part == "*" or (part and (len(part) > 7 or int(part) > width_limit)):
+                return False
+    return True
+
+
+def _harmless_binop(node: ast.BinOp, width_limit: int) -> bool:
+    """Operations that cannot blow up, left unwrapped for speed; each mirrors a guard's unchecked path.
+
+    `x * 3`, `x * 0.5` (the `*` guard passes floats through); `2 ** 10` (small literals), `2.0 ** x`,
+    `x ** 0.5` (the `**` guard checks int ** int only); `7 % x`, `1.5 % x` (the `%` guard checks str/bytes
+    formatting only) and `'%d items' % n` (a literal format with small widths and no '*').
+    """
+    left, right = node.left, node.right
     if isinstance(node.op, ast.Mult):
-        return _small_int(node.left, 64) or _small_int(node.right, 64)
+        return _small_int(left, 64) or _small_int(right, 64) or _float_literal(left) or _float_literal(right)
     if isinstance(node.op, ast.Pow):
-        return _small_int(node.right, 8)
+        # `2 ** 10` (both small literals) or a float literal; `x ** 2` takes a fast path that bounds x
+        small_ints = _small_int(left, 1 << 16) and _small_int(right, 64)
+        return small_ints or _float_literal(left) or _float_literal(right)
+    if isinstance(node.op, ast.Mod):
+        return _number_literal(left) or _harmless_format(left, width_limit)
     return False
+
+
+def _as_binop(node: ast.AugAssign) -> ast.BinOp:
+    """`x op= v` seen as `x op v` (for ints and floats they are the same operation)."""
+    assert isinstance(node.target, ast.Name)
+    return ast.BinOp(left=ast.Name(node.target.id, ast.Load()), op=node.op, right=node.value)
+
+
+# -- numeric fast paths -------------------------------------------------------------------------------------
+# An expression made only of names, int/float literals and arithmetic operators, with at least one operator
+# the policy guards (`*`, `%`, `**`, `<<`), runs natively when every name holds an exact int or float —
+# integers bounded by 2**_FAST_BITS where their size matters. Integer sizes are bounded statically, so the
+# fast path is only emitted when no `*`, `**` or `<<` in it could reach the limit the guards enforce.
+_FAST_BITS = (64, 16)  # candidate magnitude bounds (bits) for names, largest first
+_UNBOUNDED = 1 << 62  # "any size": a name whose magnitude is not checked
+_ARITH_OPS = (
+    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift,
+    ast.BitAnd, ast.BitOr, ast.BitXor,
+)  # fmt: skip
+_FAST_NAME_EXCLUDED = frozenset({"print", "printed"})  # RestrictedPython rewrites these names
+
+
+class _NotFast(Exception):
+    pass
+
+
+def _arith_names(node: ast.AST, out: list[str]) -> None:
+    """Collect the names of a pure arithmetic expression in evaluation order; raise `_NotFast` otherwise."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITH_OPS):
+        _arith_names(node.left, out)
+        _arith_names(node.right, out)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
+        _arith_names(node.operand, out)
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        if node.id.startswith("_") or node.id in _FAST_NAME_EXCLUDED:
+            raise _NotFast
+        if node.id not in out:
+            out.append(node.id)
+    elif not _number_literal(node):
+        raise _NotFast
+
+
+_FLOAT = -1  # `_bits` of an expression known to be a float (a float literal is involved)
+
+
+def _bits(node: ast.AST, sizes: dict[str, int], limit: int) -> int:
+    """Upper bound on the bits of an int result, or `_FLOAT` for a result that is known to be a float;
+    raise `_NotFast` if a guarded operation might go over `limit` bits (the checks of caps.safe_mul,
+    safe_pow and safe_lshift, which pass anything involving a float through unchecked)."""
+    if isinstance(node, ast.Name):
+        return sizes[node.id]
+    if isinstance(node, ast.Constant):
+        return abs(node.value).bit_length() if type(node.value) is int else _FLOAT
+    if isinstance(node, ast.UnaryOp):
+        a = _bits(node.operand, sizes, limit)
+        return _FLOAT if a == _FLOAT else a + 1
+    assert isinstance(node, ast.BinOp)
+    op = node.op
+    a = _bits(node.left, sizes, limit)
+    if isinstance(op, ast.Pow):
+        exp = node.right
+        if not (isinstance(exp, ast.Constant) and type(exp.value) is int and 0 <= exp.value <= 64):
+            raise _NotFast
+        if a == _FLOAT:
+            return _FLOAT
+        bits = a * max(exp.value, 1)
+    elif isinstance(op, ast.LShift):
+        shift = node.right
+        if not (isinstance(shift, ast.Constant) and type(shift.value) is int and 0 <= shift.value <= 4096):
+            raise _NotFast
+        if a == _FLOAT:
+            return _FLOAT  # TypeError
+        bits = a + shift.value
+    else:
+        b = _bits(node.right, sizes, limit)
+        if a == _FLOAT or b == _FLOAT:
+            return _FLOAT  # float arithmetic (or a TypeError for bit operators)
+        if isinstance(op, ast.Mult):
+            bits = a + b
+        elif isinstance(op, ast.Mod):
+            return b  # |a % b| < |b|
+        elif isinstance(op, (ast.Add, ast.Sub, ast.BitOr, ast.BitXor, ast.BitAnd)):
+            return max(a, b) + 1
+        else:  # / // >>
+            return a + 1
+    if limit and bits > limit:
+        raise _NotFast
+    return bits
+
+
+def _needs_guard(node: ast.AST, width_limit: int) -> bool:
+    return any(
+        isinstance(sub, ast.BinOp)
+        and type(sub.op) in RLMTransformer._CAPPED_BINOPS
+        and not _harmless_binop(sub, width_limit)
+        for sub in ast.walk(node)
+    )
+
+
+def _fast_plan(node: ast.BinOp, limit: int, width_limit: int) -> list[tuple[str, int]] | None:
+    """The names of `node`, each with the magnitude bound (bits) to check or 0; None if no fast path."""
+    names: list[str] = []
+    try:
+        _arith_names(node, names)
+    except _NotFast:
+        return None
+    if not names or not _needs_guard(node, width_limit):
+        return None
+    for bound in _FAST_BITS:
+        try:
+            _bits(node, dict.fromkeys(names, bound), limit)
+        except _NotFast:
+            continue
+        plan = []
+        for name in names:
+            sizes = dict.fromkeys(names, bound)
+            sizes[name] = _UNBOUNDED  # does the proof still hold whatever the size of this one name?
+            try:
+                _bits(node, sizes, limit)
+                plan.append((name, 0))
+            except _NotFast:
+                plan.append((name, bound))
+        return plan
+    return None
+
+
+def _fast_test(plan: list[tuple[str, int]]) -> ast.expr:
+    """The type test of a fast path: for each name, in evaluation order, either
+    `_type_(n) in _num_` (its size does not matter) or
+    `(_type_(n) is _int_ and -B < n and n < B) or _type_(n) is _float_` (separate comparisons: CPython
+    specialises them, a chained comparison is several times slower)."""
+    tests: list[ast.expr] = []
+    for name, bound in plan:
+        type_of = _call("_type_", ast.Name(name, ast.Load()))
+        if not bound:
+            tests.append(
+                ast.Compare(left=type_of, ops=[ast.In()], comparators=[ast.Name("_num_", ast.Load())])
+            )
+            continue
+        big = 1 << bound
+        is_int = ast.Compare(left=type_of, ops=[ast.Is()], comparators=[ast.Name("_int_", ast.Load())])
+        above = ast.Compare(left=ast.Constant(-big), ops=[ast.Lt()], comparators=[ast.Name(name, ast.Load())])
+        below = ast.Compare(left=ast.Name(name, ast.Load()), ops=[ast.Lt()], comparators=[ast.Constant(big)])
+        is_float = ast.Compare(
+            left=_call("_type_", ast.Name(name, ast.Load())),
+            ops=[ast.Is()],
+            comparators=[ast.Name("_float_", ast.Load())],
+        )
+        small_int = ast.BoolOp(op=ast.And(), values=[is_int, above, below])
+        tests.append(ast.BoolOp(op=ast.Or(), values=[small_int, is_float]))
+    return tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.And(), values=tests)
 
 
 def _call(name: str, *args: ast.expr) -> ast.Call:
@@ -500,11 +749,17 @@ def _snippet(node: ast.AST | None, filename: str) -> tuple[int | None, str | Non
 
 
 def restrict_ast(
-    tree: ast.Module, *, filename: str, limits: Limits | None = None, trusted_names: Iterable[str] = ()
+    tree: ast.Module,
+    *,
+    filename: str,
+    limits: Limits | None = None,
+    trusted_names: Iterable[str] = (),
+    fast_paths: bool = True,
 ) -> ast.Module:
     """Check and transform one parsed cell; raise `SandboxError` (``line N: '<snippet>' — <reason>``).
 
     `trusted_names`: names the kernel itself inserted (e.g. its magic dispatcher) that may start with '_'.
+    `fast_paths`: emit the numeric fast paths (False: every capped operator goes through its guard).
     Fails closed: any internal error rejects the cell.
     """
     limits = limits if limits is not None else Limits()
@@ -520,7 +775,12 @@ def restrict_ast(
                         f"the cell has more than {limits.max_ast_nodes} syntax nodes (RLM_MAX_AST_NODES); "
                         "split it into smaller cells"
                     )
-        transformer = RLMTransformer(trusted_names=trusted_names)
+        transformer = RLMTransformer(
+            trusted_names=trusted_names,
+            max_int_bits=limits.max_int_bits,
+            max_format_width=limits.max_format_width,
+            fast_paths=fast_paths,
+        )
         result = transformer.visit(tree)
         if transformer.first_error is not None:
             node, reason = transformer.first_error

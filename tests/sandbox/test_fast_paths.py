@@ -1,0 +1,151 @@
+"""Numeric fast paths and unguarded in-place operators: same results as the guards, same caps.
+
+The policy runs `a * b`, `a % b`, `a ** 2`, `x op= y` natively when it can prove the guards would let them
+through (see policy._fast_plan); everything else must still hit the guards.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+
+import pytest
+
+from rlm_kernel.sandbox import Limits, SandboxSession, new_namespace, restrict_ast
+from rlm_kernel.sandbox.errors import LimitExceeded, SandboxError
+from tests.sandbox.conftest import TEST_LIMITS
+
+
+def _run(session: SandboxSession, source: str, *, fast: bool = True, **names: object) -> dict:
+    tree = restrict_ast(ast.parse(source), filename="<fast-test>", limits=session.limits, fast_paths=fast)
+    ns = new_namespace(session)
+    ns.update(names)
+    exec(compile(tree, "<fast-test>", "exec"), ns)  # noqa: S102 - restricted code under test
+    return ns
+
+
+def _outcome(session: SandboxSession, source: str, fast: bool, **names: object) -> tuple[str, object]:
+    try:
+        return "ok", _run(session, source, fast=fast, **names)["r"]
+    except Exception as exc:  # noqa: BLE001 - the outcome is compared, whatever it is
+        return type(exc).__name__, None
+
+
+class Own:
+    def __init__(self, v: int) -> None:
+        self.v = v
+
+    def __mul__(self, other: object) -> str:
+        return f"mul{other!r}"
+
+    __rmul__ = __mul__
+
+    def __mod__(self, other: object) -> str:
+        return f"mod{other!r}"
+
+
+VALUES = [
+    0,
+    7,
+    -3,
+    2**40,
+    -(2**63),
+    2**64,
+    2**200,
+    1.5,
+    -0.0,
+    float("inf"),
+    float("nan"),
+    True,
+    "ab",
+    "%d",
+    [1, 2],
+]
+EXPRESSIONS = [
+    "r = a * b",
+    "r = a * b % 7",
+    "r = (a % 5) * (b % 3)",
+    "r = a ** 2 * b",
+    "r = a * b - a * 0.5",
+    "r = -a * ~b if 0 else -a * b",
+    "r = (a << 3) * b",
+    "r = a // 3 * b + a / 7",
+    "r = a; r *= b",
+    "r = a; r %= 7",
+    "r = a; r **= 3",
+    "r = a; r += b * a",
+]
+
+
+@pytest.mark.parametrize("expr", EXPRESSIONS)
+def test_fast_path_matches_guards(session: SandboxSession, expr: str) -> None:
+    """For every pair of operand kinds, the fast path gives what the guards alone give (value or error)."""
+    for a, b in itertools.product(VALUES, VALUES[:9] + ["ab"]):
+        fast = _outcome(session, expr, True, a=a, b=b)
+        slow = _outcome(session, expr, False, a=a, b=b)
+        assert fast[0] == slow[0], (expr, a, b, fast, slow)
+        if fast[0] == "ok" and fast[1] == fast[1]:  # NaN != NaN
+            assert fast[1] == slow[1] and type(fast[1]) is type(slow[1]), (expr, a, b)
+
+
+def test_fast_path_is_emitted(session: SandboxSession) -> None:
+    text = ast.unparse(restrict_ast(ast.parse("t += i * i % 7"), filename="<t>", limits=session.limits))
+    assert "_type_(i) is _int_" in text and "_mod_(_mul_(i, i), 7)" in text
+    text = ast.unparse(restrict_ast(ast.parse("t += i"), filename="<t>", limits=session.limits))
+    assert text == "t += i"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = 2 ** 5_000_000\ny = x * x * 3",
+        "x = 1 << 6_000_000\ny = x * x % 7",
+        "x = 1 << 6_000_000\nx *= x",
+        "x = 2 ** 3_000_000\ny = x ** 4",
+        "s = 'ab'\nn = 10 ** 9\ny = s * n",
+        "s = [1]\ns *= 10 ** 9",
+        "f = '%200000d'\ny = f % 5",
+        "f = '%200000d'\nf %= 5",
+        "y = '%200000d' % 5",
+        "y = '%*d' % (200000, 5)",
+        "int = str\nfloat = str\nf = '%200000d'\ny = f % 5",
+    ],
+)
+def test_caps_still_apply(session: SandboxSession, source: str) -> None:
+    with pytest.raises(LimitExceeded):
+        _run(session, source)
+
+
+def test_small_int_cap_uses_narrower_fast_path() -> None:
+    session = SandboxSession(Limits(**{**TEST_LIMITS, "max_int_bits": 100}), seed=1)
+    assert _run(session, "x = 2 ** 40\ny = x * x")["y"] == 2**80
+    with pytest.raises(LimitExceeded):
+        _run(session, "x = 2 ** 60\ny = x * x")
+    with pytest.raises(LimitExceeded):
+        _run(session, "x = 2 ** 60\nx *= x")
+
+
+def test_in_place_operators_keep_object_semantics(session: SandboxSession) -> None:
+    ns = _run(session, "a = [1]\nb = a\na += [2]\na *= 2\nc = {1}\nd = c\nc |= {2}\ns = 'x'\ns += 'y'\n")
+    assert ns["b"] is ns["a"] and ns["a"] == [1, 2, 1, 2]
+    assert ns["d"] is ns["c"] and ns["c"] == {1, 2}
+    assert ns["s"] == "xy"
+    ns = _run(session, "o = Own(1)\no *= 3\np = Own(2)\np %= 4", Own=Own)
+    assert ns["o"] == "mul3" and ns["p"] == "mod4"
+
+
+@pytest.mark.parametrize("source", ["_type_(1)", "x = _int_", "_num_ = 1", "def f(_float_): pass"])
+def test_fast_path_names_are_not_for_cells(session: SandboxSession, source: str) -> None:
+    with pytest.raises(SandboxError):
+        _run(session, source)
+
+
+def test_fast_path_in_functions_comprehensions_and_classes(session: SandboxSession) -> None:
+    ns = _run(
+        session,
+        "def f(n):\n    t = 0\n    for i in range(n):\n        t += i * i % 7\n    return t\n"
+        "a = f(100)\nb = [i * i for i in range(5)]\n"
+        "class C:\n    k = 3\n    sq = k * k\n",
+    )
+    assert ns["a"] == sum(i * i % 7 for i in range(100))
+    assert ns["b"] == [0, 1, 4, 9, 16] and ns["C"].sq == 9
