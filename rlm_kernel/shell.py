@@ -15,12 +15,13 @@ import types
 from typing import Any
 
 from ipykernel.compiler import XCachingCompiler
-from ipykernel.zmqshell import ZMQInteractiveShell
+from ipykernel.displayhook import ZMQShellDisplayHook
+from ipykernel.zmqshell import ZMQDisplayPublisher, ZMQInteractiveShell
 from IPython.core.error import UsageError
 from IPython.core.history import HistoryManager
 from IPython.core.oinspect import OInfo
 from traitlets import Any as AnyTrait
-from traitlets import Dict
+from traitlets import Dict, Type
 
 from rlm_kernel import magics
 from rlm_kernel.introspect import LookupRefused, resolve_path
@@ -37,7 +38,7 @@ from rlm_kernel.sandbox import (
     restrict_ast,
 )
 
-__all__ = ["RLMCompiler", "RLMShell", "MAGIC_MODULES"]
+__all__ = ["RLMCompiler", "RLMDisplayHook", "RLMDisplayPublisher", "RLMShell", "MAGIC_MODULES"]
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +72,39 @@ class RLMCompiler(XCachingCompiler):
             ) from None
 
 
+def _capped(shell: Any, data: Any, metadata: Any) -> tuple[Any, Any]:
+    """A display bundle under the cell's output cap (`SandboxSession.cap_mimebundle`), metadata trimmed to
+    the representations kept."""
+    session = getattr(shell, "sandbox_session", None)
+    if session is None or not isinstance(data, dict):
+        return data, metadata
+    capped = session.cap_mimebundle(data)
+    if capped is not data and isinstance(metadata, dict):
+        metadata = {k: v for k, v in metadata.items() if k in capped or "/" not in k}
+    return capped, metadata
+
+
+class RLMDisplayHook(ZMQShellDisplayHook):
+    """execute_result bundles (a cell's last expression) count against the per-cell output cap."""
+
+    def write_format_data(self, format_dict: Any, md_dict: Any = None) -> None:
+        format_dict, md_dict = _capped(self.shell, format_dict, md_dict)
+        super().write_format_data(format_dict, md_dict)
+
+
+class RLMDisplayPublisher(ZMQDisplayPublisher):
+    """display_data / update_display_data bundles (`display()`) count against the per-cell output cap."""
+
+    def publish(self, data: Any, metadata: Any = None, **kwargs: Any) -> None:  # type: ignore[override]
+        data, metadata = _capped(self.shell, data, metadata)
+        super().publish(data, metadata, **kwargs)
+
+
 class RLMShell(ZMQInteractiveShell):
     """ZMQInteractiveShell whose every cell passes the RestrictedPython policy before it runs."""
 
+    displayhook_class = Type(RLMDisplayHook)
+    display_pub_class = Type(RLMDisplayPublisher)
     sandbox_session = AnyTrait(help="the SandboxSession of this kernel").tag(config=False)
     sandbox_limits = Dict(
         help=(
