@@ -65,7 +65,7 @@ try {
     () =>
       [...document.querySelectorAll(".jp-OutputArea-output")]
         .map((e) => e.textContent.trim())
-        .find((t) => t.startsWith("fan-out: ")),
+        .find((t) => /^fan-out( \(.*\))?: \d+\/\d+ done/.test(t)),
     null,
     { timeout: cfg.timeout_ms },
   );

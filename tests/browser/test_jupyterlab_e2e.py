@@ -33,6 +33,8 @@ N_CALLS = 200
 PRICE_IN, PRICE_OUT = 1.0, 2.0  # USD per 1M tokens, set in the kernel's config file
 BUDGET_MAX_CALLS = 250  # 200 of 250 = 80 %: the calls gauge must turn to its warning style
 
+# the summary's title carries llm_query_batched's label: the number of prompts and the first one
+SUMMARY_HEAD = f"fan-out ({N_CALLS} prompts, first: question 0: how far has this fan-out got): "
 FANOUT_CELL = f"""prompts = [f"question {{i}}: how far has this fan-out got" for i in range({N_CALLS})]
 answers = llm_query_batched(prompts)
 len(answers)"""
@@ -188,7 +190,8 @@ def test_fanout_and_budget_widgets_in_jupyterlab(
 
     assert page["fanout_count"] == f"{N_CALLS}/{N_CALLS}"
     assert page["widget_count"] == 1
-    assert page["fanout_summary"].startswith(f"fan-out: {N_CALLS}/{N_CALLS} done · 0 failed · 0 cached · ")
+    done = f"{N_CALLS}/{N_CALLS} done · 0 failed · 0 cached · "
+    assert page["fanout_summary"].startswith(SUMMARY_HEAD + done), page["fanout_summary"]
     usd = (server_in * PRICE_IN + server_out * PRICE_OUT) / 1e6
     assert f"{server_in:,} in / {server_out:,} out tokens · ${usd:.4f} · took " in page["fanout_summary"]
     assert page["budget_usd"] == f"${usd:.4f}", page
@@ -199,5 +202,5 @@ def test_fanout_and_budget_widgets_in_jupyterlab(
     assert "progress-bar-warning" in page["budget_gauge_classes"], page
     assert "progress-bar-success" in page["fanout_bar_classes"], page
     # the saved-notebook fallback: the same summary as plain text in the cell's output
-    assert any(t.startswith(f"fan-out: {N_CALLS}/{N_CALLS} done") for t in page["outputs_text"]), page
+    assert any(t.startswith(f"{SUMMARY_HEAD}{N_CALLS}/{N_CALLS} done") for t in page["outputs_text"]), page
     assert screenshot.stat().st_size > 10_000
