@@ -18,7 +18,16 @@ from pathlib import Path
 from benchmarks.common import Figure
 
 HERE = Path(__file__).resolve().parent
-VERSIONED = ["rlm-kernel", "ipykernel", "RestrictedPython", "httpx", "httpx-aiohttp", "aiohttp", "bm25s", "tree-sitter"]
+VERSIONED = [
+    "rlm-kernel",
+    "ipykernel",
+    "RestrictedPython",
+    "httpx",
+    "httpx-aiohttp",
+    "aiohttp",
+    "bm25s",
+    "tree-sitter",
+]
 
 
 def discover() -> list[str]:
@@ -66,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", default=True, help="the <5 minute mode (default)")
     mode.add_argument("--full", action="store_true", help="the release mode: more repetitions, bigger inputs")
-    parser.add_argument("--only", nargs="*", default=None, help=f"benchmarks to run, of: {', '.join(discover())}")
+    parser.add_argument(
+        "--only", nargs="*", default=None, help=f"benchmarks to run, of: {', '.join(discover())}"
+    )
     parser.add_argument("--out", default=str(HERE / "results" / "latest.json"))
     args = parser.parse_args(argv)
     quick = not args.full

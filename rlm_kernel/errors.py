@@ -1,6 +1,7 @@
 """The project's base error.
 
-Every error the kernel raises on purpose derives from `RLMError`; each subpackage keeps its own in `errors.py`.
+Every error the kernel raises on purpose derives from `RLMError`; each subpackage keeps its own in
+`errors.py`.
 """
 
 __all__ = ["RLMError"]
