@@ -467,9 +467,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_lshift_": safe_lshift,
         "_mod_": safe_mod,
         "_format_": fstring_format,
-        # the numeric fast paths' type test (policy._fast_test): exact int/float only
+        # the numeric fast paths' type test (policy._fast_test): exact int/float only, by identity
         "_type_": type,
-        "_num_": (int, float),
         "_int_": int,
         "_float_": float,
         # builtins built on the guards

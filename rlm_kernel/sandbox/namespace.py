@@ -33,7 +33,6 @@ GUARD_NAMES = (
     "_format_",
     "_class_of_",
     "_type_",
-    "_num_",
     "_int_",
     "_float_",
 )

@@ -672,29 +672,31 @@ def _fast_plan(node: ast.BinOp, limit: int, width_limit: int) -> list[tuple[str,
 
 
 def _fast_test(plan: list[tuple[str, int]]) -> ast.expr:
-    """The type test of a fast path: for each name, in evaluation order, either
-    `_type_(n) in _num_` (its size does not matter) or
-    `(_type_(n) is _int_ and -B < n and n < B) or _type_(n) is _float_` (separate comparisons: CPython
-    specialises them, a chained comparison is several times slower)."""
+    """The test of a fast path, for each name in evaluation order:
+    `_type_(n) is _int_ or _type_(n) is _float_`, or, where the size of an int matters,
+    `_type_(n) is _int_ and -B < n and n < B or _type_(n) is _float_`.
+
+    Identity tests only (`in (int, float)` would call a metaclass's `__eq__`); the comparisons run on exact
+    ints only, so no user code runs between the test and the native operation. Separate comparisons:
+    CPython specialises them, a chained comparison is several times slower."""
     tests: list[ast.expr] = []
     for name, bound in plan:
-        type_of = _call("_type_", ast.Name(name, ast.Load()))
-        if not bound:
-            tests.append(
-                ast.Compare(left=type_of, ops=[ast.In()], comparators=[ast.Name("_num_", ast.Load())])
+
+        def type_is(kind: str, name: str = name) -> ast.expr:
+            call = _call("_type_", ast.Name(name, ast.Load()))
+            return ast.Compare(left=call, ops=[ast.Is()], comparators=[ast.Name(kind, ast.Load())])
+
+        is_int = type_is("_int_")
+        if bound:
+            big = 1 << bound
+            above = ast.Compare(
+                left=ast.Constant(-big), ops=[ast.Lt()], comparators=[ast.Name(name, ast.Load())]
             )
-            continue
-        big = 1 << bound
-        is_int = ast.Compare(left=type_of, ops=[ast.Is()], comparators=[ast.Name("_int_", ast.Load())])
-        above = ast.Compare(left=ast.Constant(-big), ops=[ast.Lt()], comparators=[ast.Name(name, ast.Load())])
-        below = ast.Compare(left=ast.Name(name, ast.Load()), ops=[ast.Lt()], comparators=[ast.Constant(big)])
-        is_float = ast.Compare(
-            left=_call("_type_", ast.Name(name, ast.Load())),
-            ops=[ast.Is()],
-            comparators=[ast.Name("_float_", ast.Load())],
-        )
-        small_int = ast.BoolOp(op=ast.And(), values=[is_int, above, below])
-        tests.append(ast.BoolOp(op=ast.Or(), values=[small_int, is_float]))
+            below = ast.Compare(
+                left=ast.Name(name, ast.Load()), ops=[ast.Lt()], comparators=[ast.Constant(big)]
+            )
+            is_int = ast.BoolOp(op=ast.And(), values=[is_int, above, below])
+        tests.append(ast.BoolOp(op=ast.Or(), values=[is_int, type_is("_float_")]))
     return tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.And(), values=tests)
 
 

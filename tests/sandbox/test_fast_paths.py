@@ -93,6 +93,31 @@ def test_fast_path_is_emitted(session: SandboxSession) -> None:
     assert "_type_(i) is _int_" in text and "_mod_(_mul_(i, i), 7)" in text
     text = ast.unparse(restrict_ast(ast.parse("t += i"), filename="<t>", limits=session.limits))
     assert text == "t += i"
+    text = ast.unparse(restrict_ast(ast.parse("x = i % 7"), filename="<t>", limits=session.limits))
+    assert text == "x = i % 7 if _type_(i) is _int_ or _type_(i) is _float_ else _mod_(i, 7)"
+
+
+class _ClaimsToBeInt(type):
+    def __eq__(cls, other: object) -> bool:
+        return True
+
+    def __hash__(cls) -> int:
+        return hash(int)
+
+
+class _Text(str, metaclass=_ClaimsToBeInt):
+    pass
+
+
+def test_metaclass_eq_cannot_pass_the_type_test(session: SandboxSession) -> None:
+    """A str whose metaclass claims equality with int still takes the guarded path (identity tests)."""
+    assert type(_Text("x")) in (int, float)  # what an `in` test would have let through
+    with pytest.raises(LimitExceeded):
+        _run(session, "y = f % 5", f=_Text("%200000d"))
+    with pytest.raises(LimitExceeded):
+        _run(session, "f %= 5", f=_Text("%200000d"))
+    with pytest.raises(LimitExceeded):
+        _run(session, "y = f * n", f=_Text("ab"), n=10**9)
 
 
 @pytest.mark.parametrize(
@@ -134,7 +159,7 @@ def test_in_place_operators_keep_object_semantics(session: SandboxSession) -> No
     assert ns["o"] == "mul3" and ns["p"] == "mod4"
 
 
-@pytest.mark.parametrize("source", ["_type_(1)", "x = _int_", "_num_ = 1", "def f(_float_): pass"])
+@pytest.mark.parametrize("source", ["_type_(1)", "x = _int_", "_float_ = 1", "def f(_float_): pass"])
 def test_fast_path_names_are_not_for_cells(session: SandboxSession, source: str) -> None:
     with pytest.raises(SandboxError):
         _run(session, source)
