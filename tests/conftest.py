@@ -4,3 +4,19 @@ Fixture implementations live in `tests/llm_server.py` and `tests/kernel_client.p
 """
 
 pytest_plugins = ["tests.llm_server", "tests.kernel_client"]
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _isolated_secret_store():
+    """Tests that plant keys in the in-process secret store must not leak them into later tests."""
+    from rlm_kernel import secrets
+
+    saved = dict(secrets._store)  # noqa: SLF001 - test isolation of the private store
+    try:
+        yield
+    finally:
+        secrets._store.clear()  # noqa: SLF001
+        secrets._store.update(saved)  # noqa: SLF001
