@@ -653,6 +653,13 @@ def _fast_plan(node: ast.BinOp, limit: int, width_limit: int) -> list[tuple[str,
         return None
     if not names or not _needs_guard(node, width_limit):
         return None
+    guarded_here = type(node.op) in RLMTransformer._CAPPED_BINOPS and not _harmless_binop(node, width_limit)
+    if not guarded_here and not (
+        _needs_guard(node.left, width_limit) and _needs_guard(node.right, width_limit)
+    ):
+        # `x * i - t * 0.5`: only `x * i` needs the fast path (and the test of x and i); `t` is used by
+        # operations that are native on both paths, so it is left out of the test.
+        return None
     for bound in _FAST_BITS:
         try:
             _bits(node, dict.fromkeys(names, bound), limit)

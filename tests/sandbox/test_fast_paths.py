@@ -174,3 +174,27 @@ def test_fast_path_in_functions_comprehensions_and_classes(session: SandboxSessi
     )
     assert ns["a"] == sum(i * i % 7 for i in range(100))
     assert ns["b"] == [0, 1, 4, 9, 16] and ns["C"].sq == 9
+
+
+def test_no_user_code_between_the_test_and_the_operation(session: SandboxSession) -> None:
+    """User code that runs while the expression is evaluated (an `__add__`) cannot swap an operand that was
+    already tested: the test sits right before the guarded operation, and every name in it is checked."""
+    code = (
+        "class T:\n"
+        "    def __add__(self, other):\n"
+        "        global a\n"
+        "        a = 'ab'\n"
+        "        return 0\n"
+        "a = 3\n"
+        "b = 10 ** 9\n"
+        "t = T()\n"
+    )
+    for expr in ["y = (t + 1) + a * b", "y = ((t + 1) * b) + a * b", "y = (t + 1) - a * b % 7"]:
+        with pytest.raises(LimitExceeded):
+            _run(session, code + expr)
+
+
+def test_only_names_of_guarded_operations_are_tested(session: SandboxSession) -> None:
+    text = ast.unparse(restrict_ast(ast.parse("t += x * i - t * 0.5"), filename="<t>", limits=session.limits))
+    assert "_type_(x)" in text and "_type_(i)" in text and "_type_(t)" not in text
+    assert _run(session, "t = 1.0\nx = 2\ni = 3\nt += x * i - t * 0.5")["t"] == 6.5
