@@ -19,8 +19,10 @@ CACHE_ROOT = HERE / ".rlm-cache"
 # Keys that would make the kernel pick a real provider instead of the recorded offline model.
 _PROVIDER_VARS = (
     "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENROUTER_API_KEY",
-    "RLM_BASE_URL", "RLM_API_KEY", "RLM_MODEL", "RLM_CONFIG",
 )
+# A folder that does not exist: the kernel then reads no user config file (~/.config/rlm-kernel/config.toml),
+# whose settings (models, max_tokens, ...) would change the recorded calls' cache keys.
+_NO_USER_CONFIG = HERE / ".rlm-cache" / "no-user-config"
 
 
 def notebook_cache_dir(notebook: Path) -> Path:
@@ -38,12 +40,22 @@ def kernel_env(notebook: Path, mode: str) -> dict[str, str]:
     }
 
 
+def prepare_environment(notebook: Path, mode: str) -> None:
+    """Set `os.environ` for the kernel of `notebook`: only the offline model, only this notebook's recordings.
+
+    Every `RLM_*` variable and provider key of the calling shell is removed first, so a developer's own
+    settings cannot change what is replayed or recorded.
+    """
+    for name in [n for n in os.environ if n.startswith("RLM_")] + list(_PROVIDER_VARS):
+        os.environ.pop(name, None)
+    os.environ["XDG_CONFIG_HOME"] = str(_NO_USER_CONFIG)
+    os.environ.update(kernel_env(notebook, mode))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before nbval starts a notebook's kernel, point the environment at that notebook's recordings."""
     path = Path(str(item.fspath))
     if path.suffix != ".ipynb":
         return
-    for name in _PROVIDER_VARS:
-        os.environ.pop(name, None)
-    os.environ.update(kernel_env(path, os.environ.get("RLM_NOTEBOOK_CACHE_MODE", "replay")))
+    prepare_environment(path, "replay")

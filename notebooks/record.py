@@ -20,7 +20,7 @@ from nbclient import NotebookClient
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from conftest import _PROVIDER_VARS, kernel_env, notebook_cache_dir  # noqa: E402
+from conftest import notebook_cache_dir, prepare_environment  # noqa: E402
 
 __all__ = ["main", "record"]
 
@@ -37,9 +37,7 @@ def record(notebook: Path, *, timeout: int = 3600, keep_cache: bool = False) -> 
     cache.mkdir(parents=True, exist_ok=True)
     saved = dict(os.environ)
     try:
-        for name in _PROVIDER_VARS:
-            os.environ.pop(name, None)
-        os.environ.update(kernel_env(notebook, "readwrite"))
+        prepare_environment(notebook, "readwrite")
         nb = nbformat.read(notebook, as_version=4)
         client = NotebookClient(
             nb, kernel_name="rlm", timeout=timeout, record_timing=False,
