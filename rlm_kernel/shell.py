@@ -72,31 +72,52 @@ class RLMCompiler(XCachingCompiler):
             ) from None
 
 
-def _capped(shell: Any, data: Any, metadata: Any) -> tuple[Any, Any]:
+def _capped(shell: Any, data: Any, metadata: Any) -> tuple[Any, Any, int]:
     """A display bundle under the cell's output cap (`SandboxSession.cap_mimebundle`), metadata trimmed to
-    the representations kept."""
+    the representations kept, and the bytes it was charged."""
     session = getattr(shell, "sandbox_session", None)
     if session is None or not isinstance(data, dict):
-        return data, metadata
+        return data, metadata, 0
+    before = session.output_used
     capped = session.cap_mimebundle(data)
     if capped is not data and isinstance(metadata, dict):
         metadata = {k: v for k, v in metadata.items() if k in capped or "/" not in k}
-    return capped, metadata
+    return capped, metadata, max(session.output_used - before, 0)
 
 
 class RLMDisplayHook(ZMQShellDisplayHook):
     """execute_result bundles (a cell's last expression) count against the per-cell output cap."""
 
     def write_format_data(self, format_dict: Any, md_dict: Any = None) -> None:
-        format_dict, md_dict = _capped(self.shell, format_dict, md_dict)
+        format_dict, md_dict, _ = _capped(self.shell, format_dict, md_dict)
         super().write_format_data(format_dict, md_dict)
 
 
 class RLMDisplayPublisher(ZMQDisplayPublisher):
-    """display_data / update_display_data bundles (`display()`) count against the per-cell output cap."""
+    """display_data / update_display_data bundles (`display()`) count against the per-cell output cap.
+
+    An update replaces what its display showed, so a display with a `display_id` is charged for its latest
+    bundle only (live views that redraw a growing bundle each step do not use up the cap).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._charged: dict[str, tuple[Any, int]] = {}  # display_id -> (cell it was charged in, bytes)
 
     def publish(self, data: Any, metadata: Any = None, **kwargs: Any) -> None:  # type: ignore[override]
-        data, metadata = _capped(self.shell, data, metadata)
+        transient = kwargs.get("transient") or {}
+        display_id = transient.get("display_id") if isinstance(transient, dict) else None
+        session = getattr(self.shell, "sandbox_session", None)
+        cell = (self.parent_header or {}).get("msg_id")
+        if display_id is not None and session is not None:
+            previous = self._charged.pop(display_id, None)
+            if previous is not None and previous[0] == cell:
+                session.output_used = max(session.output_used - previous[1], 0)
+        data, metadata, charged = _capped(self.shell, data, metadata)
+        if display_id is not None:
+            if len(self._charged) > 10_000:
+                self._charged.clear()
+            self._charged[display_id] = (cell, charged)
         super().publish(data, metadata, **kwargs)
 
 

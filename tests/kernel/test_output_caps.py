@@ -90,3 +90,16 @@ def test_widget_comm_messages_are_not_capped(capped: KernelHarness) -> None:
     sizes = sum(len(str(m["content"])) for m in ex.messages if m["msg_type"].startswith("comm_"))
     assert sizes > 10 * CAP
     assert "truncated" not in (ex.result or "") and "truncated" not in ex.stdout
+
+
+def test_updated_display_is_charged_for_its_latest_bundle(capped: KernelHarness) -> None:
+    """A live display redrawn many times (update_display_data) uses the cap once, not once per update."""
+    code = "h = display('a' * 600, display_id=True)\nfor k in range(6):\n    h.update(str(k) * 600)\n"
+    ex = capped.execute(code, timeout=60)
+    assert ex.ok, str(ex)
+    assert len(ex.display) == 7
+    assert ex.display[-1]["text/plain"] == repr("5" * 600)
+    assert "truncated" not in ex.all_text
+    # a second display alongside still counts: 600 + 600 is over the 1000-byte cap
+    ex = capped.execute("h = display('a' * 600, display_id=True)\ndisplay('b' * 600)")
+    assert "[output truncated" in ex.display[1]["text/plain"]
