@@ -37,6 +37,7 @@ from rlm_kernel.sandbox import (
     repair_namespace,
     restrict_ast,
 )
+from rlm_kernel.warnings_display import install_warning_format
 
 __all__ = ["RLMCompiler", "RLMDisplayHook", "RLMDisplayPublisher", "RLMShell", "MAGIC_MODULES"]
 
@@ -140,6 +141,7 @@ class RLMShell(ZMQInteractiveShell):
         for name in MAGIC_BODY_FILENAMES:
             register_sandboxed_filename(name)
         repair_namespace(self.user_ns, self.sandbox_session)
+        install_warning_format()
         self._load_magic_modules()
         preload.install(self.user_ns, self)
         self.user_ns_hidden.update({k: v for k, v in self.user_ns.items()})
