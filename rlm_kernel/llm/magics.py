@@ -132,6 +132,10 @@ def providers_table() -> Table:
             )
         )
     note = f"active: {active}" if active else f"no usable configuration: {error}"
+    if active == "local":
+        from rlm_kernel.llm.local import banner_note
+
+        note = f"{note} — {banner_note() or ''}".rstrip(" —")
     return Table("LLM providers", ["provider", "configured", *TIERS, "base URL"], rows, note=note)
 
 

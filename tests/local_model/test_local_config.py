@@ -93,3 +93,33 @@ def test_banner_note_names_the_tiny_model_only_when_local_is_active(monkeypatch:
     monkeypatch.setenv("RLM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("RLM_API_KEY", "k")
     assert local.banner_note() is None
+
+
+def test_providers_table_says_the_offline_model_is_a_tiny_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    from rlm_kernel.llm.magics import providers_table
+
+    for name in (
+        "RLM_BASE_URL",
+        "RLM_API_KEY",
+        "RLM_MODEL",
+        "RLM_CONFIG",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("RLM_PROVIDER", "local")
+    text = str(providers_table())
+    assert "active: local" in text
+    assert (
+        "tiny model for trying things out, not for answer quality" in text
+        or "offline model is not installed" in text
+    )
+    monkeypatch.setenv("RLM_PROVIDER", "openai")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert "tiny model" not in str(providers_table())
