@@ -132,10 +132,10 @@ def providers_table() -> Table:
             )
         )
     note = f"active: {active}" if active else f"no usable configuration: {error}"
-    if active == "local":
-        from rlm_kernel.llm.local import banner_note
+    if active == "local":  # the same words whether or not the [local] extra is installed (see "configured")
+        from rlm_kernel.llm.local import LOCAL_MODEL_NOTE
 
-        note = f"{note} — {banner_note() or ''}".rstrip(" —")
+        note = f"{note} — {LOCAL_MODEL_NOTE}"
     return Table("LLM providers", ["provider", "configured", *TIERS, "base URL"], rows, note=note)
 
 
