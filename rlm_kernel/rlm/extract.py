@@ -1,6 +1,6 @@
 """Reading a root model's reply: the code block to run and any FINAL/FINAL_VAR written in prose.
 
-The rule is documented in `extract_block` and in docs/sections/repl.md; it never raises.
+The rule is documented in `extract_block` and in the README's RLM REPL section; it never raises.
 """
 
 from __future__ import annotations

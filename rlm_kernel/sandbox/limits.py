@@ -63,7 +63,7 @@ class Limits:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Limits:
-        """Read `RLM_*` variables (see docs/sections/limits.md); explicit keyword overrides win."""
+        """Read `RLM_*` variables (see the README's Limits section); explicit keyword overrides win."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
         for field in dataclasses.fields(cls):

@@ -93,7 +93,7 @@ class _Refusal(Exception):
 
 
 class RLMTransformer(RestrictingNodeTransformer):
-    """RestrictedPython's transformer with the rlm kernel's rules (see docs/sections/sandbox.md)."""
+    """RestrictedPython's transformer with the rlm kernel's rules (see the README's Sandbox section)."""
 
     def __init__(
         self,
