@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,6 +285,21 @@ class KernelHarness:
                 self.kc.get_iopub_msg(timeout=0.01)
             except queue.Empty:
                 return
+
+
+@contextmanager
+def kernel_with_llm_server(
+    env_for: Callable[[Any], dict[str, str]],
+) -> Iterator[tuple[Any, KernelHarness]]:
+    """A local LLM test server and a real `rlm` kernel pointed at it; `env_for(server)` is its environment."""
+    from tests.llm_server import LLMTestServer
+
+    with LLMTestServer() as server:
+        kernel = KernelHarness(env=env_for(server))
+        try:
+            yield server, kernel
+        finally:
+            kernel.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 from tests.analysis.conftest import TIER_MODELS, tier_env
 from tests.analysis.test_map_reduce import counting
-from tests.kernel_client import KernelHarness
+from tests.kernel_client import KernelHarness, kernel_with_llm_server
 from tests.llm_server import LLMTestServer
 
 SOURCE = """
@@ -26,14 +26,9 @@ class Beta:
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[LLMTestServer, KernelHarness]]:
-    server = LLMTestServer().start()
-    kernel = KernelHarness(env=tier_env(server))
-    try:
+    with kernel_with_llm_server(tier_env) as (server, kernel):
         kernel.execute("import json", timeout=60)
         yield server, kernel
-    finally:
-        kernel.shutdown()
-        server.stop()
 
 
 @pytest.fixture

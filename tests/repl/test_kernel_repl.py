@@ -9,21 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel_client import KernelHarness
+from tests.kernel_client import KernelHarness, kernel_with_llm_server
 from tests.llm_server import Fault, LLMTestServer
 from tests.repl.conftest import llm_env
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[LLMTestServer, KernelHarness]]:
-    server = LLMTestServer().start()
-    kernel = KernelHarness(env=llm_env(server))
-    try:
+    with kernel_with_llm_server(llm_env) as (server, kernel):
         kernel.execute("import json", timeout=60)
         yield server, kernel
-    finally:
-        kernel.shutdown()
-        server.stop()
 
 
 @pytest.fixture

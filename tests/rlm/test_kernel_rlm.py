@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.kernel_client import KernelHarness
+from tests.kernel_client import KernelHarness, kernel_with_llm_server
 from tests.llm_server import LLMTestServer, Reply
 from tests.repl.conftest import llm_env
 from tests.rlm.script import Script, repl
@@ -20,15 +20,10 @@ PRICES = '[prices]\n"test-model" = {input = 0.0, output = 10.0}\n'
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LLMTestServer, KernelHarness]]:
-    server = LLMTestServer().start()
     config = tmp_path_factory.mktemp("config") / "rlm.toml"
     config.write_text(PRICES)
-    kernel = KernelHarness(env={**llm_env(server), "RLM_CONFIG": str(config)})
-    try:
-        yield server, kernel
-    finally:
-        kernel.shutdown()
-        server.stop()
+    with kernel_with_llm_server(lambda server: {**llm_env(server), "RLM_CONFIG": str(config)}) as served:
+        yield served
 
 
 @pytest.fixture
