@@ -6,48 +6,17 @@ The test server runs in its own process so this process's CPU time is the client
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-from benchmarks.common import Figure
+from benchmarks.common import Figure, start_test_server
 from rlm_kernel.llm import Budget, LLMClient, load_config
 
 __all__ = ["run"]
 
-ROOT = Path(__file__).resolve().parents[1]
 LATENCY = 0.05
 CONCURRENCY = 64
 
-
-def _start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.llm_server",
-            "--port",
-            "0",
-            "--mode",
-            "echo",
-            "--latency",
-            str(latency),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http://127.0.0.1:"):
-        proc.kill()
-        raise RuntimeError(f"test server did not start (printed {url!r})")
-    return proc, url
 
 
 def _measure(url: str, transport: str, n: int, cache_dir: str) -> tuple[float, float]:
@@ -84,7 +53,7 @@ def _measure(url: str, transport: str, n: int, cache_dir: str) -> tuple[float, f
 def run(quick: bool) -> list[Figure]:
     n = 640 if quick else 1000
     ideal = math.ceil(n / CONCURRENCY) * LATENCY
-    proc, url = _start_server(LATENCY)
+    proc, url = start_test_server(LATENCY)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             a_wall, a_cpu = _measure(url, "aiohttp", n, tmp)

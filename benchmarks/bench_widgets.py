@@ -5,15 +5,11 @@ A real `complete_batch` against the test server (own process), with and without 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Figure
+from benchmarks.common import Figure, start_test_server
 from rlm_kernel.llm import Budget, LLMClient, load_config
 from rlm_kernel.llm.events import CallEvent, EventBus, bus
 from rlm_kernel.widgets.controller import FanoutController
@@ -21,7 +17,6 @@ from rlm_kernel.widgets.fanout import FanoutView
 
 __all__ = ["run"]
 
-ROOT = Path(__file__).resolve().parents[1]
 LATENCY = 0.02
 CONCURRENCY = 32
 
@@ -38,29 +33,6 @@ class _NullSink:
     def write(self, text: str, parent: Any) -> None:
         return None
 
-
-def _start_server() -> tuple[subprocess.Popen[str], str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "tests.llm_server",
-        "--port",
-        "0",
-        "--mode",
-        "echo",
-        "--latency",
-        str(LATENCY),
-    ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-    )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http://127.0.0.1:"):
-        proc.kill()
-        raise RuntimeError(f"test server did not start (printed {url!r})")
-    return proc, url
 
 
 def _client(url: str, cache_dir: str) -> LLMClient:
@@ -118,7 +90,7 @@ def _synthetic_event_cost(n: int) -> tuple[float, float]:
 
 def run(quick: bool) -> list[Figure]:
     n = 500 if quick else 2000
-    proc, url = _start_server()
+    proc, url = start_test_server(LATENCY)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             client = _client(url, tmp)
