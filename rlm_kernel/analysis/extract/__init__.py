@@ -9,9 +9,10 @@ import bisect
 
 from rlm_kernel.analysis.errors import AnalysisInputError
 from rlm_kernel.analysis.extract import python_ast, regex_engine, treesitter
+from rlm_kernel.analysis.extract.brackets import max_nesting
 from rlm_kernel.analysis.extract.common import normalise_newlines, sort_records
 
-__all__ = ["ENGINES", "LANGUAGES", "extract_functions", "normalise_language"]
+__all__ = ["ENGINES", "LANGUAGES", "MAX_EXACT_NESTING", "extract_functions", "normalise_language"]
 
 LANGUAGES = ("python", "go", "javascript", "typescript")
 ALIASES = {
@@ -34,6 +35,11 @@ ENGINES = ("auto", "exact", "regex")
 # (0.1-0.2 s/MB), pathological input can take seconds per MB; regex then needs at most ~0.6 s/MB
 _SECONDS_PER_MB = 0.35
 _MIN_SECONDS = 0.02
+# tree-sitter's query over the parse tree costs time growing with the square of the nesting depth (~0.9 s at
+# 32,000 levels, ~3 ms at 2,000); real code stays under ~100 levels, so deeper text goes to the linear engine
+MAX_EXACT_NESTING = 500
+# CPython's parser slows down more than linearly on very long lines (a 1 MB one-line file: ~2.8 s)
+MAX_EXACT_PY_LINE = 50_000
 
 
 def normalise_language(language: object) -> str:
@@ -83,6 +89,8 @@ def extract_functions(content: str, language: str = "python", engine: str = "aut
 
 
 def _python(text: str, engine: str) -> list[dict]:
+    if engine == "auto" and _longest_line(text) > MAX_EXACT_PY_LINE:
+        return regex_engine.extract(text, "python")
     try:
         return python_ast.extract(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -92,6 +100,12 @@ def _python(text: str, engine: str) -> list[dict]:
                 'use engine="auto" or "regex" for partial results'
             ) from None
         return regex_engine.extract(text, "python")
+
+
+def _longest_line(text: str) -> int:
+    if len(text) <= MAX_EXACT_PY_LINE:
+        return len(text)
+    return max(map(len, text.split("\n")))
 
 
 def _looks_binary(text: str) -> bool:
@@ -107,6 +121,14 @@ _CONTROL_CHARS = {c: None for c in (*range(0, 9), 11, *range(14, 32), 127)}
 def _tree_sitter(text: str, lang: str, engine: str) -> list[dict]:
     if engine == "auto" and _looks_binary(text):
         return regex_engine.extract(text, lang)  # tree-sitter spends seconds per MB recovering from garbage
+    depth = max_nesting(text)
+    if depth > MAX_EXACT_NESTING:
+        if engine == "exact":
+            raise AnalysisInputError(
+                f"extract_functions: brackets nest {depth} deep, past what the exact parser handles in time "
+                f"({MAX_EXACT_NESTING}); use engine=\"auto\" or \"regex\" for the linear engine's results"
+            )
+        return regex_engine.extract(text, lang)
     seconds = None if engine == "exact" else max(_MIN_SECONDS, len(text) / 1e6 * _SECONDS_PER_MB)
     try:
         parsed = treesitter.parse(text, lang, seconds)

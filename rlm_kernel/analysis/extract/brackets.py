@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Brackets"]
+__all__ = ["Brackets", "max_nesting"]
 
 
 class _PairMap:
@@ -88,6 +88,24 @@ class Brackets:
         hi = int(np.searchsorted(self._open_level, depth, "right"))
         k = int(np.searchsorted(self._open_pos[lo:hi], pos)) - 1
         return int(self._open_pos[lo + k]) if k >= 0 else -1
+
+
+def max_nesting(text: str) -> int:
+    """The deepest nesting of (, [ and { together in `text` (unmatched closers ignored), in linear time.
+
+    Brackets inside strings and comments count too, so this is an upper bound for the code's real nesting.
+    """
+    codes = _codes(text)
+    val = np.zeros(len(codes), dtype=np.int8)
+    for c in "([{":
+        val[codes == ord(c)] = 1
+    for c in ")]}":
+        val[codes == ord(c)] = -1
+    val = val[val != 0].astype(np.int64)
+    if not len(val):
+        return 0
+    c = np.cumsum(val)
+    return int((c - np.minimum(np.minimum.accumulate(c), 0)).max())
 
 
 def _codes(text: str) -> np.ndarray:

@@ -132,9 +132,12 @@ def _close_single(text: str, i: int, end: int, quote: str) -> int:
     return -1
 
 
-def python_signature(text: str, def_pos: int) -> str:
-    """The collapsed header text from `def`/`async def` through its `:`, comments removed."""
-    end = python_header_end(text, def_pos)
+def python_signature(text: str, def_pos: int, limit: int = 20_000) -> str:
+    """The collapsed header text from `def`/`async def` through its `:`, comments removed.
+
+    The `:` is searched for at most `limit` characters (a caller that knows where the logical line ends
+    passes that, keeping unclosed headers from costing more than their own line)."""
+    end = python_header_end(text, def_pos, max(1, limit))
     if end == -1:
         nl = text.find("\n", def_pos)
         end = len(text) if nl == -1 else nl

@@ -70,6 +70,14 @@ def extract_python(text: str) -> list[dict]:
                 cont[i] = True
     blank = [not line.strip() for line in lines]
     index = LineIndex(masked)
+    # logical_end[i]: where the logical line holding row i ends (the next row that is not a continuation);
+    # a header is searched no further, so unclosed headers cost their own line, not the rest of the text
+    logical_end = [len(masked)] * n
+    nxt = len(masked)
+    for i in range(n - 1, -1, -1):
+        logical_end[i] = nxt
+        if not cont[i]:
+            nxt = index.starts[i]
     out = []
     for m in _PY_DEF.finditer(masked):
         row = index.line(m.start()) - 1
@@ -77,7 +85,7 @@ def extract_python(text: str) -> list[dict]:
             continue
         def_pos = m.start() + len(m.group(1))
         indent = _indent(m.group(1))
-        header_end = _header_end(masked, def_pos)
+        header_end = _header_end(masked, def_pos, logical_end[row])
         if (
             header_end == -1
             or (hrow := index.line(header_end) - 1) > row
@@ -105,14 +113,16 @@ def extract_python(text: str) -> list[dict]:
                     break
                 end_row = j
                 j += 1
-        out.append(record(m.group(2), python_signature(text, def_pos), row + 1, end_row + 1))
+        sig = python_signature(text, def_pos, limit=max(header_end, logical_end[row]) - def_pos)
+        out.append(record(m.group(2), sig, row + 1, end_row + 1))
     return sort_records(out)
 
 
-def _header_end(masked: str, pos: int) -> int:
-    """Just past the `:` closing a def header in masked text (strings/comments already blanked), or -1."""
+def _header_end(masked: str, pos: int, end: int) -> int:
+    """Just past the `:` closing a def header in masked text (strings/comments already blanked) before
+    `end`, or -1."""
     depth = 0
-    for m in _HEADER.finditer(masked, pos, min(len(masked), pos + 20_000)):
+    for m in _HEADER.finditer(masked, pos, min(end, pos + 20_000)):
         c = m.group()
         if c in "([{":
             depth += 1

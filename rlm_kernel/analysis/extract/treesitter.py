@@ -53,6 +53,10 @@ _BINDING_NAME = {
 }
 
 
+# bytes handed to tree-sitter per read callback
+_READ_CHUNK = 1 << 16
+
+
 class ParseTimeout(Exception):
     """tree-sitter did not finish within its time limit."""
 
@@ -124,7 +128,7 @@ def parse(text: str, language: str, seconds: float | None) -> Parsed:
     )  # CPU time of this thread: a busy machine does not cut parses short
 
     def read(offset: int, _point: object) -> bytes:
-        return source[offset : offset + 1 << 16]
+        return source[offset : offset + _READ_CHUNK]
 
     def progress(_offset: int, _has_error: bool) -> bool:
         return time.thread_time() > deadline
