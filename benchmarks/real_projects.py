@@ -2,8 +2,8 @@
 
 Unlike `benchmarks.corpora` (CPython's stdlib, Go's own sources, big npm packages — the corpus the ranking
 was first tuned on), these are ordinary application libraries: Python sdists from PyPI (their docs give the
-prose), Go libraries from Debian's `golang-*-dev` packages, JavaScript and TypeScript packages from npm. All is
-unpacked under benchmarks/corpora/real/ (gitignored) and never committed.
+prose), Go libraries from Debian's `golang-*-dev` packages, JavaScript and TypeScript packages from npm. All
+is unpacked under benchmarks/corpora/real/ (gitignored) and never committed.
 """
 
 from __future__ import annotations
