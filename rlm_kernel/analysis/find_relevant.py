@@ -9,7 +9,7 @@ import re
 
 from rlm_kernel.analysis.errors import AnalysisInputError, FindRelevantError
 from rlm_kernel.analysis.llm_calls import BatchFailure, complete_batch
-from rlm_kernel.analysis.ranking import get_index
+from rlm_kernel.analysis.ranking import get_index, phrase_rerank
 
 __all__ = ["LLM_POOL_MAX", "LLM_POOL_MIN", "find_relevant"]
 
@@ -30,7 +30,8 @@ def find_relevant(
     Returns up to `top_k` (chunk, score) tuples, best first. Chunks are ~50-line slices of `content`
     overlapping by 5 lines; only chunks sharing a term with the query are candidates (keyword pre-filter).
     Identifiers match whole and by their snake_case/camelCase parts. Scores are BM25 times the share of
-    the query's terms the chunk holds. With `use_llm_scoring=True` and more than `top_k * 2` candidates,
+    the query's terms the chunk holds; a sentence-like query (4+ words) also favours chunks holding its
+    adjacent word pairs in order. With `use_llm_scoring=True` and more than `top_k * 2` candidates,
     the best candidates (2*top_k+1, at least 20, at most 100) are re-scored by the model on a 0-10 scale
     in one batch and that ranking is returned (ties broken by the keyword score).
     """
@@ -40,8 +41,10 @@ def find_relevant(
     index = get_index(content)
     windows = index.windows
     if not use_llm_scoring:
-        return [(content[slice(*windows[i])], score) for i, score in index.search(query, top_k)]
-    ranked = index.search(query, min(LLM_POOL_MAX, max(top_k * 2 + 1, LLM_POOL_MIN)))
+        return [
+            (content[slice(*windows[i])], score) for i, score in phrase_rerank(content, index, query, top_k)
+        ]
+    ranked = phrase_rerank(content, index, query, min(LLM_POOL_MAX, max(top_k * 2 + 1, LLM_POOL_MIN)))
     if len(ranked) <= top_k * 2:
         return [(content[slice(*windows[i])], score) for i, score in ranked[:top_k]]
     return _llm_rerank(content, query, [(content[slice(*windows[i])], s) for i, s in ranked], top_k)

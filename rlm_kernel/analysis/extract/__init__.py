@@ -126,7 +126,7 @@ def _tree_sitter(text: str, lang: str, engine: str) -> list[dict]:
         if engine == "exact":
             raise AnalysisInputError(
                 f"extract_functions: brackets nest {depth} deep, past what the exact parser handles in time "
-                f"({MAX_EXACT_NESTING}); use engine=\"auto\" or \"regex\" for the linear engine's results"
+                f'({MAX_EXACT_NESTING}); use engine="auto" or "regex" for the linear engine\'s results'
             )
         return regex_engine.extract(text, lang)
     seconds = None if engine == "exact" else max(_MIN_SECONDS, len(text) / 1e6 * _SECONDS_PER_MB)
