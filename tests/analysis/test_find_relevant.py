@@ -213,3 +213,33 @@ def test_a_chunk_holding_every_query_term_beats_one_repeating_a_single_term() ->
     plain = bm25s.BM25(k1=1.2, b=0.75)
     plain.index(bm25s.tokenize(docs, stopwords=None, show_progress=False), show_progress=False)
     assert docs[int(plain.get_scores(["alpha", "beta", "gamma"]).argmax())].count("alpha") == 6
+
+
+def _code_corpus() -> str:
+    """A small code base: many functions sharing common parts (parse, header, retry), one chunk each."""
+    blocks = []
+    for i in range(30):
+        body = "".join(f"    value_{i}_{j} = parse(header, retry_count)\n" for j in range(48))
+        blocks.append(f"def handler_{i}(request, header):\n{body}    return header\n")
+    return "".join(blocks)
+
+
+def test_rare_exact_identifiers_find_their_chunk_first() -> None:
+    """A query of rare identifiers (as a person types them) ranks the one chunk holding them first, even
+    though every chunk shares their snake_case parts."""
+    lines = _code_corpus().splitlines(keepends=True)
+    lines[620] = "    delay = retry_after(parse_header(line), backoff)\n"
+    content = "".join(lines)
+    best, _ = find_relevant(content, "parse_header retry_after backoff", top_k=1)[0]
+    assert "parse_header(line)" in best
+    # one part each of the identifiers is no match for the whole ones
+    assert "parse_header(line)" in find_relevant(content, "parse_header", top_k=1)[0][0]
+
+
+def test_a_sentence_query_prefers_the_chunk_holding_its_words_in_order() -> None:
+    filler = [f"step {i}: the request is sent and the reply is read back\n" for i in range(400)]
+    filler[60] = "# the reply is sent back before the request is read\n"  # same words, other order
+    filler[310] = "# the request is read before the reply is sent back\n"
+    content = "".join(filler)
+    best, _ = find_relevant(content, "the request is read before the reply is sent back", top_k=1)[0]
+    assert "# the request is read before the reply is sent back" in best
