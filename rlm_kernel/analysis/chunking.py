@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 __all__ = ["MAX_LINE", "line_starts", "line_windows", "split_even"]
 
 MAX_LINE = 400
 """Lines longer than this count as several lines when windowing (minified code, one-line JSON)."""
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _SPACE = re.compile(r"\s")
+_BLOCK = 1 << 24  # characters encoded at a time by the ASCII fast path (bounds its extra memory)
 
 
 def line_starts(content: str, max_line: int | None = None) -> list[int]:
@@ -22,7 +25,9 @@ def line_starts(content: str, max_line: int | None = None) -> list[int]:
     With `max_line`, a longer line (minified code, one-line JSON) counts as several lines, broken after
     whitespace near every `max_line` characters (mid-text where there is none).
     """
-    if "\r" not in content:
+    if "\r" not in content and content.isascii():
+        starts = _ascii_line_starts(content)
+    elif "\r" not in content:
         starts = [0]
         find = content.find
         pos = find("\n")
@@ -36,6 +41,15 @@ def line_starts(content: str, max_line: int | None = None) -> list[int]:
     if max_line is not None:
         starts = _break_long_lines(content, starts, max_line)
     return starts
+
+
+def _ascii_line_starts(content: str) -> list[int]:
+    """`[0]` and the offset after every `\n`, found by numpy over 16 MiB blocks (ASCII: bytes = chars)."""
+    parts = [np.zeros(1, dtype=np.int64)]
+    for block in range(0, len(content), _BLOCK):
+        codes = np.frombuffer(content[block : block + _BLOCK].encode("ascii"), dtype=np.uint8)
+        parts.append(np.flatnonzero(codes == 10) + (block + 1))
+    return np.concatenate(parts).tolist()
 
 
 def _break_long_lines(content: str, starts: list[int], max_line: int) -> list[int]:

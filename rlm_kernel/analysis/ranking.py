@@ -63,25 +63,21 @@ class ChunkIndex:
         all_words = list(itertools.chain.from_iterable(words_per_piece))
         if not all_words:
             return cls(windows, {}, np.zeros(1, dtype=np.int64), empty, np.empty(0, dtype=np.float32))
-        # word ids in C: setdefault keeps each word's first position, then compact to 0..n_words-1
-        first: dict[str, int] = {}
-        raw = np.fromiter(
-            map(first.setdefault, all_words, itertools.count()), dtype=np.int64, count=len(all_words)
-        )
-        compact = np.empty(len(all_words), dtype=np.int64)
-        compact[np.fromiter(first.values(), dtype=np.int64, count=len(first))] = np.arange(len(first))
-        word_id = compact[raw]
+        # word ids in C: the distinct words in order of first use, then one dict look-up per word
+        first = {w: i for i, w in enumerate(dict.fromkeys(all_words))}
+        word_id = np.fromiter(map(first.__getitem__, all_words), dtype=np.int64, count=len(all_words))
         piece = np.repeat(np.arange(len(lens)), lens)
         # (piece, word) -> count
         n_words = len(first)
         key, count = np.unique(piece * n_words + word_id, return_counts=True)
         piece, word_id = key // n_words, key % n_words
         # word -> its terms (the word itself and its snake/camel parts)
-        vocab: dict[str, int] = {}
-        term_lists = [[vocab.setdefault(t, len(vocab)) for t in terms_of(w)] for w in first]
+        term_lists = list(map(terms_of, first))
+        all_terms = list(itertools.chain.from_iterable(term_lists))
+        vocab = {t: i for i, t in enumerate(dict.fromkeys(all_terms))}
         n_terms_of = np.fromiter(map(len, term_lists), dtype=np.int64, count=n_words)
         w_ptr = np.concatenate(([0], np.cumsum(n_terms_of)))
-        w_terms = np.fromiter(itertools.chain.from_iterable(term_lists), dtype=np.int64, count=int(w_ptr[-1]))
+        w_terms = np.fromiter(map(vocab.__getitem__, all_terms), dtype=np.int64, count=len(all_terms))
         rep = n_terms_of[word_id]
         total = int(rep.sum())
         within = np.arange(total) - np.repeat(np.cumsum(rep) - rep, rep)
