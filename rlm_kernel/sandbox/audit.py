@@ -7,10 +7,11 @@ threads are never touched):
 
 - `exec` of code that did not come through the policy (its filename is not a registered sandboxed one), and
   `compile` of such code — except the standard library's own code generators (`collections.namedtuple`,
-  dataclasses' generated methods, `typing.ForwardRef`'s compile-only check, `ast.parse`, the import system);
-  `typing.get_type_hints` evaluating a string lands here;
+  dataclasses' generated methods, `typing.ForwardRef`'s compile-only check, `ast.parse`) and code run while
+  an allowed module is imported; `typing.get_type_hints` evaluating a string lands here;
 - `import` of modules that lead out of the sandbox (`os`, `subprocess`, `socket`, `ctypes`, `pickle`, ...);
-- `open` outside the context roots (reading Python's own library sources for tracebacks stays possible);
+- `open` of any file (files reach cells through `load_context`, kernel code that checks the context roots;
+  reading Python's own library sources for tracebacks stays possible);
 - processes, signals, sockets, `ctypes`, file-system changes, environment changes, tracing, frame and `gc`
   introspection, and building code or function objects by hand.
 
@@ -30,6 +31,7 @@ import collections
 import contextlib
 import dataclasses
 import os
+import pathlib
 import sys
 import sysconfig
 import threading
@@ -174,11 +176,13 @@ def is_guarding() -> bool:
 def _hook(event: str, args: tuple[Any, ...]) -> None:
     if not _active:  # the common case: no restricted code runs anywhere
         return
-    rule = _RULES.get(event)
+    rule = _RULES.get(event, _UNSEEN)
     if rule is None:
-        if not event.startswith(_KERNEL_ONLY_PREFIXES):
+        return
+    if rule is _UNSEEN:  # first time this event name is seen while restricted code runs: classify it once
+        rule = _RULES[event] = _kernel_only if event.startswith(_KERNEL_ONLY_PREFIXES) else None
+        if rule is None:
             return
-        rule = _kernel_only
     tid = _get_ident()
     if tid not in _active or tid in _busy:
         return
@@ -202,12 +206,19 @@ def _who(frame: Any) -> str:
     return _LIBRARY
 
 
-def _decisive(frame: Any) -> str:
-    """The first frame outwards that is restricted code or kernel code decides; none at all: restricted."""
+def _decisive(frame: Any, *, imports_decide: bool = False) -> str:
+    """The first frame outwards that is restricted code or kernel code decides; none at all: restricted.
+
+    `imports_decide`: a frame of the import system decides too, as kernel code — what a module does while it
+    is being imported (its own imports, code generated at import time as attrs does) was judged when its
+    import was allowed.
+    """
     while frame is not None:
         who = _who(frame)
         if who is not _LIBRARY:
             return who
+        if imports_decide and frame.f_code.co_filename.startswith(_IMPORT_SYSTEM):
+            return _KERNEL
         frame = frame.f_back
     return _CELL
 
@@ -258,8 +269,8 @@ def _exec(event: str, args: tuple[Any, ...], frame: Any) -> Refusal:
     filename = getattr(code, "co_filename", None)
     if type(filename) is str and is_sandboxed_filename(filename):
         return None
-    if _code_origin_ok(frame):
-        return None
+    if _code_origin_ok(frame) or _decisive(frame, imports_decide=True) is _KERNEL:
+        return None  # a library generator, a module being imported, or kernel code working for the cell
     return AuditRefusal, "running code that did not pass the sandbox policy is not allowed"
 
 
@@ -267,7 +278,7 @@ def _compile(event: str, args: tuple[Any, ...], frame: Any) -> Refusal:
     filename = args[1] if len(args) > 1 else None
     if type(filename) is str and is_sandboxed_filename(filename):
         return None
-    if _code_origin_ok(frame) or _decisive(frame) is _KERNEL:
+    if _code_origin_ok(frame) or _decisive(frame, imports_decide=True) is _KERNEL:
         return None
     return AuditRefusal, "compiling code outside the sandbox policy is not allowed"
 
@@ -278,12 +289,14 @@ def _import(event: str, args: tuple[Any, ...], frame: Any) -> Refusal:
         return ImportRefused, "import of a module without a name"
     if name not in _DENIED_MODULES and name.partition(".")[0] not in _DENIED_MODULES:
         return None
-    if _decisive(frame) is _KERNEL:
+    if _decisive(frame, imports_decide=True) is _KERNEL:
         return None
     return ImportRefused, f"module {name!r} is not available to restricted code"
 
 
 def _open(event: str, args: tuple[Any, ...], frame: Any) -> Refusal:
+    """Files reach restricted code only through kernel helpers (`load_context`, with its own checks); an open
+    that restricted code or a library acting for it causes directly may only read Python's own sources."""
     if _decisive(frame) is _KERNEL:
         return None
     path, mode, flags = (tuple(args) + (None, None, None))[:3]
@@ -292,33 +305,20 @@ def _open(event: str, args: tuple[Any, ...], frame: Any) -> Refusal:
     )
     if writes:
         return FileAccessRefused, "restricted code cannot write files"
-    if isinstance(path, (str, bytes)):
-        real = os.path.realpath(os.fsdecode(path))
+    if isinstance(path, pathlib.PurePath) and type(path).__module__ == "pathlib":
+        path = str(path)  # never calls a restricted object's __fspath__ from inside the hook
+    if type(path) in (str, bytes):
         if frame is not None and frame.f_code.co_filename.startswith(_IMPORT_SYSTEM):
             return None  # the import system reading a module's source (imports are checked by name)
+        real = os.path.realpath(os.fsdecode(path))
         if real.endswith(".py") and real.startswith(_LIBRARY_SOURCES):
             return None  # tracebacks and warnings quote library source lines
-        if _inside_context_roots(real):
-            return None
-    return (
-        FileAccessRefused,
-        "restricted code can only read files under the context roots, with load_context()",
-    )
+    return FileAccessRefused, "restricted code cannot open files; read them with load_context()"
 
 
-def _inside_context_roots(real: str) -> bool:
-    try:
-        from rlm_kernel.repl.context import allowed_roots
-    except ImportError:  # pragma: no cover - the sandbox used without the REPL layer
-        return False
-    for root in allowed_roots():
-        base = str(root)
-        if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
-            return True
-    return False
-
-
-_RULES: dict[str, Callable[[str, tuple[Any, ...], Any], Refusal]] = {
+_UNSEEN: Any = object()
+# Event name -> rule; events no rule watches are added as None the first time they are seen (a bounded set).
+_RULES: dict[str, Callable[[str, tuple[Any, ...], Any], Refusal] | None] = {
     **dict.fromkeys(_KERNEL_ONLY_EVENTS, _kernel_only),
     **dict.fromkeys(_DIRECT_EVENTS, _direct),
     **dict.fromkeys(_SETATTR_EVENTS, _set_dunder),
