@@ -13,7 +13,8 @@ threads are never touched):
 - `open` of any file (files reach cells through `load_context`, kernel code that checks the context roots;
   reading Python's own library sources for tracebacks stays possible);
 - processes, signals, sockets, `ctypes`, file-system changes, environment changes, tracing, frame and `gc`
-  introspection, and building code or function objects by hand.
+  introspection, and building code or function objects by hand (and thread starts, on Pythons that audit
+  them: 3.13+).
 
 Kernel code may still do these things for a cell (`load_context` opens files under the roots, the root
 loop saves its trajectory): the hook walks the stack outwards from the event, and the first frame that belongs
@@ -117,11 +118,13 @@ _KERNEL_ONLY_EVENTS = frozenset(
         "gc.get_referents pickle.find_class builtins.input "
         "webbrowser.open urllib.Request cpython.run_command cpython.run_file cpython.run_module "
         "cpython.run_startup cpython.run_interactivehook cpython.PyInterpreterState_New "
-        "cpython._PySys_ClearAuditHooks"
+        "cpython._PySys_ClearAuditHooks _thread.start_new_thread tempfile.mkstemp tempfile.mkdtemp "
+        "ensurepip.bootstrap pdb.Pdb"
     ).split()
 )
 _KERNEL_ONLY_PREFIXES = ("socket.", "ctypes.", "shutil.", "http.client.", "ftplib.", "smtplib.", "poplib.")
-_KERNEL_ONLY_PREFIXES += ("imaplib.", "nntplib.", "telnetlib.", "sqlite3.", "winreg.", "_winapi.")
+_KERNEL_ONLY_PREFIXES += ("imaplib.", "nntplib.", "telnetlib.", "sqlite3.", "winreg.", "_winapi.", "fcntl.")
+_KERNEL_ONLY_PREFIXES += ("syslog.", "msvcrt.")
 
 # Events judged by the frame that asked directly.
 _DIRECT_EVENTS = frozenset({"sys._getframe", "object.__getattr__"})
