@@ -273,3 +273,14 @@ def test_cost_when_no_restricted_code_runs() -> None:
     # `id()` fires the `builtins.id` audit event, which the hook does not watch: it adds well under a
     # microsecond to each, guarded or not (about 0.1 µs on a 2-core CI machine). Generous ceilings.
     assert idle_ns < 5_000 and guarded_ns < 5_000, (idle_ns, guarded_ns)
+
+
+def test_timeit_only_for_the_empty_timer() -> None:
+    """IPython's %timeit builds `Timer('pass')` and swaps in its own (policy-checked) body; a Timer of any
+    other string is a code runner and is refused."""
+    import timeit
+
+    with guarding():
+        assert timeit.Timer("pass", "pass").timeit(number=1) >= 0
+    refused(lambda: timeit.Timer("6 * 7"))
+    refused(lambda: timeit.timeit("pass", setup="x = 1", number=1))
