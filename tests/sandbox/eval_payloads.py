@@ -69,6 +69,8 @@ EVAL_PAYLOADS: list[Payload] = [
     _P("namedtuple", "field_paren", 'import collections\ncollections.namedtuple("P", "a): (0,")', BLOCKED),
     _P("namedtuple", "typename_injection", 'import collections\ncollections.namedtuple("P(): pass\\nimport os", "a")', BLOCKED),
     _P("namedtuple", "str_subclass_names", 'import collections\nclass S(str):\n    def isidentifier(self):\n        return True\n    def startswith(self, p):\n        return False\ncollections.namedtuple("P", [S("a): 0\\nx = (")])', BLOCKED),
+    _P("namedtuple", "str_subclass_str_is_self", 'import collections\nclass S(str):\n    def __str__(self):\n        return self\n    def isidentifier(self):\n        return True\n    def startswith(self, p):\n        return False\ncollections.namedtuple("P", [S("a): 0\\nx = (")])', BLOCKED),
+    _P("namedtuple", "str_subclass_typename_str_is_self", 'import collections\nclass S(str):\n    def __str__(self):\n        return self\n    def isidentifier(self):\n        return True\ncollections.namedtuple(S("P(): 0\\n"), ["a"])', BLOCKED),
     _P("namedtuple", "str_subclass_typename", 'import collections\nclass S(str):\n    def isidentifier(self):\n        return True\ncollections.namedtuple(S("P(): 0\\n"), ["a"])', BLOCKED),
     _P("control", "namedtuple_rename_defaults", 'import collections\nP = collections.namedtuple("P", ["a", "def", "a"], rename=True, defaults=[2], module="os")\nprint(P(1, 2), P._fields)', OK, match="('a', '_1', '_2')"),
     # -- enum: functional API names become members, never code ----------------------------------------------
