@@ -189,6 +189,10 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     tid = _get_ident()
     if tid not in _active or tid in _busy:
         return
+    if rule is _exec or rule is _compile:  # checked code (every cell, every block) needs no stack walk
+        named = getattr(args[0], "co_filename", None) if rule is _exec else args[1] if len(args) > 1 else None
+        if type(named) is str and is_sandboxed_filename(named):
+            return
     _busy.add(tid)
     try:
         refused = rule(event, args, sys._getframe(1))
