@@ -251,7 +251,6 @@ def test_inert_outside_guarding() -> None:
 
 def test_cost_when_no_restricted_code_runs() -> None:
     """The hook runs for every audited event in the process; with nothing guarded it returns at once."""
-    install()
     code = (
         "import time\n"
         "def run(n):\n"
@@ -270,9 +269,10 @@ def test_cost_when_no_restricted_code_runs() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)  # noqa: S603
     idle_ns, guarded_ns = map(float, out.stdout.split())
-    # `id()` fires the `builtins.id` audit event, which the hook does not watch: it adds well under a
-    # microsecond to each, guarded or not (about 0.1 µs on a 2-core CI machine). Generous ceilings.
-    assert idle_ns < 5_000 and guarded_ns < 5_000, (idle_ns, guarded_ns)
+    # `id()` fires the `builtins.id` audit event, which no rule watches: CPython builds the event's arguments
+    # and calls the hook, which returns at once — 0.6-1.8 µs measured on a loaded 2-core machine, guarded or
+    # not. A generous ceiling (an order of magnitude): it catches a hook that does real work on every event.
+    assert idle_ns < 20_000 and guarded_ns < 20_000, (idle_ns, guarded_ns)
 
 
 def test_timeit_only_for_the_empty_timer() -> None:
