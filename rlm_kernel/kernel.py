@@ -14,7 +14,7 @@ from ipykernel.ipkernel import IPythonKernel
 from traitlets import Type
 
 from rlm_kernel import __version__, introspect, magics
-from rlm_kernel.sandbox import cell_limits, consume_backstop_note
+from rlm_kernel.sandbox import audit, cell_limits, consume_backstop_note
 from rlm_kernel.shell import RLMCompiler, RLMShell
 
 __all__ = ["RLMKernel", "current_parent"]
@@ -65,6 +65,7 @@ class RLMKernel(IPythonKernel):
     help_links = [{"text": "Python Reference", "url": "https://docs.python.org/3/"}]
 
     def __init__(self, **kwargs: Any) -> None:
+        audit.install()  # the second line while cells run (rlm_kernel/sandbox/audit.py); never removed
         super().__init__(**kwargs)
         self.debugger = None
         marker = self.shell.sandbox_session.backstop_marker

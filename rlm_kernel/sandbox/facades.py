@@ -21,6 +21,7 @@ import fractions
 import functools
 import hashlib
 import heapq
+import importlib
 import io
 import itertools
 import json
@@ -155,12 +156,13 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     )
     f["functools"] = _pick(
         functools,
-        "partial partialmethod cmp_to_key total_ordering lru_cache cache "
-        "cached_property singledispatch singledispatchmethod",
+        "partial partialmethod cmp_to_key total_ordering lru_cache cache cached_property",
     )
     own_class = _own_class_check(session)
     f["functools"].update(
         reduce=safe.reduce,
+        singledispatch=safe.singledispatch,
+        singledispatchmethod=safe.singledispatchmethod,
         wraps=lambda wrapped: _own_function_decorator(functools.wraps(wrapped), "functools.wraps"),
         total_ordering=own_class(functools.total_ordering, "functools.total_ordering"),
     )
@@ -393,12 +395,20 @@ def _mod(session: SandboxSession, a: Any, b: Any) -> Any:
     return session.guards["_mod_"](a, b)
 
 
+# Modules that C code of allowed modules imports lazily through the *calling frame's* `__import__` — the
+# cell's: `datetime.strptime` and `time.strptime` import `_strptime`. A cell cannot name them itself
+# (underscore names are refused at compile time), and the module goes only to the C code that asked for it.
+_C_LAZY_IMPORTS = frozenset({"_strptime"})
+
+
 def import_facade(session: SandboxSession, name: Any, fromlist: Any = (), level: int = 0) -> Any:
     """What `import` does in a cell: return a facade from the allowlist, or refuse with the list."""
     if level:
         raise refusal("relative imports are not available in the sandbox")
     if type(name) is not str:
         raise TypeError("module name must be a string")
+    if name in _C_LAZY_IMPORTS and not fromlist:
+        return importlib.import_module(name)
     facade = session.facades.get(name)
     if facade is None:
         raise refusal(

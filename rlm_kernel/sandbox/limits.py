@@ -248,21 +248,26 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
     Resets the per-cell output count and cancellation, arms CPU/wall timers (sticky: once fired they re-fire
     every 50 ms while user code runs, and every guard and `except` handler re-raises), lowers RLIMIT_CPU's
     soft limit as a backstop for C loops (the process dies; the kernel manager restarts it), caps memory.
+    The code inside runs under the audit hook's guard (`audit.guarding`).
     """
+    from rlm_kernel.sandbox.audit import guarding  # audit -> policy -> caps -> limits
+
     if session.active_depth and session.owner_thread != threading.get_ident():
         # Another thread runs restricted code while a cell is active (e.g. a sub-RLM worker): it gets its
         # own watchdog so that its loops stop too; output accounting stays with the cell.
         watchdog = _ThreadWatchdog(session, session.limits)
         watchdog.start()
         try:
-            yield
+            with guarding():
+                yield
         finally:
             watchdog.stop()
         return
     if session.active_depth:
         session.active_depth += 1
         try:
-            yield
+            with guarding():
+                yield
         finally:
             session.active_depth -= 1
         return
@@ -285,7 +290,8 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
     session.owner_thread = threading.get_ident()
     timers.start()
     try:
-        yield
+        with guarding():
+            yield
     finally:
         timers.stop()
         session.active_depth = 0

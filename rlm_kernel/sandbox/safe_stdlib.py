@@ -1,6 +1,8 @@
 """Safe stand-ins for a few standard-library callables the facades serve instead of the originals.
 
-Interruptible itertools producers, guarded attrgetter/methodcaller, capped decimal contexts, checked enums.
+Interruptible itertools producers, guarded attrgetter/methodcaller, capped decimal contexts, checked enums,
+and `singledispatch` whose `register` never evaluates a string annotation (typing.get_type_hints would
+`eval` it in the cell's globals, outside the policy).
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ import decimal
 import enum
 import functools
 import operator
+import types
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -33,6 +37,8 @@ __all__ = [
     "prod",
     "reduce",
     "repeat",
+    "singledispatch",
+    "singledispatchmethod",
 ]
 
 
@@ -241,3 +247,63 @@ class Flag(enum.Flag, metaclass=SafeEnumType):
 
 class IntFlag(enum.IntFlag, metaclass=SafeEnumType):
     """enum.IntFlag for cells."""
+
+
+# -- functools.singledispatch: `register` without typing.get_type_hints -------------------------------------
+def _is_dispatch_type(cls: Any) -> bool:
+    """A class, or a union whose every member is a class (what functools accepts, with no evaluation)."""
+    if isinstance(cls, type):
+        return True
+    is_union = isinstance(cls, types.UnionType) or typing.get_origin(cls) is typing.Union
+    return is_union and all(isinstance(arg, type) for arg in typing.get_args(cls))
+
+
+def _safe_register(real_register: Callable[..., Any]) -> Callable[..., Any]:
+    """`register` of a singledispatch function that reads an annotation as the object it already is.
+
+    functools resolves `@f.register` on an annotated function with `typing.get_type_hints`, which `eval`s
+    string annotations (and strings inside `list['...']`, `Optional['...']`) in the function's globals — the
+    cell's namespace, outside the policy. Here the first annotation must already be a class or a union of
+    classes; a string is refused and nothing is ever evaluated.
+    """
+
+    def register(cls: Any, func: Any = None) -> Any:
+        if _is_dispatch_type(cls):
+            return real_register(cls) if func is None else real_register(cls, func)
+        if func is not None:
+            raise TypeError(f"Invalid first argument to `register()`. {cls!r} is not a class or union type.")
+        annotations = getattr(cls, "__annotations__", None)
+        if type(annotations) is not dict or not annotations:
+            raise TypeError(
+                f"Invalid first argument to `register()`: {cls!r}. Use either `@register(some_class)` or "
+                "plain `@register` on an annotated function."
+            )
+        argname, annotation = next(iter(annotations.items()))
+        if annotation is None:
+            annotation = type(None)
+        if isinstance(annotation, str) or not _is_dispatch_type(annotation):
+            shown = "a string" if isinstance(annotation, str) else f"{type(annotation).__name__}, not a class"
+            raise refusal(
+                f"singledispatch register: the annotation of {str(argname)!r} is {shown}; the sandbox never "
+                "evaluates annotations, so write the class itself (def f(x: int)) or use "
+                "@f.register(SomeClass)"
+            )
+        return real_register(annotation, cls)
+
+    register.__doc__ = "f.register(cls, func) or @f.register(cls) or @f.register on `def g(x: SomeClass)`."
+    return register
+
+
+def singledispatch(func: Any) -> Any:
+    """functools.singledispatch whose `register` never evaluates string annotations (see `_safe_register`)."""
+    dispatcher = functools.singledispatch(func)
+    dispatcher.register = _safe_register(dispatcher.register)  # type: ignore[attr-defined]
+    return dispatcher
+
+
+class singledispatchmethod(functools.singledispatchmethod):  # noqa: N801 - mirrors functools
+    """functools.singledispatchmethod whose `register` never evaluates string annotations."""
+
+    def __init__(self, func: Any) -> None:
+        super().__init__(func)
+        self.dispatcher = singledispatch(func)
