@@ -12,6 +12,7 @@ import io
 import re
 import string
 import sys
+import threading
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -164,9 +165,20 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     limits = session.limits
     denied = {"bases": _denied_bases(), "modules": len(sys.modules)}
 
+    limited_threads = session.limited_threads
+    get_ident = threading.get_ident
+
     def cancel_check() -> None:
+        """Called first in every function, lambda, `except` and `finally` of a cell: re-raises a time-out,
+        and refuses to run cell code outside `cell_limits` (a finalizer run by garbage collection or
+        namespace repair, completion, another thread such as the LLM event loop)."""
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
+        if get_ident() not in limited_threads:
+            raise refusal(
+                "code from a cell was called by the kernel outside the cell's limits (from a finalizer, "
+                "completion or another thread); it was not run"
+            )
 
     def check_value(value: Any, what: str) -> Any:
         kind = type(value)
@@ -415,6 +427,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             raise TypeError(f"getattr expected at most 3 arguments, got {2 + len(default)}")
         return guarded_getattr(obj, name, *default)
 
+    def mark_class(cls: Any) -> Any:  # a plain closure: a bound method would carry the session
+        return session.mark_user_class(cls)
+
     # -- print --------------------------------------------------------------------------------------------
     class Printer:
         """What `print(...)` calls in a cell: writes to the kernel's stdout under the per-cell output cap."""
@@ -460,7 +475,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_apply_": guarded_apply,
         "_print_": Printer,
         "_cancel_check_": cancel_check,
-        "_mark_class_": session.mark_user_class,
+        "_mark_class_": mark_class,
         "_class_of_": SafeType,
         "_pow_": safe_pow,
         "_mul_": safe_mul,

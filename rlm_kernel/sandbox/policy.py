@@ -255,9 +255,16 @@ class RLMTransformer(RestrictingNodeTransformer):
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         self.scopes.append("function")
         try:
-            return super().visit_Lambda(node)
+            new = super().visit_Lambda(node)
         finally:
             self.scopes.pop()
+        if isinstance(new, ast.Lambda):
+            # `lambda x: _cancel_check_() or body`: the check returns None, so the value is the body's
+            check = _call("_cancel_check_")
+            new.body = ast.BoolOp(op=ast.Or(), values=[check, new.body])
+            for sub in (new.body, check, check.func):
+                copy_locations(sub, node.body if hasattr(node.body, "lineno") else node)
+        return new
 
     def _comprehension(self, node: ast.AST) -> ast.AST:
         self.scopes.append("function")

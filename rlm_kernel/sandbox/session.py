@@ -34,6 +34,9 @@ class SandboxSession:
         self.cancelled: str | None = None  # reason once the running cell hit a time limit
         self.active_depth = 0
         self.owner_thread: int | None = None  # thread running the active cell
+        # Threads running restricted code under `cell_limits` right now: a cell's code (functions, lambdas,
+        # finally/except blocks) refuses to run anywhere else (finalizers, completion, other threads).
+        self.limited_threads: set[int] = set()
         self.output_used = 0
         self.output_dropped = 0
         self.user_classes: weakref.WeakSet[type] = weakref.WeakSet()
