@@ -151,6 +151,7 @@ def _check_name(name: str) -> None:
 
 def _rlm_command(line: str) -> Any:
     """`%rlm <subcommand> ...` — dispatch to the registered subcommands; `%rlm help` lists them."""
+    refuse_in_model_code("%rlm")
     word, _, rest = line.strip().partition(" ")
     if word in ("", "help", "-h", "--help"):
         return _RlmHelp(rlm_subcommands())
