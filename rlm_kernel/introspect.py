@@ -63,6 +63,9 @@ _PLAIN_DESCRIPTORS = (
 
 def _runs_code_on_access(static: Any) -> bool:
     """True for properties, cached_property and any other descriptor that could run code when read."""
+    if isinstance(static, classmethod | staticmethod):
+        # they pass the access on to what they wrap: classmethod(property(f)) runs f
+        return not isinstance(static.__func__, types.FunctionType | types.BuiltinFunctionType)
     if static is None or isinstance(static, _PLAIN_DESCRIPTORS) or isinstance(static, type):
         return False
     return hasattr(type(static), "__get__")
