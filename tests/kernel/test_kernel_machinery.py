@@ -132,6 +132,11 @@ def test_who_show_vars_and_completion_do_not_list_helpers(kernel: KernelHarness)
 # Magics driven so that IPython's %time/%timeit would copy a frame's locals into the namespace: through a
 # function called on the guarded *args path, a lambda, a comprehension, a class body, a method.
 FRAME_COPY_PAYLOADS = [
+    # the original: a partial of the helper, called on the guarded *args path (its frame holds the session)
+    "import functools\nm = repl_get('rlm line magic') or print\n"
+    "p = functools.partial(m, 'timeit', '-n1 -r1 probe_0 = 1')\np(*[])",
+    "import functools\nm = repl_get('rlm cell magic') or print\n"
+    "p = functools.partial(m, 'timeit', '-n1 -r1', 'probe_0 = 1')\np(*[], **{})",
     "def f(*a, **k):\n    %timeit -n1 -r1 probe_1 = 1\nf(*[1], **{'k': 2})",
     "def f(*a):\n    %time probe_2 = 1\nf(*[1])",
     "class C:\n    def m(self, *a):\n        %timeit -n1 -r1 probe_3 = 1\nC().m(*[1, 2])",
@@ -146,7 +151,7 @@ def test_magics_never_copy_kernel_frames_into_the_namespace(kernel: KernelHarnes
     before = set(eval_list(kernel, "dir()"))
     kernel.execute(payload)
     after = set(eval_list(kernel, "dir()"))
-    leaked = {n for n in after - before if not n.startswith(("probe_", "f", "C", "g"))}
+    leaked = {n for n in after - before if not n.startswith(("probe_", "f", "C", "g", "m", "p"))}
     for name in ("session", "fn", "args", "kwargs", "shell", "state", "limits", "guard", "obj"):
         assert name not in after, (payload, after - before)
     assert not leaked - {"inner", "a", "k", "self"}, (payload, leaked)  # the function's locals, as IPython
