@@ -12,7 +12,6 @@ import io
 import re
 import string
 import sys
-import threading
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -165,8 +164,14 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     limits = session.limits
     denied = {"bases": _denied_bases(), "modules": len(sys.modules)}
 
-    limited_threads = session.limited_threads
-    get_ident = threading.get_ident
+    cell_thread = session.cell_thread
+    outside_reason = (
+        "code from a cell was called by the kernel outside the cell's limits (from a finalizer, "
+        "completion or another thread); it was not run"
+    )
+
+    def outside_cell() -> None:
+        raise refusal(outside_reason)
 
     def cancel_check() -> None:
         """Called first in every function, lambda, `except` and `finally` of a cell: re-raises a time-out,
@@ -174,11 +179,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         namespace repair, completion, another thread such as the LLM event loop)."""
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
-        if get_ident() not in limited_threads:
-            raise refusal(
-                "code from a cell was called by the kernel outside the cell's limits (from a finalizer, "
-                "completion or another thread); it was not run"
-            )
+        if not cell_thread.in_cell:
+            raise refusal(outside_reason)
 
     def check_value(value: Any, what: str) -> Any:
         kind = type(value)
@@ -475,6 +477,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_apply_": guarded_apply,
         "_print_": Printer,
         "_cancel_check_": cancel_check,
+        # lambdas: `body if _cell_thread_.in_cell else _outside_cell_()` (policy.visit_Lambda)
+        "_cell_thread_": cell_thread,
+        "_outside_cell_": outside_cell,
         "_mark_class_": mark_class,
         "_class_of_": SafeType,
         "_pow_": safe_pow,
