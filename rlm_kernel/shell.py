@@ -141,6 +141,7 @@ class RLMShell(ZMQInteractiveShell):
         for name in MAGIC_BODY_FILENAMES:
             register_sandboxed_filename(name)
         repair_namespace(self.user_ns, self.sandbox_session)
+        self._install_hidden_helpers()
         install_warning_format()
         self._load_magic_modules()
         preload.install(self.user_ns, self)
@@ -160,9 +161,22 @@ class RLMShell(ZMQInteractiveShell):
             self.user_ns_hidden.pop(name, None)
         from IPython.display import clear_output, display
 
-        extras = {**magics.make_magic_helpers(self), "display": display, "clear_output": clear_output}
+        extras = {"display": display, "clear_output": clear_output}
         self.user_ns.update(extras)
         self.user_ns_hidden.update(extras)
+        self._magic_helpers = magics.make_magic_helpers(self)
+
+    def _install_hidden_helpers(self) -> None:
+        """Put the magic helpers in the namespace's private builtins table, never in the namespace itself.
+
+        Rewritten magic calls find them by name (globals, then builtins); `repl_get`, `dir()`, `%who`,
+        completion and `SHOW_VARS` only see the namespace. No source can spell their names.
+        """
+        table = self.user_ns.get("__builtins__")
+        if isinstance(table, dict):
+            table.update(self._magic_helpers)
+        for name in self._magic_helpers:
+            self.user_ns.pop(name, None)
 
     def init_history(self) -> None:
         """History lives in memory: cells never read other sessions' history from the shared sqlite file."""
@@ -209,6 +223,7 @@ class RLMShell(ZMQInteractiveShell):
 
     def _repair_namespace(self) -> None:
         fixed = repair_namespace(self.user_ns, self.sandbox_session)
+        self._install_hidden_helpers()
         if fixed:
             log.warning("sandbox namespace repaired: %s", ", ".join(fixed))
         try:

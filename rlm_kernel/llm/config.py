@@ -216,9 +216,61 @@ _settings: dict[str, Any] = {}
 _settings_version = 0
 
 
+_START_DIR = Path.cwd().resolve()  # the kernel's working directory at start (the notebook's directory)
+
+
+def _start_cache_dirs() -> list[Path]:
+    """Where `%rlm set cache_dir=` may point: under the cache directory configured at start (RLM_CACHE_DIR,
+    the TOML file, or the default beside the notebook) or under the context roots fixed at start."""
+    places: list[Path] = []
+    for raw in (os.environ.get("RLM_CACHE_DIR"), SETTINGS["cache_dir"][1]):
+        if raw:
+            places.append(_resolve_from_start(str(raw)))
+    try:
+        toml_dir = _read_toml(os.environ)[0].get("cache_dir")
+    except ConfigError:
+        toml_dir = None
+    if toml_dir:
+        places.append(_resolve_from_start(str(toml_dir)))
+    try:
+        from rlm_kernel.repl.context import allowed_roots
+
+        places += allowed_roots()
+    except ImportError:  # pragma: no cover - the REPL layer is part of the kernel
+        places.append(_START_DIR)
+    return places
+
+
+def _resolve_from_start(raw: str) -> Path:
+    path = Path(raw).expanduser()
+    return (path if path.is_absolute() else _START_DIR / path).resolve()
+
+
+def _check_cache_dir(value: str) -> str:
+    """A `%rlm set cache_dir=` value, refused unless it lies under a place fixed at start."""
+    path = Path(value).expanduser()
+    resolved = (path if path.is_absolute() else Path.cwd() / path).resolve()
+    places = _start_cache_dirs()
+    if not any(resolved == p or resolved.is_relative_to(p) for p in places):
+        listed = ", ".join(str(p) for p in places)
+        raise ConfigError(
+            f"%rlm set cache_dir={value!r} resolves to {resolved}, outside the places fixed at start "
+            f"({listed}); choose a directory under one of them, or set RLM_CACHE_DIR before starting "
+            "the kernel",
+            key="cache_dir",
+            source="%rlm set",
+        )
+    return value
+
+
 def set_setting(key: str, value: Any) -> None:
-    """Set (or with value None/"" unset) a session setting, as `%rlm set key=value` does; validated now."""
+    """Set (or with value None/"" unset) a session setting, as `%rlm set key=value` does; validated now.
+
+    `cache_dir` must stay under the places fixed at start (`_start_cache_dirs`).
+    """
     global _settings_version
+    if type(key) is not str or not (value is None or type(value) is str):
+        raise ConfigError("%rlm set: settings are text, as written on the %rlm set line", source="%rlm set")
     key = key.strip()
     with _settings_lock:
         if value is None or (isinstance(value, str) and not value.strip()):
@@ -227,6 +279,8 @@ def set_setting(key: str, value: Any) -> None:
             _settings.pop(key, None)
         else:
             parsed = _parse(key, value, "%rlm set")
+            if key == "cache_dir":
+                parsed = _check_cache_dir(parsed)
             if key == "api_key":
                 register_secret(parsed)
             _settings[key] = parsed

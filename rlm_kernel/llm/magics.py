@@ -60,7 +60,14 @@ class Table:
 
 
 def rlm_set(line: str) -> Table:
-    """`%rlm set key=value [key=value ...]` (`key=` unsets). Keys: see `%rlm show`."""
+    """`%rlm set key=value [key=value ...]` (`key=` unsets). Keys: see `%rlm show`.
+
+    Only a person's cell may change settings (model-written code is refused); `cache_dir` stays under the
+    places fixed at start.
+    """
+    from rlm_kernel.sandbox.origin import refuse_in_model_code
+
+    refuse_in_model_code("%rlm set")
     try:
         parts = shlex.split(line)
     except ValueError as exc:

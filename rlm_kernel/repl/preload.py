@@ -13,6 +13,7 @@ from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.helpers import build_helpers, set_context
 from rlm_kernel.repl.state import ReplState
+from rlm_kernel.sandbox.coerce import CoercionError, exact_str, plain_data
 
 __all__ = ["ANALYSIS_NAMES", "install", "notebook", "populate", "repair"]
 
@@ -39,7 +40,14 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
         from rlm_kernel.rlm.trajectory import ChildCall
 
         try:
+            # exact built-ins only: these values reach the LLM thread (a subclass's methods would run there)
+            args = plain_data(args, f"{name}'s arguments")
+            kwargs = {
+                exact_str(k, f"{name}: keyword"): plain_data(v, f"{name}: {k}") for k, v in kwargs.items()
+            }
             value = fn(*args, **kwargs)
+        except CoercionError as err:
+            raise ReplError(f"{name}: {err}") from None
         except RLMError as err:
             if state.run is not None:
                 state.run.calls.append(ChildCall(name, "", False, failed=1, error=str(err)))

@@ -91,6 +91,7 @@ class _Run:
     def execute(self, code: str, turn: Turn) -> None:
         from rlm_kernel.repl import preload
         from rlm_kernel.sandbox import SandboxSession, repair_namespace, run_source
+        from rlm_kernel.sandbox.origin import model_code
 
         if self.state.session is None:
             self.state.session = SandboxSession()
@@ -102,7 +103,8 @@ class _Run:
         saved = (getattr(session, "output_used", 0), getattr(session, "output_dropped", 0))
         session.output_used, session.output_dropped = 0, 0
         try:
-            outcome = run_source(code, self.ns, session, filename=f"<rlm turn {turn.index}>")
+            with model_code():  # model-written: may not run magics or change settings (sandbox/origin.py)
+                outcome = run_source(code, self.ns, session, filename=f"<rlm turn {turn.index}>")
             dropped = session.output_dropped
         finally:
             session.output_used, session.output_dropped = saved

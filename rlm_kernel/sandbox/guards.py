@@ -164,9 +164,23 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     limits = session.limits
     denied = {"bases": _denied_bases(), "modules": len(sys.modules)}
 
+    cell_thread = session.cell_thread
+    outside_reason = (
+        "code from a cell was called by the kernel outside the cell's limits (from a finalizer, "
+        "completion or another thread); it was not run"
+    )
+
+    def outside_cell() -> None:
+        raise refusal(outside_reason)
+
     def cancel_check() -> None:
+        """Called first in every function, lambda, `except` and `finally` of a cell: re-raises a time-out,
+        and refuses to run cell code outside `cell_limits` (a finalizer run by garbage collection or
+        namespace repair, completion, another thread such as the LLM event loop)."""
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
+        if not cell_thread.in_cell:
+            raise refusal(outside_reason)
 
     def check_value(value: Any, what: str) -> Any:
         kind = type(value)
@@ -415,6 +429,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             raise TypeError(f"getattr expected at most 3 arguments, got {2 + len(default)}")
         return guarded_getattr(obj, name, *default)
 
+    def mark_class(cls: Any) -> Any:  # a plain closure: a bound method would carry the session
+        return session.mark_user_class(cls)
+
     # -- print --------------------------------------------------------------------------------------------
     class Printer:
         """What `print(...)` calls in a cell: writes to the kernel's stdout under the per-cell output cap."""
@@ -460,7 +477,10 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_apply_": guarded_apply,
         "_print_": Printer,
         "_cancel_check_": cancel_check,
-        "_mark_class_": session.mark_user_class,
+        # lambdas: `body if _cell_thread_.in_cell else _outside_cell_()` (policy.visit_Lambda)
+        "_cell_thread_": cell_thread,
+        "_outside_cell_": outside_cell,
+        "_mark_class_": mark_class,
         "_class_of_": SafeType,
         "_pow_": safe_pow,
         "_mul_": safe_mul,

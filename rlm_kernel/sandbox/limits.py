@@ -256,12 +256,14 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
         # Another thread runs restricted code while a cell is active (e.g. a sub-RLM worker): it gets its
         # own watchdog so that its loops stop too; output accounting stays with the cell.
         watchdog = _ThreadWatchdog(session, session.limits)
+        was_in_cell, session.cell_thread.in_cell = session.cell_thread.in_cell, True
         watchdog.start()
         try:
             with guarding():
                 yield
         finally:
             watchdog.stop()
+            session.cell_thread.in_cell = was_in_cell
         return
     if session.active_depth:
         session.active_depth += 1
@@ -288,12 +290,14 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
             )
     session.active_depth = 1
     session.owner_thread = threading.get_ident()
+    session.cell_thread.in_cell = True
     timers.start()
     try:
         with guarding():
             yield
     finally:
         timers.stop()
+        session.cell_thread.in_cell = False
         session.active_depth = 0
         if saved_cpu is not None:
             with contextlib.suppress(ValueError, OSError):

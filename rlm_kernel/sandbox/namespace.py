@@ -25,6 +25,8 @@ GUARD_NAMES = (
     "_apply_",
     "_print_",
     "_cancel_check_",
+    "_cell_thread_",
+    "_outside_cell_",
     "_mark_class_",
     "_pow_",
     "_mul_",

@@ -255,9 +255,20 @@ class RLMTransformer(RestrictingNodeTransformer):
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         self.scopes.append("function")
         try:
-            return super().visit_Lambda(node)
+            new = super().visit_Lambda(node)
         finally:
             self.scopes.pop()
+        if isinstance(new, ast.Lambda):
+            # `lambda x: body if _cell_thread_.in_cell else _outside_cell_()`: like the check that starts
+            # every function, a lambda refuses to run outside a cell (one attribute read, no call)
+            test = ast.Attribute(value=ast.Name("_cell_thread_", ast.Load()), attr="in_cell", ctx=ast.Load())
+            new.body = ast.IfExp(test=test, body=new.body, orelse=_call("_outside_cell_"))
+            for sub in ast.walk(new.body):
+                if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                    copy_locations(sub, node)
+            for sub in (new.body, test, test.value):
+                copy_locations(sub, node)
+        return new
 
     def _comprehension(self, node: ast.AST) -> ast.AST:
         self.scopes.append("function")
@@ -736,6 +747,12 @@ def _post_check(tree: ast.AST) -> None:
             )
             if guarded_write and (PRIVATE_NAME.match(node.attr) or not node.attr.startswith("_")):
                 continue
+            if (
+                node.attr == "in_cell"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "_cell_thread_"
+            ):
+                continue  # the lambda check visit_Lambda inserts
             if node.attr.startswith("_") and node.attr not in _GENERATED_ATTRS:
                 raise _Refusal(node, f"attribute {node.attr!r} survived the policy")
             if isinstance(node.ctx, ast.Load) and node.attr not in _GENERATED_ATTRS:

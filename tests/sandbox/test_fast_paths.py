@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from rlm_kernel.sandbox import Limits, SandboxSession, new_namespace, restrict_ast
+from rlm_kernel.sandbox import Limits, SandboxSession, cell_limits, new_namespace, restrict_ast
 from rlm_kernel.sandbox.errors import LimitExceeded, SandboxError
 from tests.sandbox.conftest import TEST_LIMITS
 
@@ -20,7 +20,8 @@ def _run(session: SandboxSession, source: str, *, fast: bool = True, **names: ob
     tree = restrict_ast(ast.parse(source), filename="<fast-test>", limits=session.limits, fast_paths=fast)
     ns = new_namespace(session)
     ns.update(names)
-    exec(compile(tree, "<fast-test>", "exec"), ns)  # noqa: S102 - restricted code under test
+    with cell_limits(session):  # as the kernel runs every cell (cell code refuses to run outside limits)
+        exec(compile(tree, "<fast-test>", "exec"), ns)  # noqa: S102 - restricted code under test
     return ns
 
 
