@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib.util
 import os
 import socket
 import subprocess
@@ -195,6 +196,9 @@ def test_denied_imports_refused_allowed_imports_work() -> None:
     else:  # pragma: no cover - everything already imported in this process
         pytest.skip("every denied test module is already imported")
     sys.modules.pop("colorsys", None)
+    # fill the import system's directory caches first: a sys.path folder changed since its last listing
+    # (files written by earlier tests) is listed again on import, an os.listdir the hook refuses here
+    importlib.util.find_spec("colorsys")
     with guarding():
         import colorsys  # not denied: imports (and the module's code) still run
 

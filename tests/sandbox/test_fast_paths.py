@@ -11,17 +11,26 @@ import itertools
 
 import pytest
 
-from rlm_kernel.sandbox import Limits, SandboxSession, cell_limits, new_namespace, restrict_ast
+from rlm_kernel.sandbox import (
+    Limits,
+    SandboxSession,
+    cell_limits,
+    new_namespace,
+    register_sandboxed_filename,
+    restrict_ast,
+)
 from rlm_kernel.sandbox.errors import LimitExceeded, SandboxError
 from tests.sandbox.conftest import TEST_LIMITS
 
 
 def _run(session: SandboxSession, source: str, *, fast: bool = True, **names: object) -> dict:
     tree = restrict_ast(ast.parse(source), filename="<fast-test>", limits=session.limits, fast_paths=fast)
+    register_sandboxed_filename("<fast-test>")  # checked code, as the kernel registers every cell's
+    code = compile(tree, "<fast-test>", "exec")
     ns = new_namespace(session)
     ns.update(names)
     with cell_limits(session):  # as the kernel runs every cell (cell code refuses to run outside limits)
-        exec(compile(tree, "<fast-test>", "exec"), ns)  # noqa: S102 - restricted code under test
+        exec(code, ns)  # noqa: S102 - restricted code under test
     return ns
 
 
