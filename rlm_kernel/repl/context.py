@@ -104,8 +104,13 @@ class ContextSummary:
         return "\n".join(self._lines() + ["preview:", self.preview])
 
     def _repr_html_(self) -> str:
-        head = "<br>".join(html.escape(x) for x in self._lines())
-        return f"<div><b>{head}</b><pre>{html.escape(self.preview)}</pre></div>"
+        first, *rest = self._lines()
+        listing = "\n".join(rest)
+        files = f"<pre style='margin: 0.2em 0'>{html.escape(listing)}</pre>" if listing else ""
+        return (
+            f"<div class='rlm-context-summary'><div>{html.escape(first)}</div>{files}"
+            f"<details><summary>preview</summary><pre>{html.escape(self.preview)}</pre></details></div>"
+        )
 
 
 @dataclass(frozen=True)
