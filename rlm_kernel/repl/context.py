@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 ROOTS_ENV = "RLM_CONTEXT_ROOTS"
+ROOTS_ONLY_ENV = "RLM_CONTEXT_ROOTS_ONLY"
 _SKIP_DIRS = {"__pycache__", "node_modules"}
 _GLOB_CHARS = set("*?[")
 PREVIEW_CHARS = 500
@@ -67,22 +68,26 @@ def set_allowed_roots(roots: Iterable[str | os.PathLike] | None) -> None:
 
 
 def allowed_roots() -> list[Path]:
-    """The directories context may be read from: `set_allowed_roots`, else `$RLM_CONTEXT_ROOTS`
-    (os.pathsep-separated), else the kernel's working directory (the notebook's directory) tree."""
+    """The directories context may be read from: `set_allowed_roots`, else the kernel's working directory
+    (the notebook's directory) tree plus the `$RLM_CONTEXT_ROOTS` directories (os.pathsep-separated).
+
+    The roots given replace the notebook's directory only when asked to: a leading `=` in the variable
+    (`RLM_CONTEXT_ROOTS==/data`) or `RLM_CONTEXT_ROOTS_ONLY=1`."""
     if _roots_override is not None:
         return list(_roots_override)
     env = os.environ.get(ROOTS_ENV, "").strip()
-    if env:
-        return [Path(p).expanduser().resolve() for p in env.split(os.pathsep) if p.strip()]
-    return [_start_dir]
+    only = env.startswith("=") or os.environ.get(ROOTS_ONLY_ENV, "").strip().lower() in ("1", "true", "yes")
+    given = [Path(p).expanduser().resolve() for p in env.lstrip("=").split(os.pathsep) if p.strip()]
+    if only and given:
+        return given
+    return list(dict.fromkeys([_start_dir, *given]))
 
 
 def _rule_text(roots: list[Path]) -> str:
     listed = ", ".join(str(r) for r in roots) or "(none)"
     return (
-        f"context may only be read from the allowed roots [{listed}] — by default the notebook's directory "
-        f"tree; set {ROOTS_ENV} (paths separated by '{os.pathsep}') before starting the kernel "
-        "to allow others"
+        f"context may only be read from the allowed roots [{listed}] — the notebook's directory tree plus "
+        f"{ROOTS_ENV} (paths separated by '{os.pathsep}', set before starting the kernel) to allow others"
     )
 
 
@@ -126,8 +131,13 @@ class ContextSummary:
         return "\n".join(self._lines() + ["preview:", self.preview])
 
     def _repr_html_(self) -> str:
-        head = "<br>".join(html.escape(x) for x in self._lines())
-        return f"<div><b>{head}</b><pre>{html.escape(self.preview)}</pre></div>"
+        first, *rest = self._lines()
+        listing = "\n".join(rest)
+        files = f"<pre style='margin: 0.2em 0'>{html.escape(listing)}</pre>" if listing else ""
+        return (
+            f"<div class='rlm-context-summary'><div>{html.escape(first)}</div>{files}"
+            f"<details><summary>preview</summary><pre>{html.escape(self.preview)}</pre></details></div>"
+        )
 
 
 @dataclass(frozen=True)
