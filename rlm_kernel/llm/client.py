@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 import uuid
+import warnings
 import weakref
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
@@ -32,6 +33,7 @@ from rlm_kernel.llm.errors import (
 from rlm_kernel.llm.events import CANCELLED, CallEvent, bus, current_batch, current_owner
 from rlm_kernel.llm.pricing import check_price, cost_usd
 from rlm_kernel.llm.providers import ChatRequest, ChatResponse, error_text, get_wire
+from rlm_kernel.llm.providers.base import no_content_error
 from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.retry import CoolDown, RetryPolicy, backoff_delay, is_retryable_status
 from rlm_kernel.llm.tiers import ROLES, estimate_tokens, resolve_model
@@ -159,7 +161,18 @@ class LLMClient:
         self._wire = get_wire(self.config.provider)
         self._base_url = self.config.base_url
         self._base_lock = threading.Lock()
-        self.cache = ResponseCache(Path(self.config.cache_dir), self.config.cache)
+        # inside a kernel started by `python -m rlm_kernel`, the broker process makes the calls (and holds the
+        # keys, the HTTP client and the cache); elsewhere (a script, the broker itself) this client does
+        self._broker = _broker_link()
+        self._engine: tuple[int, int] | None = None  # (broker generation, engine id) once registered
+        self.cache: ResponseCache | None = (
+            None
+            if self._broker is not None
+            else ResponseCache(Path(self.config.cache_dir), self.config.cache)
+        )
+        self._unrecorded: list[
+            str
+        ] = []  # why answers could not be recorded (reported in the caller's thread)
         self._policy = RetryPolicy(self.config.max_retries, self.config.retry_after_cap)
         self._http: httpx.AsyncClient | None = None
         self._cooldown = CoolDown()
@@ -193,7 +206,10 @@ class LLMClient:
         owner = _owner()
         # inside an item of a fan-out (e.g. one sub-RLM of rlm_query_batched) the call names that fan-out
         parent = current_batch()
-        return self._run(self._call(item, chosen, batch_id=None, parent_batch_id=parent, owner=owner))
+        try:
+            return self._run(self._call(item, chosen, batch_id=None, parent_batch_id=parent, owner=owner))
+        finally:
+            self._warn_unrecorded()
 
     def complete_batch(
         self,
@@ -231,7 +247,12 @@ class LLMClient:
         owner = _owner()
         if parent_batch_id is None:
             parent_batch_id = current_batch()
-        results, errors = self._run(self._batch(items, chosen, limit, batch_label, parent_batch_id, owner))
+        try:
+            results, errors = self._run(
+                self._batch(items, chosen, limit, batch_label, parent_batch_id, owner)
+            )
+        finally:
+            self._warn_unrecorded()
         if errors:
             first = min(errors)
             failed = len(errors)
@@ -242,6 +263,37 @@ class LLMClient:
                 errors=errors,
             ) from None
         return results
+
+    def _warn_unrecorded(self) -> None:
+        """Warn (in the caller's thread, so the cell shows it) about answers the cache could not record."""
+        reasons, self._unrecorded = self._unrecorded, []
+        if reasons:
+            warnings.warn(
+                f"{len(reasons)} model answer(s) were returned but not recorded in the LLM cache "
+                f"(first reason: {reasons[0]}); they will be paid for again on a re-run",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+    def engine_fields(self) -> dict[str, Any]:
+        """What the broker needs to make this client's calls (the key only as what the kernel holds)."""
+        c = self.config
+        return {
+            "provider": c.provider,
+            "base_url": c.base_url,
+            "proxy": c.proxy,
+            "api_key": c.api_key_for_request(),
+            "concurrency": c.concurrency,
+            "max_connections": c.max_connections,
+            "max_retries": c.max_retries,
+            "timeout": c.timeout,
+            "connect_timeout": c.connect_timeout,
+            "retry_after_cap": c.retry_after_cap,
+            "cache": c.cache,
+            "cache_dir": str(Path(c.cache_dir).expanduser().resolve()),
+            "prices": {k: list(v) for k, v in c.prices.items()},
+            "transport": self._transport,
+        }
 
     def retire(self) -> None:
         """Stop taking calls and close once the calls already running have finished (does not block)."""
@@ -254,7 +306,9 @@ class LLMClient:
         http, self._http = self._http, None
         if http is not None:
             await http.aclose()
-        self.cache.close()
+        self._drop_engine()
+        if self.cache is not None:
+            self.cache.close()
 
     def close(self) -> None:
         """Close the HTTP connections and the cache (the client cannot be used afterwards)."""
@@ -265,7 +319,14 @@ class LLMClient:
                 loop.run_on_loop(http.aclose()).result(5)
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
-        self.cache.close()
+        self._drop_engine()
+        if self.cache is not None:
+            self.cache.close()
+
+    def _drop_engine(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None and self._broker is not None:
+            self._broker.drop_engine(*engine)
 
     # ---- preparation (caller's thread)
     def _item(
@@ -459,20 +520,17 @@ class LLMClient:
         req = item.request
         provider = self.config.provider
         try:
-            if self.cache.enabled:
-                entry = self.cache.get(provider, req)
-                if entry is not None:
-                    budget.record_cached()
-                    r = entry.response
-                    event(
-                        "cached",
-                        input_tokens=r.input_tokens,
-                        output_tokens=r.output_tokens,
-                        extra={"recorded_at": entry.recorded_at},
-                    )
-                    return self._completion(r, provider, item.tier, 0.0, cached=True, latency=0.0)
-                if self.cache.mode == "replay":
-                    raise self.cache.miss_error(provider, req)
+            hit = await self._lookup(req)
+            if hit is not None:
+                r, recorded_at = hit
+                budget.record_cached()
+                event(
+                    "cached",
+                    input_tokens=r.input_tokens,
+                    output_tokens=r.output_tokens,
+                    extra={"recorded_at": recorded_at},
+                )
+                return self._completion(r, provider, item.tier, 0.0, cached=True, latency=0.0)
             est_usd = cost_usd(req.model, item.est_input, req.max_tokens, self.config.prices)
             reservation = budget.reserve(item.est_input, req.max_tokens, est_usd)
         except LLMError as exc:
@@ -480,7 +538,7 @@ class LLMClient:
             raise
         event("start", extra={"max_tokens": req.max_tokens})
         try:
-            resp = await self._send(req, event)
+            resp, unrecorded = await self._fetch(req, event)
         except LLMError as exc:
             budget.release(reservation)
             event("failed", error=str(exc), latency_s=time.monotonic() - t0)
@@ -493,10 +551,8 @@ class LLMClient:
             resp = replace(resp, input_tokens=item.est_input, output_tokens=estimate_tokens(resp.text))
         usd = cost_usd(req.model, resp.input_tokens, resp.output_tokens, self.config.prices)
         budget.settle(reservation, resp.input_tokens, resp.output_tokens, usd)
-        try:
-            self.cache.put(provider, req, resp)
-        except Exception as exc:  # noqa: BLE001 - a cache write failure must not lose a paid answer
-            log.warning("could not record a %s answer in the LLM cache: %s", provider, redact(exc))
+        if unrecorded:
+            self._unrecorded.append(unrecorded)
         latency = time.monotonic() - t0
         event(
             "finish",
@@ -507,6 +563,54 @@ class LLMClient:
             extra={"finish_reason": resp.finish_reason},
         )
         return self._completion(resp, provider, item.tier, usd, cached=False, latency=latency)
+
+    # ---- where a call is answered: the broker process, or this process (no broker, or inside the broker)
+    async def _engine_id(self) -> int:
+        assert self._broker is not None
+        generation = self._broker.generation
+        if self._engine is None or self._engine[0] != generation:
+            eid = await self._broker.register_engine(self.engine_fields())
+            self._engine = (self._broker.generation, eid)
+        return self._engine[1]
+
+    async def _lookup(self, req: ChatRequest) -> tuple[ChatResponse, str] | None:
+        """A recorded answer (and when it was recorded) or None; raises `ReplayMiss` in replay mode."""
+        if self.config.cache == "off":
+            return None
+        if self._broker is not None:
+            return await self._broker.lookup(await self._engine_id(), req)
+        return await self.lookup_here(req)
+
+    async def lookup_here(self, req: ChatRequest) -> tuple[ChatResponse, str] | None:
+        """`_lookup` in this process: SQLite on a worker thread, never on the loop that drives HTTP."""
+        cache = self.cache
+        assert cache is not None
+        entry = await asyncio.to_thread(cache.get, self.config.provider, req)
+        if entry is not None:
+            return entry.response, entry.recorded_at
+        if cache.mode == "replay":
+            raise cache.miss_error(self.config.provider, req)
+        return None
+
+    async def _fetch(self, req: ChatRequest, event: Any) -> tuple[ChatResponse, str | None]:
+        """The provider's answer, and why the cache could not record it (None: recorded or not asked)."""
+        if self._broker is not None:
+            return await self._broker.send(await self._engine_id(), req, event)
+        return await self.fetch_here(req, event)
+
+    async def fetch_here(self, req: ChatRequest, event: Any) -> tuple[ChatResponse, str | None]:
+        """`_fetch` in this process: HTTP with retries, then the cache write on a worker thread."""
+        resp = await self._send(req, event)
+        cache = self.cache
+        if cache is None or cache.mode != "readwrite":
+            return resp, None
+        try:
+            await asyncio.to_thread(cache.put, self.config.provider, req, resp)
+        except Exception as exc:  # noqa: BLE001 - a cache write failure must not lose a paid answer
+            reason = f"{type(exc).__name__}: {redact(exc)}"
+            log.warning("could not record a %s answer in the LLM cache: %s", self.config.provider, reason)
+            return resp, reason
+        return resp, None
 
     @staticmethod
     def _completion(
@@ -542,6 +646,25 @@ class LLMClient:
             text = f"connection to {provider} at {redact(base_url)} failed: {type(cause).__name__}: {detail}"
         return ProviderError(text, retryable=True, provider=provider, model=model)
 
+    def _parse(self, body: bytes, headers: Any, model: str) -> ChatResponse:
+        """The wire format's reading of a 2xx reply; an odd reply or one without an answer fails this call."""
+        provider = self.config.provider
+        try:
+            resp = self._wire.parse(body, headers, model)
+        except ProviderError:
+            raise
+        except (Exception, MemoryError) as exc:  # noqa: BLE001 - whatever the reply holds, only this call fails
+            raise ProviderError(
+                f"{provider} returned a reply for model {model!r} that could not be read "
+                f"({type(exc).__name__}: {redact(exc)})",
+                retryable=False,
+                provider=provider,
+                model=model,
+            ) from None
+        if not isinstance(resp.text, str) or not resp.text:
+            raise no_content_error(provider, model, resp.finish_reason)
+        return resp
+
     async def _send(self, req: ChatRequest, event: Any) -> ChatResponse:
         provider = self.config.provider
         import httpx
@@ -561,7 +684,7 @@ class LLMClient:
             else:
                 status = response.status_code
                 if 200 <= status < 300:
-                    return self._wire.parse(response.content, response.headers, req.model)
+                    return self._parse(response.content, response.headers, req.model)
                 retryable = is_retryable_status(status, response.headers)
                 message = redact(error_text(response.content))
                 error = ProviderError(
@@ -590,6 +713,13 @@ class LLMClient:
             log.info("retry %d of a %s call in %.2f s: %s", attempt + 1, provider, delay, error)
             await asyncio.sleep(delay)
             attempt += 1
+
+
+def _broker_link() -> Any:
+    """The kernel's link to its broker process, or None when this process makes its own calls."""
+    from rlm_kernel.broker import link
+
+    return link.current()
 
 
 # ---- the session default client
