@@ -639,7 +639,7 @@ class LLMClient:
         if isinstance(cause, TimeoutError) or (cause is exc and isinstance(exc, httpx.TimeoutException)):
             text = (
                 f"{provider} did not answer in time (connect timeout {self.config.connect_timeout:g} s, "
-                f"read timeout {self.config.timeout:g} s)"
+                f"read timeout {self.config.timeout:g} s, both together per attempt)"
             )
         else:
             detail = redact(cause) or "no detail"
@@ -678,7 +678,10 @@ class LLMClient:
             delay: float | None = None
             error: ProviderError
             try:
-                response = await http.post(url, headers=headers, json=body)
+                # a total deadline per attempt (connect + headers + whole body): a server that trickles its
+                # reply a byte at a time cannot hold a call past it
+                async with asyncio.timeout(self.config.connect_timeout + self.config.timeout):
+                    response = await http.post(url, headers=headers, json=body)
             except (TimeoutError, httpx.TransportError, OSError) as exc:
                 error = self._transport_error(exc, base_url, req.model)
             else:
