@@ -19,7 +19,7 @@ from rlm_kernel.broker.supervisor import KEY_REF_PREFIX, request_broker
 from rlm_kernel.llm.errors import ConfigError, LLMError, ProviderError, ReplayMiss
 from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse
 
-__all__ = ["BrokerLink", "adopt", "current", "guard_endpoint_settings", "request"]
+__all__ = ["BrokerLink", "adopt", "current", "detach", "guard_endpoint_settings", "request"]
 
 _link: BrokerLink | None = None
 _ENDPOINT_KEYS = ("provider", "base_url", "proxy", "api_key")
@@ -40,6 +40,15 @@ def adopt(control: socket.socket, sock: socket.socket | None, pid: int | None) -
     global _link
     _link = BrokerLink(control, sock, pid)
     return _link
+
+
+def detach() -> None:
+    """Stop using a broker (clients made afterwards call providers from this process); closes the sockets,
+    so the broker and its supervisor exit."""
+    global _link
+    link, _link = _link, None
+    if link is not None:
+        link.close()
 
 
 def _error(data: dict[str, Any]) -> LLMError:
@@ -155,6 +164,19 @@ class BrokerLink:
             raise
         finally:
             self._pending.pop(rid, None)
+
+    def close(self) -> None:
+        """Close both sockets (from any thread; calls still waiting fail as if the broker had died)."""
+        from rlm_kernel.llm import loop
+
+        async def shut(writer: asyncio.StreamWriter) -> None:
+            writer.close()
+
+        if self._writer is not None:
+            loop.run_on_loop(shut(self._writer)).result(5)
+        elif self._sock is not None:
+            self._sock.close()
+        self._control.close()
 
     # ---- typed operations
     async def register_engine(self, fields: dict[str, Any]) -> int:

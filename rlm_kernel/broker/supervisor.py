@@ -23,6 +23,7 @@ __all__ = [
     "key_ref",
     "take_handover",
     "request_broker",
+    "spawn_supervisor_process",
     "start_supervisor",
 ]
 
@@ -136,3 +137,26 @@ def request_broker(control: socket.socket, timeout: float = 10.0) -> tuple[socke
     sock = socket.socket(fileno=fds[0])
     sock.set_inheritable(False)
     return sock, int(data.decode("ascii"))
+
+
+def spawn_supervisor_process(environ: dict[str, str] | None = None) -> socket.socket:
+    """Start the supervisor in a fresh interpreter (for benchmarks and tools outside the launcher: forking a
+    process that already runs threads is unsafe); return the control socket. `environ` is its environment."""
+    import subprocess
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    subprocess.Popen(  # noqa: S603 - our own module, by the running interpreter
+        [sys.executable, "-m", "rlm_kernel.broker.supervisor", str(theirs.fileno())],
+        pass_fds=[theirs.fileno()],
+        env=environ,
+        start_new_session=True,
+    )
+    theirs.close()
+    return ours
+
+
+if __name__ == "__main__":  # `python -m rlm_kernel.broker.supervisor FD`: serve the control socket FD
+    try:
+        _serve(socket.socket(fileno=int(sys.argv[1])))
+    finally:
+        os._exit(0)

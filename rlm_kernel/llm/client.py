@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.llm import loop
 from rlm_kernel.llm.budget import Budget, get_session_budget
-from rlm_kernel.llm.cache import ResponseCache
+from rlm_kernel.llm.cache import CacheEntry, ResponseCache
+from rlm_kernel.llm.cache_io import BUSY, CacheIO
 from rlm_kernel.llm.config import LLMConfig, load_config, settings_version
 from rlm_kernel.llm.errors import (
     BatchError,
@@ -170,9 +171,8 @@ class LLMClient:
             if self._broker is not None
             else ResponseCache(Path(self.config.cache_dir), self.config.cache)
         )
-        self._unrecorded: list[
-            str
-        ] = []  # why answers could not be recorded (reported in the caller's thread)
+        self._cache_io: CacheIO | None = None  # cache reads/writes on worker threads (made on first use)
+        self._unrecorded: list[str] = []  # why answers went unrecorded (reported in the caller's thread)
         self._policy = RetryPolicy(self.config.max_retries, self.config.retry_after_cap)
         self._http: httpx.AsyncClient | None = None
         self._cooldown = CoolDown()
@@ -307,6 +307,8 @@ class LLMClient:
         if http is not None:
             await http.aclose()
         self._drop_engine()
+        if self._cache_io is not None:
+            self._cache_io.close()
         if self.cache is not None:
             self.cache.close()
 
@@ -320,6 +322,8 @@ class LLMClient:
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
         self._drop_engine()
+        if self._cache_io is not None:
+            self._cache_io.close()
         if self.cache is not None:
             self.cache.close()
 
@@ -582,11 +586,20 @@ class LLMClient:
         return await self.lookup_here(req)
 
     async def lookup_here(self, req: ChatRequest) -> tuple[ChatResponse, str] | None:
-        """`_lookup` in this process: SQLite on a worker thread, never on the loop that drives HTTP."""
+        """`_lookup` in this process: SQLite on worker threads, never on the loop that drives HTTP; a cache
+        locked too long counts as a miss (in replay mode, an error)."""
         cache = self.cache
         assert cache is not None
-        entry = await asyncio.to_thread(cache.get, self.config.provider, req)
-        if entry is not None:
+        if self._cache_io is None:
+            self._cache_io = CacheIO(cache)
+        entry = await self._cache_io.get(self.config.provider, req)
+        if entry is BUSY:
+            if cache.mode == "replay":
+                raise LLMError(
+                    f"replay mode: the LLM cache {cache.path} is locked (by another process?); try again"
+                )
+            return None
+        if isinstance(entry, CacheEntry):
             return entry.response, entry.recorded_at
         if cache.mode == "replay":
             raise cache.miss_error(self.config.provider, req)
@@ -599,18 +612,17 @@ class LLMClient:
         return await self.fetch_here(req, event)
 
     async def fetch_here(self, req: ChatRequest, event: Any) -> tuple[ChatResponse, str | None]:
-        """`_fetch` in this process: HTTP with retries, then the cache write on a worker thread."""
+        """`_fetch` in this process: HTTP with retries, then the cache write on a worker thread (bounded)."""
         resp = await self._send(req, event)
         cache = self.cache
         if cache is None or cache.mode != "readwrite":
             return resp, None
-        try:
-            await asyncio.to_thread(cache.put, self.config.provider, req, resp)
-        except Exception as exc:  # noqa: BLE001 - a cache write failure must not lose a paid answer
-            reason = f"{type(exc).__name__}: {redact(exc)}"
+        if self._cache_io is None:
+            self._cache_io = CacheIO(cache)
+        reason = await self._cache_io.put(self.config.provider, req, resp)
+        if reason is not None:
             log.warning("could not record a %s answer in the LLM cache: %s", self.config.provider, reason)
-            return resp, reason
-        return resp, None
+        return resp, reason
 
     @staticmethod
     def _completion(
