@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.llm import loop
-from rlm_kernel.llm.budget import Budget, get_session_budget
+from rlm_kernel.llm.budget import Budget, current_budget
 from rlm_kernel.llm.cache import CacheEntry, ResponseCache
 from rlm_kernel.llm.cache_io import BUSY, CacheIO
 from rlm_kernel.llm.config import LLMConfig, load_config, settings_version
@@ -202,7 +202,7 @@ class LLMClient:
     ) -> Completion:
         """One completion. `model`: a tier (fast|balanced|powerful|auto, default auto) or a model name."""
         item = self._item(0, prompt, model, max_tokens, system, temperature, stop, role)
-        chosen = budget if budget is not None else get_session_budget()
+        chosen = budget if budget is not None else current_budget()  # a run's scope, else the session
         owner = _owner()
         # inside an item of a fan-out (e.g. one sub-RLM of rlm_query_batched) the call names that fan-out
         parent = current_batch()
@@ -243,7 +243,7 @@ class LLMClient:
         limit = self.config.concurrency if concurrency is None else concurrency
         if not isinstance(limit, int) or limit < 1:
             raise LLMError(f"concurrency must be a whole number ≥ 1, got {limit!r}")
-        chosen = budget if budget is not None else get_session_budget()
+        chosen = budget if budget is not None else current_budget()  # a run's scope, else the session
         owner = _owner()
         if parent_batch_id is None:
             parent_batch_id = current_batch()
