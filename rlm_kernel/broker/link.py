@@ -16,6 +16,7 @@ from typing import Any
 from rlm_kernel.broker import supervisor
 from rlm_kernel.broker.protocol import encode, read_frame, request_to_wire, response_from_wire
 from rlm_kernel.broker.supervisor import KEY_REF_PREFIX, request_broker
+from rlm_kernel.llm.client import HandedOff
 from rlm_kernel.llm.errors import ConfigError, LLMError, ProviderError, ReplayMiss
 from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse
 
@@ -61,6 +62,10 @@ def _error(data: dict[str, Any]) -> LLMError:
     if kind == "replay_miss":
         return ReplayMiss(message)
     return LLMError(message)
+
+
+class _Late(asyncio.Future):  # type: ignore[type-arg]
+    """Waits for the final frame of a call the kernel cancelled."""
 
 
 class BrokerLink:
@@ -148,9 +153,16 @@ class BrokerLink:
                 )
 
     async def call(
-        self, op: str, body: dict[str, Any], on_event: Callable[..., None] | None = None
+        self,
+        op: str,
+        body: dict[str, Any],
+        on_event: Callable[..., None] | None = None,
+        late: Callable[[dict[str, Any] | None], None] | None = None,
     ) -> dict[str, Any]:
-        """Send one request and wait for its answer (events go to `on_event`); cancelling cancels it there."""
+        """Send one request and wait for its answer (events go to `on_event`); cancelling cancels it there.
+
+        With `late`, a cancelled request hands its outcome on: `late(reply)` when the broker answers anyway
+        (the answer had arrived), `late(None)` when it confirms the cancel or dies; raises `HandedOff`."""
         writer = await self._ensure()
         rid = next(self._ids)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -161,9 +173,23 @@ class BrokerLink:
         except asyncio.CancelledError:
             if self._pending.pop(rid, None) is not None and not writer.is_closing():
                 writer.write(encode({"op": "cancel", "id": 0, "target": rid}))
+                if late is not None:
+                    self._hand_off(rid, late)
+                    raise HandedOff from None
             raise
         finally:
-            self._pending.pop(rid, None)
+            if not isinstance(self._pending.get(rid, (None,))[0], _Late):
+                self._pending.pop(rid, None)
+
+    def _hand_off(self, rid: int, late: Callable[[dict[str, Any] | None], None]) -> None:
+        waiter = _Late(loop=asyncio.get_running_loop())
+
+        def done(f: asyncio.Future[dict[str, Any]]) -> None:
+            reply = None if f.cancelled() or f.exception() is not None else f.result()
+            late(None if reply is None or reply.get("cancelled") else reply)
+
+        waiter.add_done_callback(done)
+        self._pending[rid] = (waiter, None)
 
     def close(self) -> None:
         """Close both sockets (from any thread; calls still waiting fail as if the broker had died)."""
@@ -193,9 +219,18 @@ class BrokerLink:
         return response_from_wire(hit["response"]), str(hit["recorded_at"])
 
     async def send(
-        self, engine: int, req: ChatRequest, on_event: Callable[..., None]
+        self,
+        engine: int,
+        req: ChatRequest,
+        on_event: Callable[..., None],
+        late: Callable[[ChatResponse | None], None] | None = None,
     ) -> tuple[ChatResponse, str | None]:
-        reply = await self.call("send", {"engine": engine, "request": request_to_wire(req)}, on_event)
+        def settle(reply: dict[str, Any] | None) -> None:
+            if late is not None:
+                late(response_from_wire(reply["response"]) if reply and "response" in reply else None)
+
+        body = {"engine": engine, "request": request_to_wire(req)}
+        reply = await self.call("send", body, on_event, settle if late is not None else None)
         return response_from_wire(reply["response"]), reply.get("unrecorded")
 
 

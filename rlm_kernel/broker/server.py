@@ -61,6 +61,9 @@ class Broker:
         self._engines: dict[int, LLMClient] = {}
         self._engine_ids: dict[str, int] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._answered: set[int] = (
+            set()
+        )  # calls whose reply arrived: paid for, so a cancel no longer stops them
         self._writer: asyncio.StreamWriter | None = None
         self.ledger = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
 
@@ -92,8 +95,9 @@ class Broker:
         op = message.get("op")
         rid = message.get("id")
         if op == "cancel":
-            task = self._tasks.get(message.get("target"))  # type: ignore[arg-type]
-            if task is not None:
+            target = message.get("target")
+            task = self._tasks.get(target)  # type: ignore[arg-type]
+            if task is not None and target not in self._answered:
                 task.cancel()
             return
         handler = getattr(self, f"_op_{op}", None)
@@ -102,13 +106,16 @@ class Broker:
             return
         task = asyncio.get_running_loop().create_task(self._run(rid, handler, message))
         self._tasks[rid] = task
-        task.add_done_callback(lambda _t: self._tasks.pop(rid, None))
+        task.add_done_callback(lambda _t: (self._tasks.pop(rid, None), self._answered.discard(rid)))
 
     async def _run(self, rid: int, handler: Any, message: dict[str, Any]) -> None:
         try:
             reply = await handler(rid, message)
         except asyncio.CancelledError:
-            return  # the kernel gave up on this call: it expects no answer
+            self._write(
+                {"id": rid, "cancelled": True}
+            )  # nothing was paid for: the kernel releases its reservation
+            return
         except BaseException as exc:  # noqa: BLE001 - MemoryError included: only this call fails
             try:
                 self._write({"id": rid, "error": error_frame(exc)})
@@ -156,7 +163,9 @@ class Broker:
         def event(kind: str, **fields: Any) -> None:
             self._write({"id": rid, "event": kind, "fields": fields})
 
-        resp, unrecorded = await engine.fetch_here(req, event)
+        resp = await engine._send(req, event)  # noqa: SLF001 - the broker drives its engines
+        self._answered.add(rid)  # from here the answer is kept and reported even if the kernel cancels
+        unrecorded = await engine.record_here(req, resp)
         self.ledger["calls"] += 1
         self.ledger["input_tokens"] += resp.input_tokens
         self.ledger["output_tokens"] += resp.output_tokens

@@ -14,7 +14,7 @@ import time
 import uuid
 import warnings
 import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +43,7 @@ from rlm_kernel.llm.transport import TransportKind, make_http_client
 if TYPE_CHECKING:  # httpx is imported with the first HTTP client (see transport.py), not at kernel start
     import httpx
 
-__all__ = ["Completion", "LLMClient", "Prompt", "cancel_all", "get_client", "reset_client"]
+__all__ = ["Completion", "HandedOff", "LLMClient", "Prompt", "cancel_all", "get_client", "reset_client"]
 
 Prompt = str | Sequence[dict[str, str]]
 log = logging.getLogger("rlm_kernel.llm")
@@ -72,6 +72,10 @@ class Completion:
 
     def __str__(self) -> str:
         return self.text
+
+
+class HandedOff(asyncio.CancelledError):
+    """A call cancelled after its request reached the broker: the broker's final word settles it later."""
 
 
 @dataclass
@@ -541,11 +545,23 @@ class LLMClient:
             event("failed", error=str(exc))
             raise
         event("start", extra={"max_tokens": req.max_tokens})
+
+        def late(answer: ChatResponse | None) -> None:
+            """The broker's final word on a call cancelled in flight: an answer that arrived is paid for."""
+            if answer is None:
+                budget.release(reservation)
+                return
+            usd = cost_usd(req.model, answer.input_tokens, answer.output_tokens, self.config.prices)
+            budget.settle(reservation, answer.input_tokens, answer.output_tokens, usd)
+
         try:
-            resp, unrecorded = await self._fetch(req, event)
+            resp, unrecorded = await self._fetch(req, event, late)
         except LLMError as exc:
             budget.release(reservation)
             event("failed", error=str(exc), latency_s=time.monotonic() - t0)
+            raise
+        except HandedOff:  # cancelled in the broker's hands: `late` settles or releases the reservation
+            event("failed", error=CANCELLED, latency_s=time.monotonic() - t0)
             raise
         except BaseException:
             budget.release(reservation)
@@ -605,24 +621,33 @@ class LLMClient:
             raise cache.miss_error(self.config.provider, req)
         return None
 
-    async def _fetch(self, req: ChatRequest, event: Any) -> tuple[ChatResponse, str | None]:
-        """The provider's answer, and why the cache could not record it (None: recorded or not asked)."""
+    async def _fetch(
+        self, req: ChatRequest, event: Any, late: Callable[[ChatResponse | None], None] | None = None
+    ) -> tuple[ChatResponse, str | None]:
+        """The provider's answer, and why the cache could not record it (None: recorded or not asked).
+
+        If this call is cancelled after its request reached the broker, the broker's final word (the answer,
+        or None) goes to `late` later, and this raises `HandedOff` (a `CancelledError`)."""
         if self._broker is not None:
-            return await self._broker.send(await self._engine_id(), req, event)
+            return await self._broker.send(await self._engine_id(), req, event, late)
         return await self.fetch_here(req, event)
 
     async def fetch_here(self, req: ChatRequest, event: Any) -> tuple[ChatResponse, str | None]:
         """`_fetch` in this process: HTTP with retries, then the cache write on a worker thread (bounded)."""
         resp = await self._send(req, event)
+        return resp, await self.record_here(req, resp)
+
+    async def record_here(self, req: ChatRequest, resp: ChatResponse) -> str | None:
+        """Record an answer in the cache (readwrite mode); None, or why it could not be recorded."""
         cache = self.cache
         if cache is None or cache.mode != "readwrite":
-            return resp, None
+            return None
         if self._cache_io is None:
             self._cache_io = CacheIO(cache)
         reason = await self._cache_io.put(self.config.provider, req, resp)
         if reason is not None:
             log.warning("could not record a %s answer in the LLM cache: %s", self.config.provider, reason)
-        return resp, reason
+        return reason
 
     @staticmethod
     def _completion(

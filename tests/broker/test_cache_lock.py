@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -52,6 +53,30 @@ def locked(cache_dir: Path) -> Iterator[sqlite3.Connection]:
     finally:
         conn.execute("ROLLBACK")
         conn.close()
+
+
+def _session_calls(kernel: KernelHarness) -> int:
+    text = kernel.execute("%rlm budget").all_text
+    match = re.search(r"(\d+) calls", text)
+    assert match, text
+    return int(match.group(1))
+
+
+def test_answers_that_arrived_before_an_interrupt_are_counted(
+    kernel: KernelHarness, server: LLMTestServer, locked: sqlite3.Connection
+) -> None:
+    """The answers arrive at once; recording them waits for the locked cache; the interrupt comes meanwhile:
+    the calls were paid for, so the session budget counts them (settled when the broker reports them)."""
+    before = _session_calls(kernel)
+    server.reset()
+    threading.Timer(2.0, kernel.interrupt).start()
+    ex = kernel.execute('llm_query_batched(["paid %d" % i for i in range(8)])', timeout=60)
+    assert not ex.ok and "KeyboardInterrupt" in ex.all_text, ex
+    assert len(server.requests) == 8
+    deadline = time.monotonic() + 20
+    while _session_calls(kernel) - before < 8 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _session_calls(kernel) - before == 8
 
 
 def test_a_locked_cache_does_not_stall_a_fan_out(
