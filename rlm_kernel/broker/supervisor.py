@@ -9,6 +9,7 @@ kernel is gone); a broker exits when its own socket closes. Both ignore SIGINT: 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import sys
@@ -98,6 +99,9 @@ def _serve(control: socket.socket) -> None:
             try:
                 control.close()
                 theirs.close()
+                # import the LLM layer only once the kernel asks for something: a broker started with the
+                # kernel must not compete with the kernel's own start-up for the CPU
+                select.select([ours], [], [])
                 from rlm_kernel.broker.server import run_broker
 
                 run_broker(ours)

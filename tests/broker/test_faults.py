@@ -105,3 +105,9 @@ def test_broker_death_mid_batch_fails_the_cell_clearly_and_the_next_cell_works(
     assert after.ok and "after the restart" in after.all_text, after
     (new,) = broker_pids(kernel_pid)
     assert new != before
+
+
+def test_a_ten_megabyte_reply_is_one_item(kernel: KernelHarness, server: LLMTestServer) -> None:
+    server.when("big one", Fault.big(10 * 1024 * 1024))
+    ex = kernel.execute('r = llm_query_batched(["small", "big one", "small too"]); [len(x) for x in r]')
+    assert ex.ok and ex.result == "[5, 10485760, 9]", ex
