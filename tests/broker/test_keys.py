@@ -81,3 +81,25 @@ def test_a_typed_key_goes_only_to_the_endpoint_set_with_it(kernel: KernelHarness
     assert again.ok, again
     assert c.requests == []
     assert [r.headers.get("Authorization") for r in a.requests] == [f"Bearer {PLANTED}"]
+
+
+def test_a_key_in_the_config_file_is_only_a_reference_in_the_kernel(
+    servers: tuple, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    a = servers[0]
+    key = "sk-file-" + secrets.token_hex(16)
+    config = tmp_path_factory.mktemp("cfg") / "config.toml"
+    lines = [f'base_url = "{a.openai_base_url}"', f'api_key = "{key}"', 'model = "m"', 'cache = "off"']
+    config.write_text("\n".join(lines) + "\n")
+    harness = KernelHarness(
+        env={"RLM_CONFIG": str(config)},
+        remove_env=("RLM_BASE_URL", "RLM_API_KEY", "OPENAI_API_KEY", "RLM_PROVIDER", "RLM_MODEL"),
+    )
+    try:
+        ex = harness.execute('llm_query("from the file")')
+        assert ex.ok, ex
+        assert a.requests[-1].headers.get("Authorization") == f"Bearer {key}"
+        shown = harness.execute("%rlm show").all_text
+        assert "config file" in shown and key not in shown
+    finally:
+        harness.shutdown()
