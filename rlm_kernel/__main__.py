@@ -1,6 +1,8 @@
-"""`python -m rlm_kernel -f CONNECTION_FILE`: launch the rlm kernel.
+"""`python -m rlm_kernel -f CONNECTION_FILE`: launch the rlm kernel, with its LLM broker.
 
-API keys in the environment reach a fresh process image through a pipe, so `/proc/self/environ` is clean.
+The launcher forks the broker supervisor while the environment still holds the API keys, starts the first
+broker, then re-executes itself as the kernel without any key: the kernel gets the broker's socket and the
+*names* of the keys (it holds references to them), so neither `/proc/self/environ` nor its memory has a key.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ __all__ = ["main"]
 
 
 def _reexec_without_secrets() -> None:
-    """If the environment holds API keys, re-exec this command without them, passing them over a pipe."""
+    """Fallback when no broker can be started: re-exec without the keys, passing them over a pipe."""
     env = dict(os.environ)
     taken = {name: env.pop(name) for name in list(env) if secrets.is_secret_name(name)}
     if not taken:
@@ -30,18 +32,65 @@ def _reexec_without_secrets() -> None:
     os.close(write_fd)
     os.set_inheritable(read_fd, True)
     env[secrets.SECRETS_FD_VAR] = str(read_fd)
+    _exec(env)
+
+
+def _exec(env: dict[str, str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     # sys.orig_argv keeps interpreter options (-X ..., -W ...) as well as `-m rlm_kernel -f FILE`
     os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
 
 
+def _start_broker_and_reexec() -> None:
+    """Start the broker (it keeps the keys), then become the kernel without them."""
+    from rlm_kernel.broker.supervisor import (
+        BROKER_FD_VAR,
+        BROKER_PID_VAR,
+        CONTROL_FD_VAR,
+        KEY_NAMES_VAR,
+        request_broker,
+        start_supervisor,
+    )
+
+    try:
+        control = start_supervisor()
+        sock, pid = request_broker(control)
+    except OSError as exc:
+        print(f"rlm-kernel: could not start the LLM broker ({exc}); keys stay in the kernel", file=sys.stderr)
+        _reexec_without_secrets()
+        return
+    env = dict(os.environ)
+    names = sorted(name for name in env if secrets.is_secret_name(name))
+    for name in names:
+        del env[name]
+    control.set_inheritable(True)
+    sock.set_inheritable(True)
+    env[CONTROL_FD_VAR] = str(control.fileno())
+    env[BROKER_FD_VAR] = str(sock.fileno())
+    env[BROKER_PID_VAR] = str(pid)
+    env[KEY_NAMES_VAR] = ",".join(names)
+    _exec(env)
+
+
+def _adopt_broker() -> None:
+    """In the re-executed kernel: take the broker's sockets; hold each key name as a reference only."""
+    from rlm_kernel.broker.supervisor import key_ref, take_handover
+
+    for name in take_handover():
+        secrets.set_secret(name, key_ref(name))
+
+
 def main() -> None:
-    """Move secrets out of the environment, then start the kernel application."""
-    if secrets.SECRETS_FD_VAR in os.environ:
+    """Start the broker and drop the keys (first run), or adopt the broker (re-executed), then the kernel."""
+    from rlm_kernel.broker.supervisor import CONTROL_FD_VAR
+
+    if CONTROL_FD_VAR in os.environ:
+        _adopt_broker()
+    elif secrets.SECRETS_FD_VAR in os.environ:
         secrets.load_secrets_from_fd()
     else:
-        _reexec_without_secrets()
+        _start_broker_and_reexec()
     secrets.take_secrets_from_environ()
 
     from ipykernel.kernelapp import IPKernelApp

@@ -482,6 +482,8 @@ def load_config(
     provider = pick("provider")
     base_url = pick("base_url")
     api_key = pick("api_key")
+    if api_key is not None and sources.get("api_key", "").startswith("config file"):
+        api_key = _file_key(api_key)
     if base_url is None and provider in (None, "openai") and env.get("OPENAI_BASE_URL"):
         base_url = _parse("base_url", env["OPENAI_BASE_URL"], "environment variable OPENAI_BASE_URL")
         sources["base_url"] = "env OPENAI_BASE_URL"
@@ -565,6 +567,15 @@ def load_config(
         sources=sources,
         _api_key=api_key,
     )
+
+
+def _file_key(key: str) -> str:
+    """A config file's key as this process may hold it: in a kernel with an LLM broker, a reference (the
+    broker read the same file at start and holds the key), else the key."""
+    from rlm_kernel.broker import link
+    from rlm_kernel.broker.supervisor import key_ref
+
+    return key_ref("config file") if link.current() is not None else key
 
 
 def _local_model_name() -> str:

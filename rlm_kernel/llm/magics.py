@@ -83,10 +83,13 @@ def rlm_set(line: str) -> Table:
             raise ConfigError(f"%rlm set: expected key=value, got {redact(part)!r}")
         pairs.append((key.strip(), value))
     rows = []
-    for key, value in pairs:
-        set_setting(key, value)
-        shown = "<set>" if key == "api_key" and value else (value or "(unset)")
-        rows.append((key, shown))
+    from rlm_kernel.broker.link import guard_endpoint_settings
+
+    with guard_endpoint_settings([key for key, _value in pairs]):  # the broker refuses unconfigured endpoints
+        for key, value in pairs:
+            set_setting(key, value)
+            shown = "<set>" if key == "api_key" and value else (value or "(unset)")
+            rows.append((key, shown))
     return Table("LLM settings changed (this session)", ["setting", "value"], rows)
 
 

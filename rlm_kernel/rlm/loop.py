@@ -5,6 +5,7 @@ Ends on an accepted FINAL, a limit (iterations, turns without code, budget), an 
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from rlm_kernel.errors import RLMError
@@ -270,6 +271,7 @@ def run_rlm(
     gets a fresh sandboxed namespace whose `context` is `loaded`. The run's budget is a child of
     `parent_budget` (or of the session budget) limited to `options.budget_usd`.
     """
+    from rlm_kernel.llm.budget import budget_scope
     from rlm_kernel.repl import preload
     from rlm_kernel.repl.helpers import set_context
     from rlm_kernel.sandbox import SandboxSession, new_namespace
@@ -298,7 +300,9 @@ def run_rlm(
     run = _Run(question, loaded, ns, state, options, display)
     _active += 1
     try:
-        answer, reason, message = run.run()
+        # calls made in the run without an explicit budget (map_reduce, find_relevant) are charged to it
+        with budget_scope(budget) if budget is not None else contextlib.nullcontext():  # type: ignore[arg-type]
+            answer, reason, message = run.run()
     finally:
         _active -= 1
         if saved is not None:
