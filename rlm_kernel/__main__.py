@@ -1,6 +1,7 @@
 """`python -m rlm_kernel -f CONNECTION_FILE`: launch the rlm kernel.
 
 API keys in the environment reach a fresh process image through a pipe, so `/proc/self/environ` is clean.
+The process is then confined by the OS (Landlock, seccomp) before ipykernel starts any thread.
 """
 
 from __future__ import annotations
@@ -11,7 +12,11 @@ import sys
 
 from rlm_kernel import secrets
 
-__all__ = ["main"]
+__all__ = ["KERNEL_CALLS_MODELS", "main"]
+
+# The kernel process still makes its own model calls (HTTP to LLM endpoints, the local-model server), so the
+# OS layer leaves it the network. Flip to False once the broker process holds keys, HTTP and the cache.
+KERNEL_CALLS_MODELS = True
 
 
 def _reexec_without_secrets() -> None:
@@ -46,9 +51,49 @@ def main() -> None:
 
     from ipykernel.kernelapp import IPKernelApp
 
+    _confine_before_threads()
     from rlm_kernel.kernel import RLMKernel
 
-    IPKernelApp.launch_instance(kernel_class=RLMKernel)
+    app = IPKernelApp.instance(kernel_class=RLMKernel)
+    app.initialize()
+    _confine_sockets_after_startup()
+    app.start()
+
+
+def _connection_file(argv: list[str]) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == "-f" and i + 1 < len(argv):
+            return os.path.abspath(argv[i + 1])
+        for prefix in ("-f=", "--f=", "--IPKernelApp.connection_file=", "--connection-file="):
+            if arg.startswith(prefix):
+                return os.path.abspath(arg[len(prefix) :])
+    return None
+
+
+def _confine_before_threads() -> None:
+    """Landlock and the seccomp process filter, while this process has one thread (see README, Security)."""
+    from rlm_kernel.sandbox.confine import ConfinementRequired, confine_process
+
+    programs = False
+    if KERNEL_CALLS_MODELS:
+        from rlm_kernel.llm.local import local_model_available
+
+        programs = local_model_available()  # the in-kernel local-model server is a program the kernel starts
+    try:
+        confine_process(_connection_file(sys.argv[1:]), network=KERNEL_CALLS_MODELS, programs=programs)
+    except ConfinementRequired as exc:
+        print(f"rlm kernel: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(3) from None
+
+
+def _confine_sockets_after_startup() -> None:
+    from rlm_kernel.sandbox.confine import ConfinementRequired, confine_sockets
+
+    try:
+        confine_sockets()
+    except ConfinementRequired as exc:
+        print(f"rlm kernel: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(3) from None
 
 
 if __name__ == "__main__":

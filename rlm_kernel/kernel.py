@@ -13,7 +13,7 @@ from typing import Any
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import Type
 
-from rlm_kernel import __version__, introspect, magics
+from rlm_kernel import __version__, introspect, magics, security_magic
 from rlm_kernel.sandbox import cell_limits, consume_backstop_note
 from rlm_kernel.shell import RLMCompiler, RLMShell
 
@@ -79,7 +79,8 @@ class RLMKernel(IPythonKernel):
             note = banner_note()
         except Exception:  # noqa: BLE001 - the banner must never fail
             note = None
-        return f"{BANNER}\n{note}" if note else BANNER
+        text = f"{BANNER}\n{note}" if note else BANNER
+        return f"{text}\n{security_magic.banner_lines()}"
 
     @property
     def kernel_info(self) -> dict[str, Any]:

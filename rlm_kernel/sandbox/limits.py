@@ -111,8 +111,7 @@ def consume_backstop_note(marker: Path | str) -> str | None:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    with contextlib.suppress(OSError):
-        path.unlink()
+    _forget(path)
     seconds = data.get("backstop_seconds")
     return (
         "The previous kernel stopped while running a cell, so the kernel was restarted; variables were "
@@ -120,6 +119,17 @@ def consume_backstop_note(marker: Path | str) -> str | None:
         "(for example sum(range(10**12))), which the sandbox cannot interrupt, or crashed the interpreter "
         "(for example hashing a tuple nested a million levels deep). Make the operation smaller."
     )
+
+
+def _forget(path: Path) -> None:
+    """Delete the marker; where the OS layer allows writing it but not deleting it, empty it instead."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.write_text("")
 
 
 def _is_user_stack(frame: Any) -> bool:
@@ -293,6 +303,5 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(resource.RLIMIT_CPU, saved_cpu)
         if marker is not None:
-            with contextlib.suppress(OSError):
-                Path(marker).unlink()
+            _forget(Path(marker))
         session.end_cell()
