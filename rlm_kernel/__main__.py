@@ -74,13 +74,14 @@ def _confine_before_threads() -> None:
     """Landlock and the seccomp process filter, while this process has one thread (see README, Security)."""
     from rlm_kernel.sandbox.confine import ConfinementRequired, confine_process
 
+    network = KERNEL_CALLS_MODELS and os.environ.get("RLM_TEST_ONLY_KERNEL_NETWORK") != "off"
     programs = False
-    if KERNEL_CALLS_MODELS:
+    if network:
         from rlm_kernel.llm.local import local_model_available
 
         programs = local_model_available()  # the in-kernel local-model server is a program the kernel starts
     try:
-        confine_process(_connection_file(sys.argv[1:]), network=KERNEL_CALLS_MODELS, programs=programs)
+        confine_process(_connection_file(sys.argv[1:]), network=network, programs=programs)
     except ConfinementRequired as exc:
         print(f"rlm kernel: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(3) from None
