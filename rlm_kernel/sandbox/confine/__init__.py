@@ -12,6 +12,7 @@ import os
 import sys
 import sysconfig
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -236,6 +237,9 @@ def _apply_landlock(connection_file: str | None, network: bool, programs: bool, 
     rules.bind_ports = ports or []
     rules.restrict_tcp_connect = not network
     applied = landlock.restrict(rules)
+    if applied.tcp and rules.restrict_tcp_bind:
+        # ipykernel's pipe for subprocess output binds a random port; with no subprocesses it is not needed
+        warnings.filterwarnings("ignore", message="Couldn't bind IOPub Pipe", category=UserWarning)
     st.read_roots = sorted(set(roots))
     st.write_roots = sorted(set(write) | {f"{r} (new and existing files, no deletion)" for r in roots})
     parts = [
