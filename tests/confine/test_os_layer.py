@@ -252,3 +252,26 @@ def test_banner_says_unsafe_and_security_lists_layers(unsafe_kernel: KernelHarne
     ):
         assert needle in text, text
     assert CANARY not in text
+
+
+def test_every_thread_carries_the_filters(unsafe_kernel: KernelHarness) -> None:
+    """Every thread of the kernel — ipykernel's, zmq's C threads, and one the cell starts — has no_new_privs
+    and both seccomp filters: they were all created after the launcher confined the process."""
+    code = textwrap.dedent(
+        """
+        started = threading.Event(); stop = threading.Event()
+        worker = threading.Thread(target=lambda: (started.set(), stop.wait(10)))
+        worker.start(); started.wait(10)
+        rows = set()
+        for tid in os.listdir('/proc/self/task'):
+            text = open(f'/proc/self/task/{tid}/status').read()
+            fields = dict(line.split(':', 1) for line in text.splitlines() if ':' in line)
+            rows.add((fields['NoNewPrivs'].strip(), fields['Seccomp_filters'].strip()))
+        stop.set()
+        print(len(os.listdir('/proc/self/task')), sorted(rows))
+        """
+    )
+    ex = unsafe_kernel.execute(code)
+    count, rows = ex.stdout.split(" ", 1)
+    assert int(count) >= 5, ex.stdout  # main, IOPub, control, shell channel, heartbeat, the worker ...
+    assert rows.strip() == "[('1', '2')]", ex.stdout
