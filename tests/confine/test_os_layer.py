@@ -112,6 +112,8 @@ FILE_PROBES = {
     "posix_spawn": "lambda: os.posix_spawn('/bin/sh', ['/bin/sh', '-c', 'touch ' + MARKER], {})",
     "os_fork": "forked",
     "unix_socket": "lambda: socket.socket(socket.AF_UNIX)",
+    "netlink_socket": "lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW)",
+    "raw_ip_socket": "lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)",
     "undo_no_new_privs": "undo_no_new_privs",
     "second_ruleset_cannot_widen": "narrower_ruleset_then_read",
 }

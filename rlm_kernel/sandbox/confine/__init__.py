@@ -316,7 +316,7 @@ def confine_sockets() -> None:
     try:
         seccomp.install_socket_filter(allowed_families=families)
         what = (
-            "new sockets: only TCP/UDP/netlink for model calls (no Unix, raw or packet sockets)"
+            "new sockets: only TCP/UDP for model calls (no Unix, netlink, raw or packet sockets)"
             if st.network
             else "no new sockets of any kind"
         )

@@ -35,6 +35,9 @@ PROCESS_CALLS = (
     "iopl", "ioperm", "swapon", "swapoff", "reboot", "acct", "quotactl",
 )  # fmt: skip
 AF_MAX = 46
+SOCK_RAW = 3
+SOCK_PACKET = 10
+SOCK_TYPE_MASK = 0xF  # the type without SOCK_NONBLOCK / SOCK_CLOEXEC
 
 
 class SeccompUnavailable(OSError):
@@ -102,7 +105,9 @@ def install_socket_filter(*, allowed_families: Iterable[int]) -> None:
         else:
             for family in range(AF_MAX + 1):
                 if family not in allowed:
-                    flt.add_rule(deny, "socket", sc.Arg(0, sc.EQ, family))
+                    flt.add_rule(deny, "socket", sc.Arg(0, sc.MASKED_EQ, 0xFFFFFFFF, family))
+            for kind in (SOCK_RAW, SOCK_PACKET):  # raw sockets (root has CAP_NET_RAW): only stream/datagram
+                flt.add_rule(deny, "socket", sc.Arg(1, sc.MASKED_EQ, SOCK_TYPE_MASK, kind))
         flt.load()
     except OSError as exc:
         raise SeccompUnavailable(
@@ -110,4 +115,4 @@ def install_socket_filter(*, allowed_families: Iterable[int]) -> None:
         ) from None
 
 
-NETWORK_FAMILIES = (socket.AF_INET, socket.AF_INET6, getattr(socket, "AF_NETLINK", 16))
+NETWORK_FAMILIES = (socket.AF_INET, socket.AF_INET6)
