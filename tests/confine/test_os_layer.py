@@ -103,6 +103,8 @@ PRELUDE = textwrap.dedent(
 FILE_PROBES = {
     "read_home_file": "lambda: open(HOME_FILE).read()",
     "read_etc_shadow": "lambda: open('/etc/shadow').read()",
+    "read_ipython_profile_file": "lambda: open(PROFILE_FILE).read()",
+    "read_other_kernels_connection_file": "lambda: open(RUNTIME_FILE).read()",
     "write_outside_roots": "lambda: open(OUTSIDE + '/written.txt', 'w').write('x')",
     "proc_mem_of_other_process": "lambda: os.pread(os.open(f'/proc/{HELPER}/mem', 0), 16, MEM_ADDR)",
     "proc_environ_of_other_process": "lambda: open(f'/proc/{HELPER}/environ', 'rb').read()",
@@ -132,6 +134,16 @@ class Setup:
         self.home_file = Path.home() / f".rlm-confine-test-{uuid.uuid4().hex}"
         self.home_file.write_text(CANARY)
         self.marker = tmp / "program-ran"
+        from IPython.core.profiledir import ProfileDir
+        from IPython.paths import get_ipython_dir
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        profile = ProfileDir.create_profile_dir_by_name(get_ipython_dir(), "default").location
+        self.profile_file = Path(profile) / f"rlm-confine-test-{uuid.uuid4().hex}.sqlite"
+        self.profile_file.write_text(CANARY)
+        Path(jupyter_runtime_dir()).mkdir(parents=True, exist_ok=True)
+        self.runtime_file = Path(jupyter_runtime_dir()) / f"kernel-rlm-confine-test-{uuid.uuid4().hex}.json"
+        self.runtime_file.write_text(CANARY)
         self.helper = subprocess.Popen(
             [sys.executable, "-c", "import time; time.sleep(600)"], env={**os.environ, "RLM_CANARY": CANARY}
         )
@@ -144,6 +156,7 @@ class Setup:
         return (
             f"HOME_FILE = {str(self.home_file)!r}; OUTSIDE = {str(self.outside)!r}\n"
             f"MARKER = {str(self.marker)!r}\n"
+            f"PROFILE_FILE = {str(self.profile_file)!r}; RUNTIME_FILE = {str(self.runtime_file)!r}\n"
             f"HELPER = {self.helper.pid}; TCP_PORT = {self.tcp.getsockname()[1]}; "
             f"UDP_PORT = {self.udp.getsockname()[1]}; MEM_ADDR = {self.readable_address()}\n"
         )
@@ -159,7 +172,8 @@ class Setup:
     def close(self) -> None:
         self.helper.kill()
         self.helper.wait()
-        self.home_file.unlink(missing_ok=True)
+        for path in (self.home_file, self.profile_file, self.runtime_file):
+            path.unlink(missing_ok=True)
         self.tcp.close()
         self.udp.close()
 

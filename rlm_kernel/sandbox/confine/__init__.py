@@ -127,21 +127,31 @@ def _python_roots() -> list[str]:
     return sorted(r for r in roots if r)
 
 
-def _ipython_and_jupyter_read() -> list[str]:
-    paths: list[str] = []
+def _config_files() -> list[str]:
+    """The configuration files ipykernel reads at start (IPython profile, Jupyter config dirs) and the
+    profile's startup folder — not the folders themselves (history, runtime files, other kernels' keys)."""
+    dirs: list[str] = []
     try:
+        from IPython.core.profiledir import ProfileDir
         from IPython.paths import get_ipython_dir
 
-        paths.append(get_ipython_dir())
-    except Exception:  # noqa: BLE001 - IPython missing: nothing to allow
+        # made now, as IPython would at start, because the confined kernel may not create it
+        dirs.append(ProfileDir.create_profile_dir_by_name(get_ipython_dir(), "default").location)
+    except Exception:  # noqa: BLE001 - no profile yet: nothing to read
         pass
     try:
-        from jupyter_core.paths import jupyter_config_path, jupyter_path
+        from jupyter_core.paths import jupyter_config_path
 
-        paths += jupyter_config_path() + jupyter_path()
+        dirs += jupyter_config_path()
     except Exception:  # noqa: BLE001
         pass
-    return paths
+    files = [
+        os.path.join(d, f"{name}.{ext}")
+        for d in dirs
+        for name in ("ipython_config", "ipython_kernel_config")
+        for ext in ("py", "json")
+    ]
+    return [f for f in files if os.path.isfile(f)] + [os.path.join(d, "startup") for d in dirs[:1]]
 
 
 def _context_roots() -> list[str]:
@@ -213,7 +223,8 @@ def _apply_landlock(connection_file: str | None, network: bool, programs: bool, 
     rules = landlock.Rules()
     execute = landlock.EXECUTE if programs else 0
     python = _python_roots()
-    rules.allow(python + list(SYSTEM_READ) + _ipython_and_jupyter_read(), landlock.FS_READ | execute)
+    rules.allow(python + list(SYSTEM_READ), landlock.FS_READ | execute)
+    rules.allow(_config_files(), landlock.FS_READ)
     rules.allow(DEVICES_READ, landlock.READ_FILE)
     rules.allow(DEVICES_RW, landlock.READ_FILE | landlock.WRITE_FILE | landlock.TRUNCATE)
     pid_dir = f"/proc/{os.getpid()}"
