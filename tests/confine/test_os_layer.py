@@ -37,7 +37,7 @@ REASON = _why_unconfinable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 CANARY = "canary-" + uuid.uuid4().hex
-WHERE = ("main", "thread", "iopub", "control")
+WHERE = ("main", "thread", "iopub", "control", "shell_channel")
 
 # Cell prelude: run a probe on the cell's thread, a new thread, or ipykernel's IOPub/control loop threads.
 PRELUDE = textwrap.dedent(
@@ -59,7 +59,7 @@ PRELUDE = textwrap.dedent(
             threading.Thread(target=call).start()
         else:
             kernel = IPython.get_ipython().kernel
-            owner = {"iopub": kernel.iopub_thread, "control": kernel.control_thread}[where]
+            owner = getattr(kernel, where + "_thread")
             thread = getattr(owner, "thread", owner)
             assert thread.is_alive() and thread is not threading.current_thread(), where
             owner.io_loop.add_callback(call)

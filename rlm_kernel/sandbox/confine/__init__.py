@@ -186,6 +186,7 @@ def _backstop_marker(connection_file: str | None) -> list[str]:
     if not connection_file:
         return []
     marker = connection_file + ".rlm-backstop"
+    _remove_stale_markers(Path(connection_file).parent)
     try:
         fd = os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600)
         os.close(fd)
@@ -217,6 +218,16 @@ def _private_tmp() -> str | None:
     os.environ["TMPDIR"] = str(mine)
     tempfile.tempdir = str(mine)
     return str(mine)
+
+
+def _remove_stale_markers(folder: Path) -> None:
+    """Empty markers left by confined kernels whose connection file is gone (they cannot delete their own)."""
+    try:
+        for marker in folder.glob("*.rlm-backstop"):
+            if marker.stat().st_size == 0 and not marker.with_suffix("").exists():
+                marker.unlink()
+    except OSError:
+        pass
 
 
 def _apply_landlock(connection_file: str | None, network: bool, programs: bool, st: Status) -> Layer:
