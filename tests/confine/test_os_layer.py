@@ -113,6 +113,8 @@ FILE_PROBES = {
     "os_system": "lambda: must_succeed(os.system('touch ' + MARKER), 'os.system')",
     "posix_spawn": "lambda: os.posix_spawn('/bin/sh', ['/bin/sh', '-c', 'touch ' + MARKER], {})",
     "os_fork": "forked",
+    "signal_other_process": "lambda: os.kill(HELPER, 0)",
+    "signal_parent": "lambda: os.kill(os.getppid(), 0)",
     "unix_socket": "lambda: socket.socket(socket.AF_UNIX)",
     "netlink_socket": "lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW)",
     "raw_ip_socket": "lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)",
