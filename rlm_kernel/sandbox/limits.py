@@ -121,15 +121,27 @@ def consume_backstop_note(marker: Path | str) -> str | None:
     )
 
 
+_MARKER_BYTES = 256
+
+
+def _mark(path: Path, text: str) -> None:
+    """Write the marker in place, padded to a fixed size: never truncated, so no blocks are freed per cell."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.pwrite(fd, text.encode("utf-8").ljust(_MARKER_BYTES), 0)
+    finally:
+        os.close(fd)
+
+
 def _forget(path: Path) -> None:
-    """Delete the marker; where the OS layer allows writing it but not deleting it, empty it instead."""
+    """Delete the marker; where the OS layer allows writing it but not deleting it, blank it in place."""
     try:
         path.unlink()
     except FileNotFoundError:
         pass
     except OSError:
         with contextlib.suppress(OSError):
-            path.write_text("")
+            _mark(path, "")
 
 
 def _is_user_stack(frame: Any) -> bool:
@@ -288,8 +300,9 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
     marker = session.backstop_marker
     if marker is not None and saved_cpu is not None:
         with contextlib.suppress(OSError):
-            Path(marker).write_text(
-                json.dumps({"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds})
+            _mark(
+                Path(marker),
+                json.dumps({"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds}),
             )
     session.active_depth = 1
     session.owner_thread = threading.get_ident()
