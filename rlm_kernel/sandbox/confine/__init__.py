@@ -221,10 +221,10 @@ def _private_tmp() -> str | None:
 
 
 def _remove_stale_markers(folder: Path) -> None:
-    """Empty markers left by confined kernels whose connection file is gone (they cannot delete their own)."""
+    """Blank markers left by confined kernels whose connection file is gone (they cannot delete their own)."""
     try:
         for marker in folder.glob("*.rlm-backstop"):
-            if marker.stat().st_size == 0 and not marker.with_suffix("").exists():
+            if not marker.with_suffix("").exists() and not marker.read_bytes()[:4096].strip():
                 marker.unlink()
     except OSError:
         pass
