@@ -3,6 +3,7 @@
 The launcher forks the broker supervisor while the environment still holds the API keys, starts the first
 broker, then re-executes itself as the kernel without any key: the kernel gets the broker's socket and the
 *names* of the keys (it holds references to them), so neither `/proc/self/environ` nor its memory has a key.
+The process is then confined by the OS (Landlock, seccomp) before ipykernel starts any thread.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ import sys
 
 from rlm_kernel import secrets
 
-__all__ = ["main"]
+__all__ = ["KERNEL_CALLS_MODELS", "main"]
+
+# The kernel process still makes its own model calls (HTTP to LLM endpoints, the local-model server), so the
+# OS layer leaves it the network. Flip to False once the broker process holds keys, HTTP and the cache.
+KERNEL_CALLS_MODELS = True
 
 
 def _reexec_without_secrets() -> None:
@@ -95,9 +100,50 @@ def main() -> None:
 
     from ipykernel.kernelapp import IPKernelApp
 
+    _confine_before_threads()
     from rlm_kernel.kernel import RLMKernel
 
-    IPKernelApp.launch_instance(kernel_class=RLMKernel)
+    app = IPKernelApp.instance(kernel_class=RLMKernel)
+    app.initialize()
+    _confine_sockets_after_startup()
+    app.start()
+
+
+def _connection_file(argv: list[str]) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == "-f" and i + 1 < len(argv):
+            return os.path.abspath(argv[i + 1])
+        for prefix in ("-f=", "--f=", "--IPKernelApp.connection_file=", "--connection-file="):
+            if arg.startswith(prefix):
+                return os.path.abspath(arg[len(prefix) :])
+    return None
+
+
+def _confine_before_threads() -> None:
+    """Landlock and the seccomp process filter, while this process has one thread (see README, Security)."""
+    from rlm_kernel.sandbox.confine import ConfinementRequired, confine_process
+
+    network = KERNEL_CALLS_MODELS and os.environ.get("RLM_TEST_ONLY_KERNEL_NETWORK") != "off"
+    programs = False
+    if network:
+        from rlm_kernel.llm.local import local_model_available
+
+        programs = local_model_available()  # the in-kernel local-model server is a program the kernel starts
+    try:
+        confine_process(_connection_file(sys.argv[1:]), network=network, programs=programs)
+    except ConfinementRequired as exc:
+        print(f"rlm kernel: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(3) from None
+
+
+def _confine_sockets_after_startup() -> None:
+    from rlm_kernel.sandbox.confine import ConfinementRequired, confine_sockets
+
+    try:
+        confine_sockets()
+    except ConfinementRequired as exc:
+        print(f"rlm kernel: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(3) from None
 
 
 if __name__ == "__main__":

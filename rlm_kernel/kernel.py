@@ -13,8 +13,9 @@ from typing import Any
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import Type
 
-from rlm_kernel import __version__, introspect, magics
+from rlm_kernel import __version__, introspect, magics, security_magic
 from rlm_kernel.sandbox import audit, cell_limits, consume_backstop_note
+from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.shell import RLMCompiler, RLMShell
 
 __all__ = ["RLMKernel", "current_parent"]
@@ -65,7 +66,8 @@ class RLMKernel(IPythonKernel):
     help_links = [{"text": "Python Reference", "url": "https://docs.python.org/3/"}]
 
     def __init__(self, **kwargs: Any) -> None:
-        audit.install()  # the second line while cells run (rlm_kernel/sandbox/audit.py); never removed
+        if not policy_disabled():  # RLM_UNSAFE_DISABLE_POLICY=1 tests the OS layer alone: no in-process lines
+            audit.install()  # the second line while cells run (rlm_kernel/sandbox/audit.py); never removed
         super().__init__(**kwargs)
         self.debugger = None
         marker = self.shell.sandbox_session.backstop_marker
@@ -80,7 +82,8 @@ class RLMKernel(IPythonKernel):
             note = banner_note()
         except Exception:  # noqa: BLE001 - the banner must never fail
             note = None
-        return f"{BANNER}\n{note}" if note else BANNER
+        text = f"{BANNER}\n{note}" if note else BANNER
+        return f"{text}\n{security_magic.banner_lines()}"
 
     @property
     def kernel_info(self) -> dict[str, Any]:

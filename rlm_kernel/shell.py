@@ -7,6 +7,7 @@ namespace from `new_namespace`, under `cell_limits`, with tracebacks cut down to
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import importlib
 import logging
@@ -37,6 +38,7 @@ from rlm_kernel.sandbox import (
     repair_namespace,
     restrict_ast,
 )
+from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.warnings_display import install_warning_format
 
 __all__ = ["RLMCompiler", "RLMDisplayHook", "RLMDisplayPublisher", "RLMShell", "MAGIC_MODULES"]
@@ -202,6 +204,8 @@ class RLMShell(ZMQInteractiveShell):
             node = magics.rewrite_magics(node)
             ast.fix_missing_locations(node)
             filename = getattr(self.compile, "current_filename", "<cell>")
+            if policy_disabled():  # RLM_UNSAFE_DISABLE_POLICY=1 (tests of the OS layer only): plain Python
+                return node
             return restrict_ast(node, filename=filename, limits=self.sandbox_session.limits)
         except (SandboxError, UsageError, KeyboardInterrupt):
             raise
@@ -214,6 +218,8 @@ class RLMShell(ZMQInteractiveShell):
     async def run_cell_async(self, raw_cell: str, *args: Any, **kwargs: Any) -> Any:
         """Repair the namespace, refuse oversized sources, then run the cell as IPython does."""
         self._repair_namespace()
+        if policy_disabled():  # RLM_UNSAFE_DISABLE_POLICY=1: the real builtins (marked so repair keeps them)
+            self.user_ns["__builtins__"] = {**vars(builtins), "_rlm_sandbox_builtins": True}
         if kwargs.get("preprocessing_exc_tuple") is None:
             try:
                 check_source_size(raw_cell, self.sandbox_session.limits)

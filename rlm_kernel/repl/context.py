@@ -342,10 +342,21 @@ def _load_glob(
     matches = sorted(Path(p) for p in globmod.glob(pattern, recursive=True))
     files = [p for p in matches if p.is_file()]
     if not files:
+        check_allowed(_fixed_prefix(pattern))  # outside the roots (the OS hides it): say so
         raise ContextError(f"the pattern {source!r} matches no files")
     if not any(_allowed(p) for p in files):
         check_allowed(files[0])  # raises, naming the rule
     return _corpus(files, source, "glob", encoding, errors, allow_secrets)
+
+
+def _fixed_prefix(pattern: str) -> str:
+    """The directory a glob pattern starts from: its leading parts without glob characters."""
+    parts: list[str] = []
+    for part in Path(pattern).parts:
+        if _GLOB_CHARS & set(part):
+            break
+        parts.append(part)
+    return str(Path(*parts)) if parts else os.sep
 
 
 def _allowed(path: Path) -> bool:

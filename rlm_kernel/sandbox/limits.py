@@ -111,8 +111,7 @@ def consume_backstop_note(marker: Path | str) -> str | None:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    with contextlib.suppress(OSError):
-        path.unlink()
+    _forget(path)
     seconds = data.get("backstop_seconds")
     return (
         "The previous kernel stopped while running a cell, so the kernel was restarted; variables were "
@@ -120,6 +119,29 @@ def consume_backstop_note(marker: Path | str) -> str | None:
         "(for example sum(range(10**12))), which the sandbox cannot interrupt, or crashed the interpreter "
         "(for example hashing a tuple nested a million levels deep). Make the operation smaller."
     )
+
+
+_MARKER_BYTES = 256
+
+
+def _mark(path: Path, text: str) -> None:
+    """Write the marker in place, padded to a fixed size: never truncated, so no blocks are freed per cell."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.pwrite(fd, text.encode("utf-8").ljust(_MARKER_BYTES), 0)
+    finally:
+        os.close(fd)
+
+
+def _forget(path: Path) -> None:
+    """Delete the marker; where the OS layer allows writing it but not deleting it, blank it in place."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        with contextlib.suppress(OSError):
+            _mark(path, "")
 
 
 def _is_user_stack(frame: Any) -> bool:
@@ -285,8 +307,9 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
     marker = session.backstop_marker
     if marker is not None and saved_cpu is not None:
         with contextlib.suppress(OSError):
-            Path(marker).write_text(
-                json.dumps({"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds})
+            _mark(
+                Path(marker),
+                json.dumps({"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds}),
             )
     session.active_depth = 1
     session.owner_thread = threading.get_ident()
@@ -303,6 +326,5 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(resource.RLIMIT_CPU, saved_cpu)
         if marker is not None:
-            with contextlib.suppress(OSError):
-                Path(marker).unlink()
+            _forget(Path(marker))
         session.end_cell()
