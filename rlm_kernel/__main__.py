@@ -14,11 +14,16 @@ import sys
 
 from rlm_kernel import secrets
 
-__all__ = ["KERNEL_CALLS_MODELS", "main"]
+__all__ = ["kernel_calls_models", "main"]
 
-# The kernel process still makes its own model calls (HTTP to LLM endpoints, the local-model server), so the
-# OS layer leaves it the network. Flip to False once the broker process holds keys, HTTP and the cache.
-KERNEL_CALLS_MODELS = True
+
+def kernel_calls_models() -> bool:
+    """True when this kernel makes its own model calls: no broker could be started (the launcher then kept
+    the keys in the kernel). With a broker — the normal case — the kernel needs no network, no cache and no
+    programs, and the OS layer gives it none."""
+    from rlm_kernel.broker.supervisor import CONTROL_FD_VAR
+
+    return CONTROL_FD_VAR not in os.environ
 
 
 def _reexec_without_secrets() -> None:
@@ -90,6 +95,7 @@ def main() -> None:
     """Start the broker and drop the keys (first run), or adopt the broker (re-executed), then the kernel."""
     from rlm_kernel.broker.supervisor import CONTROL_FD_VAR
 
+    calls_models = kernel_calls_models()  # before the hand-over takes the broker's variables
     if CONTROL_FD_VAR in os.environ:
         _adopt_broker()
     elif secrets.SECRETS_FD_VAR in os.environ:
@@ -100,7 +106,7 @@ def main() -> None:
 
     from ipykernel.kernelapp import IPKernelApp
 
-    _confine_before_threads()
+    _confine_before_threads(calls_models)
     from rlm_kernel.kernel import RLMKernel
 
     app = IPKernelApp.instance(kernel_class=RLMKernel)
@@ -119,11 +125,11 @@ def _connection_file(argv: list[str]) -> str | None:
     return None
 
 
-def _confine_before_threads() -> None:
+def _confine_before_threads(calls_models: bool) -> None:
     """Landlock and the seccomp process filter, while this process has one thread (see README, Security)."""
     from rlm_kernel.sandbox.confine import ConfinementRequired, confine_process
 
-    network = KERNEL_CALLS_MODELS and os.environ.get("RLM_TEST_ONLY_KERNEL_NETWORK") != "off"
+    network = calls_models and os.environ.get("RLM_TEST_ONLY_KERNEL_NETWORK") != "off"
     programs = False
     if network:
         from rlm_kernel.llm.local import local_model_available

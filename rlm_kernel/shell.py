@@ -205,6 +205,7 @@ class RLMShell(ZMQInteractiveShell):
             ast.fix_missing_locations(node)
             filename = getattr(self.compile, "current_filename", "<cell>")
             if policy_disabled():  # RLM_UNSAFE_DISABLE_POLICY=1 (tests of the OS layer only): plain Python
+                register_sandboxed_filename(filename)  # still the person's cell: magics work as syntax
                 return node
             return restrict_ast(node, filename=filename, limits=self.sandbox_session.limits)
         except (SandboxError, UsageError, KeyboardInterrupt):
@@ -219,7 +220,11 @@ class RLMShell(ZMQInteractiveShell):
         """Repair the namespace, refuse oversized sources, then run the cell as IPython does."""
         self._repair_namespace()
         if policy_disabled():  # RLM_UNSAFE_DISABLE_POLICY=1: the real builtins (marked so repair keeps them)
-            self.user_ns["__builtins__"] = {**vars(builtins), "_rlm_sandbox_builtins": True}
+            self.user_ns["__builtins__"] = {
+                **vars(builtins),
+                **self._magic_helpers,  # magics still work as syntax: their helpers live in the builtins
+                "_rlm_sandbox_builtins": True,
+            }
         if kwargs.get("preprocessing_exc_tuple") is None:
             try:
                 check_source_size(raw_cell, self.sandbox_session.limits)

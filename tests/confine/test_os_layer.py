@@ -230,11 +230,6 @@ def test_full_python_gets_nothing(unsafe_kernel: KernelHarness, setup: Setup, pr
 def test_full_python_gets_no_network(
     unsafe_kernel: KernelHarness, setup: Setup, probe: str, where: str
 ) -> None:
-    if unsafe_kernel.mode != "network-off":  # type: ignore[attr-defined]
-        pytest.skip(
-            "the kernel still makes its own model calls (rlm_kernel.__main__.KERNEL_CALLS_MODELS), so "
-            "TCP/UDP stay open until the broker holds HTTP; probed in the network-off mode"
-        )
     _probe(unsafe_kernel, setup, NET_PROBES[probe], where)
 
 
@@ -247,10 +242,6 @@ def test_key_not_in_environment(unsafe_kernel: KernelHarness) -> None:
     assert ex.stdout.split() == ["False", "False"], str(ex)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="until the broker process holds the keys, the kernel keeps them in its own memory (broker issue)",
-)
 def test_key_not_in_kernel_memory(unsafe_kernel: KernelHarness) -> None:
     ex = unsafe_kernel.execute("import rlm_kernel.secrets as s; print(repr(s._store))")
     assert CANARY not in ex.all_text

@@ -163,8 +163,9 @@ def _context_roots() -> list[str]:
         return [os.getcwd()]
 
 
-def _llm_paths() -> tuple[list[str], list[str]]:
-    """(read, write) paths the in-kernel LLM layer uses: its config file and its response cache directory."""
+def _llm_paths(cache: bool) -> tuple[list[str], list[str]]:
+    """(read, write) paths the in-kernel LLM layer uses: its config file and (`cache`: when the kernel makes
+    its own model calls, without a broker) its response cache directory."""
     read: list[str] = []
     write: list[str] = []
     try:
@@ -172,7 +173,7 @@ def _llm_paths() -> tuple[list[str], list[str]]:
 
         read.append(str(config_path()))
         config = load_config()
-        if getattr(config, "cache", "off") != "off":
+        if cache and getattr(config, "cache", "off") != "off":
             cache_dir = Path(config.cache_dir).expanduser().resolve()
             cache_dir.mkdir(parents=True, exist_ok=True)
             write.append(str(cache_dir))
@@ -246,10 +247,9 @@ def _apply_landlock(connection_file: str | None, network: bool, programs: bool, 
     if connection_file:
         rules.allow([connection_file], landlock.READ_FILE)
     write += _backstop_marker(connection_file)
-    if network:
-        llm_read, llm_write = _llm_paths()
-        rules.allow(llm_read, landlock.READ_FILE)
-        write += llm_write
+    llm_read, llm_write = _llm_paths(cache=network)
+    rules.allow(llm_read, landlock.READ_FILE)  # the settings file: read by the kernel for %rlm show/set
+    write += llm_write
     tmp = _private_tmp()
     if tmp:
         write.append(tmp)
