@@ -25,13 +25,14 @@ PLAIN_BUILTINS = (
 ).split()
 
 EXCEPTIONS = (
-    "ArithmeticError AssertionError AttributeError BaseException BufferError BytesWarning DeprecationWarning "
-    "EOFError EncodingWarning Exception FloatingPointError FutureWarning GeneratorExit ImportError "
-    "ImportWarning IndentationError IndexError KeyError KeyboardInterrupt LookupError MemoryError "
-    "ModuleNotFoundError NameError NotImplementedError OSError OverflowError PendingDeprecationWarning "
-    "RecursionError ReferenceError RuntimeError RuntimeWarning StopAsyncIteration StopIteration SyntaxError "
-    "SyntaxWarning TabError TimeoutError TypeError UnboundLocalError UnicodeDecodeError UnicodeEncodeError "
-    "UnicodeError UnicodeTranslateError UnicodeWarning UserWarning ValueError Warning ZeroDivisionError"
+    "ArithmeticError AssertionError AttributeError BaseException BaseExceptionGroup BufferError BytesWarning "
+    "DeprecationWarning EOFError EncodingWarning Exception ExceptionGroup FloatingPointError FutureWarning "
+    "GeneratorExit ImportError ImportWarning IndentationError IndexError KeyError KeyboardInterrupt "
+    "LookupError MemoryError ModuleNotFoundError NameError NotImplementedError OSError OverflowError "
+    "PendingDeprecationWarning RecursionError ReferenceError RuntimeError RuntimeWarning StopAsyncIteration "
+    "StopIteration SyntaxError SyntaxWarning TabError TimeoutError TypeError UnboundLocalError "
+    "UnicodeDecodeError UnicodeEncodeError UnicodeError UnicodeTranslateError UnicodeWarning UserWarning "
+    "ValueError Warning ZeroDivisionError"
 ).split()
 
 

@@ -21,6 +21,7 @@ from rlm_kernel.sandbox.limits import Limits
 __all__ = [
     "ALLOWED_DUNDER_METHODS",
     "READABLE_DUNDERS",
+    "EXCEPTION_DUNDERS",
     "ALWAYS_REFUSED",
     "REFUSED_NAMES",
     "RLMTransformer",
@@ -41,8 +42,18 @@ ALLOWED_DUNDER_METHODS = frozenset(
     ).split()
 ) | frozenset(f"_repr_{n}_" for n in "html markdown latex json svg png jpeg pdf mimebundle".split())
 
+# Private hooks an Enum subclass defined in a cell may implement (the enum machinery calls them).
+ENUM_HOOKS = frozenset({"_missing_", "_generate_next_value_"})
+
+# Dunder names a cell may assign: `__slots__` in a class body, `__all__` at module level (read back too).
+CLASS_BODY_DUNDERS = frozenset({"__slots__"})
+MODULE_DUNDERS = frozenset({"__all__"})
+
 # Dunder attributes that may be *read* anywhere: they hold names and docs (checked to be str at run time).
 READABLE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__"})
+
+# Dunder attributes of exceptions that may be read (checked at run time: an exception's list of str notes).
+EXCEPTION_DUNDERS = frozenset({"__notes__"})
 
 # Builtins a cell may not use, with the reason given.
 REFUSED_NAMES = {
@@ -107,6 +118,7 @@ class RLMTransformer(RestrictingNodeTransformer):
         self.trusted_names = frozenset(trusted_names)
         self.first_error: tuple[ast.AST | None, str] | None = None
         self.scopes: list[str] = ["module"]
+        self.class_names: list[str] = []  # enclosing class statements, innermost last (for name mangling)
         self.reported: set[tuple[int | None, int | None]] = set()
         # Bits of the largest integer ** / << / * may build (Limits.max_int_bits; 0 = uncapped); used to
         # prove that a numeric fast path cannot exceed the cap the guards enforce.
@@ -137,6 +149,17 @@ class RLMTransformer(RestrictingNodeTransformer):
         in_class_body = self.scopes[-1] == "class"
         if allow_magic_methods and name in ALLOWED_DUNDER_METHODS and in_class_body:
             return
+        if allow_magic_methods and name in ENUM_HOOKS and in_class_body:
+            return
+        storing = isinstance(getattr(node, "ctx", None), ast.Store)
+        if name in CLASS_BODY_DUNDERS and in_class_body and storing:
+            return
+        if (
+            name in MODULE_DUNDERS
+            and self.scopes[-1] == "module"
+            and isinstance(getattr(node, "ctx", None), (ast.Store, ast.Load))
+        ):
+            return
         if (
             in_class_body
             and PRIVATE_NAME.match(name)
@@ -155,7 +178,17 @@ class RLMTransformer(RestrictingNodeTransformer):
             return
         super().check_name(node, name, allow_magic_methods)
 
+    def mangle(self, name: str) -> str:
+        """Python's private name mangling (`__x` in class C → `_C__x`), done here so the checks see the
+        name the attribute really has; such names are private names, readable only on your own objects."""
+        if not self.class_names or not name.startswith("__") or name.endswith("__"):
+            return name
+        stripped = self.class_names[-1].lstrip("_")
+        return f"_{stripped}{name}" if stripped else name
+
     def visit_Name(self, node: ast.Name) -> ast.AST:
+        if self.scopes[-1] == "class" and isinstance(node.ctx, ast.Store):
+            node.id = self.mangle(node.id)  # `__count = 0` in a class body
         if isinstance(node.ctx, ast.Load):
             if node.id in ALWAYS_REFUSED:
                 self.refuse(node, REFUSED_NAMES[node.id])
@@ -181,6 +214,7 @@ class RLMTransformer(RestrictingNodeTransformer):
 
     # -- attributes -----------------------------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        node.attr = self.mangle(node.attr)
         attr = node.attr
         inner = node.value
         if (
@@ -196,6 +230,7 @@ class RLMTransformer(RestrictingNodeTransformer):
             return call
         allowed_dunder = isinstance(node.ctx, ast.Load) and (
             attr in READABLE_DUNDERS
+            or attr in EXCEPTION_DUNDERS
             or (attr in ALLOWED_DUNDER_METHODS and _is_super_call(node.value))
             or (attr in ALLOWED_DUNDER_METHODS and attr.startswith("_repr_"))  # run time: own objects only
         )
@@ -214,7 +249,7 @@ class RLMTransformer(RestrictingNodeTransformer):
                 copy_locations(call, node)
                 copy_locations(call.func, node)
                 return call
-            wrapped = _call("_write_", node.value)
+            wrapped = _call("_write_attr_", node.value)
             copy_locations(wrapped, node.value)
             copy_locations(wrapped.func, node.value)
             node.value = wrapped
@@ -230,7 +265,14 @@ class RLMTransformer(RestrictingNodeTransformer):
                 node, f"attribute {attr!r} reaches frames or code objects, which the sandbox does not allow"
             )
             return node
-        return super().visit_Attribute(node)
+        new = super().visit_Attribute(node)
+        if not isinstance(node.ctx, ast.Load) and isinstance(new, ast.Attribute):
+            # `_write_(a).b = c` → `_write_attr_(a).b = c`: the guard then refuses with the built-in type
+            # plain Python would raise (AttributeError for `(1).x = 2`, TypeError for `t[0] = 1`).
+            call = new.value
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "_write_":
+                call.func.id = "_write_attr_"
+        return new
 
     # -- statements the kernel refuses with its own reasons -------------------------------------------------
     def visit_AsyncFunctionDef(self, node: ast.AST) -> None:
@@ -242,8 +284,18 @@ class RLMTransformer(RestrictingNodeTransformer):
 
     visit_Await = visit_AsyncFor = visit_AsyncWith = visit_AsyncFunctionDef
 
-    def visit_TryStar(self, node: ast.AST) -> None:
-        self.refuse(node, "except* is not available in the sandbox; use a plain except clause")
+    def visit_TryStar(self, node: ast.TryStar) -> ast.AST:
+        """`try: … except* E as g: …`, like `try`; wrapped in `try: … except: _cancel_check_(); raise` so
+        that a time-out raised in an `except*` handler never leaves the statement wrapped in an exception
+        group (CPython groups what handlers raise): the cell still ends with the plain `CellTimeout`."""
+        new = self.node_contents_visit(node)
+        if new.finalbody:
+            new.finalbody.insert(0, self._cancel_check(new.finalbody[0]))
+        handler = ast.ExceptHandler(type=None, name=None, body=[self._cancel_check(node), ast.Raise()])
+        outer = ast.Try(body=[new], handlers=[handler], orelse=[], finalbody=[])
+        for sub in (outer, handler, handler.body[1]):
+            copy_locations(sub, node)
+        return outer
 
     def visit_Match(self, node: ast.AST) -> None:
         self.refuse(
@@ -279,12 +331,14 @@ class RLMTransformer(RestrictingNodeTransformer):
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
         self.check_name(node, node.name)
         self.scopes.append("class")
+        self.class_names.append(node.name)
         try:
             node.name, saved = "C", node.name  # the name was checked above, in the enclosing scope
             new = super().visit_ClassDef(node)
             new.name = saved
         finally:
             self.scopes.pop()
+            self.class_names.pop()
         # Marked before any decorator runs (so class decorators can tell it is yours) and after the last
         # (a decorator such as dataclass(slots=True) may return a new class).
         first, last = ast.Name("_mark_class_", ast.Load()), ast.Name("_mark_class_", ast.Load())
@@ -296,6 +350,8 @@ class RLMTransformer(RestrictingNodeTransformer):
         return new
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        if self.scopes[-1] == "class":
+            node.name = self.mangle(node.name)  # `def __helper(self)` → `_C__helper`
         self.check_name(node, node.name, allow_magic_methods=True)
         self.scopes.append("function")
         try:
@@ -426,7 +482,7 @@ class RLMTransformer(RestrictingNodeTransformer):
                 ),
             ]
         elif isinstance(target, ast.Attribute):
-            attr = target.attr
+            attr = target.attr = self.mangle(target.attr)
             if (attr.startswith("_") and not PRIVATE_NAME.match(attr)) or attr in INSPECT_ATTRIBUTES:
                 self.refuse(
                     node,
@@ -442,7 +498,9 @@ class RLMTransformer(RestrictingNodeTransformer):
                 ast.Assign(
                     targets=[
                         ast.Attribute(
-                            value=_call("_write_", ast.Name(t_obj, ast.Load())), attr=attr, ctx=ast.Store()
+                            value=_call("_write_attr_", ast.Name(t_obj, ast.Load())),
+                            attr=attr,
+                            ctx=ast.Store(),
                         )
                     ],
                     value=_call(
@@ -732,7 +790,7 @@ def _post_check(tree: ast.AST) -> None:
                 not isinstance(node.ctx, ast.Load)
                 and isinstance(node.value, ast.Call)
                 and isinstance(node.value.func, ast.Name)
-                and node.value.func.id == "_write_"
+                and node.value.func.id == "_write_attr_"
             )
             if guarded_write and (PRIVATE_NAME.match(node.attr) or not node.attr.startswith("_")):
                 continue
