@@ -25,6 +25,7 @@ from rlm_kernel.sandbox.errors import CellTimeout, SandboxAttributeError, Sandbo
 from rlm_kernel.sandbox.policy import (
     ALLOWED_DUNDER_METHODS,
     EXCEPTION_DUNDERS,
+    RANGE_BITS,
     READABLE_DUNDERS,
     is_sandboxed_filename,
 )
@@ -160,6 +161,19 @@ _IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: a type whose attributes ca
 
 _NAMEDTUPLE_PRIVATE = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
 _PRIVATE_ATTR = re.compile(r"_[A-Za-z0-9]\w*\Z")
+
+
+_RANGE_BOUND = 1 << RANGE_BITS
+
+
+def range_ok(obj: Any) -> bool:
+    """The flag of a `for` loop's fast path (policy.visit_For): `obj` is an exact range whose items are all
+    ints within ±2**RANGE_BITS (a range's start and stop are exact ints; no user code runs here)."""
+    return (
+        type(obj) is range
+        and -_RANGE_BOUND < obj.start < _RANGE_BOUND
+        and -_RANGE_BOUND < obj.stop < _RANGE_BOUND
+    )
 
 
 def _is_dunder(name: str) -> bool:
@@ -513,6 +527,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_type_": type,
         "_int_": int,
         "_float_": float,
+        "_range_ok_": range_ok,
         # builtins built on the guards
         "getattr": guarded_getattr_builtin,
         "hasattr": guarded_hasattr,

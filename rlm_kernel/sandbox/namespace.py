@@ -36,6 +36,7 @@ GUARD_NAMES = (
     "_type_",
     "_int_",
     "_float_",
+    "_range_ok_",
 )
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "READABLE_DUNDERS",
     "EXCEPTION_DUNDERS",
     "ALWAYS_REFUSED",
+    "RANGE_BITS",
     "REFUSED_NAMES",
     "RLMTransformer",
     "is_sandboxed_filename",
@@ -126,6 +127,9 @@ class RLMTransformer(RestrictingNodeTransformer):
         self.max_format_width = max_format_width  # Limits.max_format_width: literal '%' formats within it
         self.fast_paths = fast_paths
         self._guarded_only = 0  # > 0 while building the guarded branch of a fast path
+        # id(node) → (loop variable, flag name): the first statement of a `for` loop whose variable is an
+        # exact int below 2**RANGE_BITS when the flag is true (see visit_For)
+        self._loop_proofs: dict[int, tuple[str, str]] = {}
 
     # -- reporting ------------------------------------------------------------------------------------------
     def error(self, node: ast.AST, info: str) -> None:
@@ -369,6 +373,80 @@ class RLMTransformer(RestrictingNodeTransformer):
         new.body.insert(1 if has_docstring else 0, self._cancel_check(node))
         return new
 
+    def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
+        """`for i in <iterable>:` whose first statement is numeric (`total += i * i % 7`):
+
+            _tmpA = <iterable>
+            _tmpB = _range_ok_(_tmpA)          # an exact range within ±2**RANGE_BITS
+            for i in _getiter_(_tmpA):
+                total += i * i % 7 if _tmpB or <the usual test of i> else <guarded>
+
+        Only the first statement of the body uses the flag: it runs right after the loop bound `i` to the
+        next item of the range, before anything else can run, and its fast path is the whole statement
+        (a pure arithmetic expression whose other names are still tested), so no user code can rebind `i`
+        in between — not even a function declaring `global i`.
+        """
+        target = self._loop_proof_target(node)
+        if target is None:
+            return super().visit_For(node)
+        flag, iterable = self.gen_tmp_name(), self.gen_tmp_name()
+        assert isinstance(node.target, ast.Name)
+        self._loop_proofs[id(target)] = (node.target.id, flag)
+        try:
+            new = super().visit_For(node)
+        finally:
+            self._loop_proofs.pop(id(target), None)
+        guarded_iter = new.iter
+        assert isinstance(guarded_iter, ast.Call)
+        stmts: list[ast.stmt] = [
+            ast.Assign(targets=[ast.Name(iterable, ast.Store())], value=guarded_iter.args[0]),
+            ast.Assign(
+                targets=[ast.Name(flag, ast.Store())],
+                value=_call("_range_ok_", ast.Name(iterable, ast.Load())),
+            ),
+        ]
+        guarded_iter.args[0] = ast.Name(iterable, ast.Load())
+        for stmt in stmts:
+            for sub in ast.walk(stmt):
+                if "lineno" in sub._attributes:
+                    copy_locations(sub, node.iter)
+        copy_locations(guarded_iter.args[0], node.iter)
+        return [*stmts, new]
+
+    def _loop_proof_target(self, node: ast.For) -> ast.AST | None:
+        """The node of the loop's first statement that gets the loop's flag (see visit_For), or None."""
+        if not (
+            self.fast_paths and not self._guarded_only and node.body and isinstance(node.target, ast.Name)
+        ):
+            return None
+        name = node.target.id
+        if name.startswith("_") or name in _FAST_NAME_EXCLUDED:
+            return None
+        first = node.body[0]
+        target: ast.AST
+        if isinstance(first, ast.AugAssign) and isinstance(first.target, ast.Name):
+            if first.target.id.startswith("_") or first.target.id in _FAST_NAME_EXCLUDED:
+                return None
+            capped = type(first.op) in self._CAPPED_BINOPS
+            if capped and not _harmless_binop(_as_binop(first), self.max_format_width):
+                expr, target = _as_binop(first), first
+            else:
+                expr = target = first.value
+        elif (
+            isinstance(first, ast.Assign)
+            and len(first.targets) == 1
+            and isinstance(first.targets[0], ast.Name)
+        ):
+            expr = target = first.value
+        else:
+            return None
+        if not isinstance(expr, ast.BinOp):
+            return None
+        limits = (self.max_int_bits, self.max_format_width)
+        if _fast_plan(expr, *limits) is None or _fast_plan(expr, *limits, proven={name: RANGE_BITS}) is None:
+            return None
+        return target
+
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
         new = super().visit_ExceptHandler(node)
         new.body.insert(0, self._cancel_check(node))
@@ -396,8 +474,21 @@ class RLMTransformer(RestrictingNodeTransformer):
         if self.fast_paths and not self._guarded_only:
             plan = _fast_plan(node, self.max_int_bits, self.max_format_width)
             if plan is not None:
-                return self._fast_path(node, plan, self._guarded_binop)
+                return self._fast_path(node, plan, self._guarded_binop, self._loop_proof_test(node, node))
         return self._guarded_binop(node)
+
+    def _loop_proof_test(self, node: ast.AST, expr: ast.BinOp) -> ast.expr | None:
+        """`flag and <tests of the other names>` when `node` is the first statement of a `for` loop over an
+        exact range (visit_For): the loop variable then needs no test of its own."""
+        proof = self._loop_proofs.get(id(node))
+        if proof is None:
+            return None
+        name, flag = proof
+        plan = _fast_plan(expr, self.max_int_bits, self.max_format_width, proven={name: RANGE_BITS})
+        if plan is None:
+            return None
+        flag_test = ast.Name(flag, ast.Load())
+        return ast.BoolOp(op=ast.And(), values=[flag_test, _fast_test(plan)]) if plan else flag_test
 
     def _guarded_binop(self, node: ast.BinOp) -> ast.AST:
         node = self.node_contents_visit(node)
@@ -409,7 +500,9 @@ class RLMTransformer(RestrictingNodeTransformer):
         copy_locations(call.func, node)
         return call
 
-    def _fast_path(self, node: ast.AST, plan: list[tuple[str, int]], guarded: Any) -> Any:
+    def _fast_path(
+        self, node: ast.AST, plan: list[tuple[str, int]], guarded: Any, proof: ast.expr | None = None
+    ) -> Any:
         """`<native> if <every name is an exact int/float (small enough)> else <guarded>`.
 
         `plan` lists the names of a pure arithmetic expression in evaluation order, each with whether its
@@ -424,6 +517,8 @@ class RLMTransformer(RestrictingNodeTransformer):
         finally:
             self._guarded_only -= 1
         test = _fast_test(plan)
+        if proof is not None:
+            test = ast.BoolOp(op=ast.Or(), values=[proof, test])  # the loop's flag, else the usual test
         if isinstance(node, ast.stmt):
             new: ast.AST = ast.If(test=test, body=[native], orelse=slow if isinstance(slow, list) else [slow])
         else:
@@ -449,9 +544,11 @@ class RLMTransformer(RestrictingNodeTransformer):
                 node.value = self.visit(node.value)
                 return node
             if self.fast_paths and not self._guarded_only:
-                plan = _fast_plan(_as_binop(node), self.max_int_bits, self.max_format_width)
+                binop = _as_binop(node)
+                plan = _fast_plan(binop, self.max_int_bits, self.max_format_width)
                 if plan is not None:
-                    return self._fast_path(node, plan, self._guarded_augassign)
+                    proof = self._loop_proof_test(node, binop)
+                    return self._fast_path(node, plan, self._guarded_augassign, proof)
             return self._guarded_augassign(node)
         op = ast.Constant(_IOP[type(node.op)])
         if isinstance(target, ast.Subscript):
@@ -617,6 +714,7 @@ def _as_binop(node: ast.AugAssign) -> ast.BinOp:
 # integers bounded by 2**_FAST_BITS where their size matters. Integer sizes are bounded statically, so the
 # fast path is only emitted when no `*`, `**` or `<<` in it could reach the limit the guards enforce.
 _FAST_BITS = (64, 16)  # candidate magnitude bounds (bits) for names, largest first
+RANGE_BITS = 64  # a `for` loop's flag (`_range_ok_`) proves its variable is an int below 2**RANGE_BITS
 _UNBOUNDED = 1 << 62  # "any size": a name whose magnitude is not checked
 _ARITH_OPS = (
     ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift,
@@ -702,8 +800,14 @@ def _needs_guard(node: ast.AST, width_limit: int) -> bool:
     )
 
 
-def _fast_plan(node: ast.BinOp, limit: int, width_limit: int) -> list[tuple[str, int]] | None:
-    """The names of `node`, each with the magnitude bound (bits) to check or 0; None if no fast path."""
+def _fast_plan(
+    node: ast.BinOp, limit: int, width_limit: int, proven: dict[str, int] | None = None
+) -> list[tuple[str, int]] | None:
+    """The names of `node`, each with the magnitude bound (bits) to check or 0; None if no fast path.
+
+    `proven`: names already known to hold exact ints of at most that many bits; they get no test (and the
+    plan may then be empty) but the proof still counts their size."""
+    proven = proven or {}
     names: list[str] = []
     try:
         _arith_names(node, names)
@@ -711,6 +815,10 @@ def _fast_plan(node: ast.BinOp, limit: int, width_limit: int) -> list[tuple[str,
         return None
     if not names or not _needs_guard(node, width_limit):
         return None
+    if proven and not any(name in proven for name in names):
+        return None
+    known = {name: bits for name, bits in proven.items() if name in names}
+    names = [name for name in names if name not in known]
     guarded_here = type(node.op) in RLMTransformer._CAPPED_BINOPS and not _harmless_binop(node, width_limit)
     if not guarded_here and not (
         _needs_guard(node.left, width_limit) and _needs_guard(node.right, width_limit)
@@ -720,12 +828,12 @@ def _fast_plan(node: ast.BinOp, limit: int, width_limit: int) -> list[tuple[str,
         return None
     for bound in _FAST_BITS:
         try:
-            _bits(node, dict.fromkeys(names, bound), limit)
+            _bits(node, {**dict.fromkeys(names, bound), **known}, limit)
         except _NotFast:
             continue
         plan = []
         for name in names:
-            sizes = dict.fromkeys(names, bound)
+            sizes = {**dict.fromkeys(names, bound), **known}
             sizes[name] = _UNBOUNDED  # does the proof still hold whatever the size of this one name?
             try:
                 _bits(node, sizes, limit)
