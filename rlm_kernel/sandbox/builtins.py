@@ -10,7 +10,7 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from rlm_kernel.sandbox.errors import LimitExceeded, refusal
+from rlm_kernel.sandbox.errors import LimitExceeded, SandboxTypeError, refusal
 from rlm_kernel.sandbox.policy import REFUSED_NAMES
 
 if TYPE_CHECKING:
@@ -142,6 +142,12 @@ def make_builtins(
             raise refusal("vars() without an argument is not available: it would expose the sandbox guards")
         obj = args[0]
         if not session.is_user_object(obj):
+            if not hasattr(obj, "__dict__"):  # plain Python refuses these too, with a TypeError
+                raise refusal(
+                    "vars() is only available for objects of classes defined in cells "
+                    "(and this object has no __dict__)",
+                    SandboxTypeError,
+                )
             raise refusal("vars() is only available for objects of classes defined in cells")
         return {k: v for k, v in _py.vars(obj).items() if not (k.startswith("__") and k.endswith("__"))}
 

@@ -254,7 +254,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                         return default
                     raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
                 if type(notes) is list and all(isinstance(note, str) for note in notes):
-                    return [str(note) for note in notes]  # a copy of plain strings
+                    return [str.__str__(note) for note in notes]  # plain copies: no str subclass
                 raise refusal(f"this exception's {name} is not a list of strings")
             if type(obj) is super and name in ALLOWED_DUNDER_METHODS:
                 return getattr(obj, name)

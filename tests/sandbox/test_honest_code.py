@@ -40,6 +40,7 @@ def test_typed_refusals_are_sandbox_errors_and_builtin_errors() -> None:
         ("str.x = 1", "TypeError"),
         ("len.x = 1", "AttributeError"),
         ("frozenset().x = 1", "AttributeError"),
+        ("vars(5)", "TypeError"),
     ],
 )
 def test_write_refusals_are_caught_like_python(session: SandboxSession, source: str, caught_by: str) -> None:
