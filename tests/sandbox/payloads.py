@@ -318,6 +318,22 @@ PAYLOADS: list[Payload] = [
        "try:\n    try:\n        while True:\n            pass\n    except* BaseException:\n        pass\nfinally:\n    while True:\n        pass", LIMIT),
     _P("except_star", "group_of_timeouts",
        "g = []\nwhile True:\n    try:\n        while True:\n            pass\n    except* BaseException as e:\n        g.append(e)", LIMIT),
+    # a group class whose split hands the handler a non-exception and raises an object no except catches
+    _P("except_star", "split_override",
+       "class G(ExceptionGroup):\n    def split(self, t):\n        return (object(), object())\n"
+       "try:\n    raise G('g', [ValueError(1)])\nexcept* ValueError as g:\n    print('handler got', type(g).__name__, g.exceptions)",
+       OK, match="handler got ExceptionGroup (ValueError(1),)"),
+    _P("except_star", "derive_to_split_override",
+       "class H(ExceptionGroup):\n    def split(self, t):\n        return (1, 2)\nclass G(ExceptionGroup):\n    def derive(self, excs):\n"
+       "        return H(self.message, excs)\nout = []\ntry:\n    raise ExceptionGroup('o', [G('g', [ValueError(1), TypeError(2)])])\n"
+       "except* ValueError as g:\n    out.append(type(g).__name__)\nexcept* TypeError as g:\n    out.append(type(g).__name__)\nprint(out)",
+       OK, match="['ExceptionGroup', 'ExceptionGroup']"),
+    _P("except_star", "instance_split_override",
+       "class G(ExceptionGroup):\n    pass\ng = G('g', [ValueError(1)])\ng.split = lambda t: (object(), None)\n"
+       "try:\n    raise g\nexcept* ValueError as e:\n    print(type(e).__name__)", OK, match="ExceptionGroup"),
+    _P("except_star", "builtin_group_split_write", "g = ExceptionGroup('g', [ValueError()])\ng.split = len", REFUSED),
+    _P("except_star", "deeply_nested_groups",
+       "g = ValueError()\nfor n in range(150):\n    g = ExceptionGroup('x', [g])\ntry:\n    raise g\nexcept* ValueError:\n    pass", REFUSED),
     _P("except_star", "notes_write", "e = ValueError()\ne.__notes__ = [1]", REFUSED),
     _P("except_star", "notes_setattr", "e = ValueError()\nsetattr(e, '__notes__', [object()])", REFUSED),
     _P("except_star", "notes_not_exception", "class A:\n    pass\nA().__notes__", REFUSED),
