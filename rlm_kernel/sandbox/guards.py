@@ -176,43 +176,6 @@ def range_ok(obj: Any) -> bool:
     )
 
 
-_BUILTIN_GROUPS = (BaseExceptionGroup, ExceptionGroup)
-_MAX_GROUP_DEPTH = 100
-_group_message = BaseExceptionGroup.message.__get__  # the C fields, never a subclass's properties
-_group_exceptions = BaseExceptionGroup.exceptions.__get__
-
-
-def _plain_groups(exc: BaseExceptionGroup, depth: int = 0) -> BaseExceptionGroup:
-    """`exc` with every nested group rebuilt as a built-in `ExceptionGroup`/`BaseExceptionGroup`."""
-    if depth > _MAX_GROUP_DEPTH:
-        raise refusal(f"exception groups nested more than {_MAX_GROUP_DEPTH} deep are not supported")
-    members = [
-        _plain_groups(e, depth + 1) if isinstance(e, BaseExceptionGroup) else e
-        for e in _group_exceptions(exc)
-    ]
-    if type(exc) in _BUILTIN_GROUPS and all(
-        a is b for a, b in zip(members, _group_exceptions(exc), strict=True)
-    ):
-        return exc
-    new = BaseExceptionGroup(str.__str__(_group_message(exc)), members)
-    new.__traceback__ = exc.__traceback__
-    notes = getattr(exc, "__notes__", None)
-    if type(notes) is list:
-        new.__notes__ = [str.__str__(n) for n in notes if isinstance(n, str)]
-    return new
-
-
-def plain_group() -> None:
-    """`except*`'s guard (policy.visit_TryStar): if the exception being handled is a group that is not made of
-    built-in groups only, raise the same group rebuilt from built-in ones; else return (the caller
-    re-raises)."""
-    exc = sys.exc_info()[1]
-    if isinstance(exc, BaseExceptionGroup):
-        new = _plain_groups(exc)
-        if new is not exc:
-            raise new from None
-
-
 def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
@@ -223,6 +186,18 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
 
     limits = session.limits
     denied = {"bases": _denied_bases(), "modules": len(sys.modules)}
+
+    def mark_class(cls: Any) -> Any:
+        """`_mark_class_`: record a class a cell defined (session.mark_user_class), refusing exception-group
+        subclasses: CPython's `except*` calls a group's own `split`, and kernel code reads `.exceptions`; a
+        cell's override could hand a handler a non-exception, raise an object no `except` catches, or run
+        while a traceback is shown."""
+        if isinstance(cls, type) and issubclass(cls, BaseExceptionGroup):
+            raise refusal(
+                "subclassing ExceptionGroup is not available in the sandbox; raise ExceptionGroup(...) "
+                "or BaseExceptionGroup(...) itself"
+            )
+        return session.mark_user_class(cls)
 
     def cancel_check() -> None:
         if session.cancelled is not None:
@@ -553,7 +528,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_apply_": guarded_apply,
         "_print_": Printer,
         "_cancel_check_": cancel_check,
-        "_mark_class_": session.mark_user_class,
+        "_mark_class_": mark_class,
         "_class_of_": SafeType,
         "_pow_": safe_pow,
         "_mul_": safe_mul,
@@ -565,7 +540,6 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_int_": int,
         "_float_": float,
         "_range_ok_": range_ok,
-        "_plain_group_": plain_group,
         # builtins built on the guards
         "getattr": guarded_getattr_builtin,
         "hasattr": guarded_hasattr,

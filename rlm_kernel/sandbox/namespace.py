@@ -37,7 +37,6 @@ GUARD_NAMES = (
     "_int_",
     "_float_",
     "_range_ok_",
-    "_plain_group_",
 )
 
 

@@ -289,26 +289,13 @@ class RLMTransformer(RestrictingNodeTransformer):
     visit_Await = visit_AsyncFor = visit_AsyncWith = visit_AsyncFunctionDef
 
     def visit_TryStar(self, node: ast.TryStar) -> ast.AST:
-        """`try: … except* E as g: …`, like `try`, with two wrappers:
-
-        - the body runs in `try: … except: _plain_group_(); raise`: an exception group of a class defined
-          in a cell is replaced by built-in groups before any `except*` clause sees it (CPython calls the
-          group's own `split`, which a subclass could override to hand a non-exception to the handler and
-          raise an object no `except BaseException` catches);
-        - the statement runs in `try: … except: _cancel_check_(); raise`, so that a time-out raised in a
-          handler never leaves it wrapped in an exception group (CPython groups what handlers raise): the
-          cell still ends with the plain `CellTimeout`.
-        """
+        """`try: … except* E as g: …`, like `try`, wrapped in `try: … except: _cancel_check_(); raise` so
+        that a time-out raised in a handler never leaves the statement wrapped in an exception group (CPython
+        groups what handlers raise): the cell still ends with the plain `CellTimeout`. The groups `except*`
+        handles are built-in ones: cells cannot subclass `BaseExceptionGroup` (guards.mark_class)."""
         new = self.node_contents_visit(node)
         if new.finalbody:
             new.finalbody.insert(0, self._cancel_check(new.finalbody[0]))
-        clean = ast.ExceptHandler(type=None, name=None, body=[ast.Expr(_call("_plain_group_")), ast.Raise()])
-        inner = ast.Try(body=new.body, handlers=[clean], orelse=[], finalbody=[])
-        for sub in ast.walk(inner):
-            if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
-                copy_locations(sub, node)
-        copy_locations(inner, node)
-        new.body = [inner]
         handler = ast.ExceptHandler(type=None, name=None, body=[self._cancel_check(node), ast.Raise()])
         outer = ast.Try(body=[new], handlers=[handler], orelse=[], finalbody=[])
         for sub in (outer, handler, handler.body[1]):

@@ -13,7 +13,7 @@ import linecache
 import traceback
 from typing import Any
 
-from rlm_kernel.sandbox.errors import CellTimeout, SandboxError, add_name_suggestion
+from rlm_kernel.sandbox.errors import CellTimeout, SandboxError
 from rlm_kernel.sandbox.limits import cell_limits, check_source_size
 from rlm_kernel.sandbox.policy import is_sandboxed_filename, restrict_ast
 from rlm_kernel.sandbox.session import SandboxSession
@@ -37,7 +37,6 @@ def format_user_traceback(exc: BaseException) -> str:
     """A traceback showing only the frames of restricted user code, then the exception line."""
     if isinstance(exc, (SandboxError, CellTimeout)):
         return f"{type(exc).__name__}: {exc}"
-    add_name_suggestion(exc)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if is_sandboxed_filename(f.filename)]
     lines = []
     if frames:

@@ -11,11 +11,27 @@ import ast
 import pytest
 
 from rlm_kernel.sandbox import SandboxError, SandboxSession, new_namespace, restrict_ast, run_source
-from rlm_kernel.sandbox.errors import SandboxAttributeError, SandboxTypeError, suggest_name
+from rlm_kernel.sandbox.errors import (
+    SandboxAttributeError,
+    SandboxTypeError,
+    add_name_suggestion,
+    suggest_name,
+)
 
 
 def run(session: SandboxSession, source: str, namespace: dict | None = None):
     return run_source(source, namespace if namespace is not None else new_namespace(session), session)
+
+
+def name_error(session: SandboxSession, source: str) -> str:
+    """The NameError message the kernel shows for `source` (run_source reports it without suggestions, so
+    the root loop's recorded prompts stay as they were; the kernel's tracebacks add them)."""
+    ns = new_namespace(session)
+    tree = restrict_ast(ast.parse(source), filename="<suggest-test>", limits=session.limits)
+    with pytest.raises(NameError) as info:
+        exec(compile(tree, "<suggest-test>", "exec"), ns)  # noqa: S102 - restricted code under test
+    add_name_suggestion(info.value)
+    return str(info.value)
 
 
 # -- errors keep Python's types ------------------------------------------------------------------------------
@@ -104,19 +120,22 @@ def test_suggestion_follows_cpython_rules() -> None:
 
 @pytest.mark.parametrize("wrong", ["getattr_", "write_", "write_attr", "mark_class", "rlm_sandbox_builtins"])
 def test_suggestion_never_names_hidden_names(session: SandboxSession, wrong: str) -> None:
-    outcome = run(session, wrong)
-    assert outcome.error is not None and "NameError" in outcome.error
-    assert "'_" not in outcome.error.split("NameError", 1)[1], outcome.error
+    message = name_error(session, wrong)
+    assert "'_" not in message, message
+
+
+def test_suggestion_names_the_cells_own_names_and_builtins(session: SandboxSession) -> None:
+    assert name_error(session, "total_count = 1\ntotal_cont").endswith("Did you mean: 'total_count'?")
+    assert name_error(session, "lenn([])").endswith("Did you mean: 'len'?")
 
 
 def test_suggestion_uses_function_locals(session: SandboxSession) -> None:
-    outcome = run(session, "def f():\n    counter = 1\n    return countr\nf()")
-    assert outcome.error.endswith("Did you mean: 'counter'?"), outcome.error
+    message = name_error(session, "def f():\n    counter = 1\n    return countr\nf()")
+    assert message.endswith("Did you mean: 'counter'?"), message
 
 
 def test_user_raised_name_error_is_left_alone(session: SandboxSession) -> None:
-    outcome = run(session, "value = 1\nraise NameError('valu is odd')")
-    assert outcome.error.endswith("NameError: valu is odd"), outcome.error
+    assert name_error(session, "value = 1\nraise NameError('valu is odd')") == "valu is odd"
 
 
 # -- decimal contexts ----------------------------------------------------------------------------------------
