@@ -39,6 +39,7 @@ from rlm_kernel.sandbox import (
     restrict_ast,
 )
 from rlm_kernel.sandbox.confine import policy_disabled
+from rlm_kernel.sandbox.errors import add_name_suggestion
 from rlm_kernel.warnings_display import install_warning_format
 
 __all__ = ["RLMCompiler", "RLMDisplayHook", "RLMDisplayPublisher", "RLMShell", "MAGIC_MODULES"]
@@ -314,6 +315,7 @@ class RLMShell(ZMQInteractiveShell):
                 exc_tuple, filename, tb_offset, exception_only, running_compiled_code
             )
         self._prune_chain(value)
+        add_name_suggestion(value)  # "Did you mean: 'x'?" from the cell's own names, as plain Python shows
         tb = value.__traceback__
         if isinstance(value, SandboxError) or tb is None or exception_only:
             stb = self.InteractiveTB.get_exception_only(etype, value)

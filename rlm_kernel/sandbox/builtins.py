@@ -10,7 +10,7 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from rlm_kernel.sandbox.errors import LimitExceeded, refusal
+from rlm_kernel.sandbox.errors import LimitExceeded, SandboxTypeError, refusal
 from rlm_kernel.sandbox.policy import REFUSED_NAMES
 
 if TYPE_CHECKING:
@@ -25,13 +25,14 @@ PLAIN_BUILTINS = (
 ).split()
 
 EXCEPTIONS = (
-    "ArithmeticError AssertionError AttributeError BaseException BufferError BytesWarning DeprecationWarning "
-    "EOFError EncodingWarning Exception FloatingPointError FutureWarning GeneratorExit ImportError "
-    "ImportWarning IndentationError IndexError KeyError KeyboardInterrupt LookupError MemoryError "
-    "ModuleNotFoundError NameError NotImplementedError OSError OverflowError PendingDeprecationWarning "
-    "RecursionError ReferenceError RuntimeError RuntimeWarning StopAsyncIteration StopIteration SyntaxError "
-    "SyntaxWarning TabError TimeoutError TypeError UnboundLocalError UnicodeDecodeError UnicodeEncodeError "
-    "UnicodeError UnicodeTranslateError UnicodeWarning UserWarning ValueError Warning ZeroDivisionError"
+    "ArithmeticError AssertionError AttributeError BaseException BaseExceptionGroup BufferError BytesWarning "
+    "DeprecationWarning EOFError EncodingWarning Exception ExceptionGroup FloatingPointError FutureWarning "
+    "GeneratorExit ImportError ImportWarning IndentationError IndexError KeyError KeyboardInterrupt "
+    "LookupError MemoryError ModuleNotFoundError NameError NotImplementedError OSError OverflowError "
+    "PendingDeprecationWarning RecursionError ReferenceError RuntimeError RuntimeWarning StopAsyncIteration "
+    "StopIteration SyntaxError SyntaxWarning TabError TimeoutError TypeError UnboundLocalError "
+    "UnicodeDecodeError UnicodeEncodeError UnicodeError UnicodeTranslateError UnicodeWarning UserWarning "
+    "ValueError Warning ZeroDivisionError"
 ).split()
 
 
@@ -141,6 +142,12 @@ def make_builtins(
             raise refusal("vars() without an argument is not available: it would expose the sandbox guards")
         obj = args[0]
         if not session.is_user_object(obj):
+            if not hasattr(obj, "__dict__"):  # plain Python refuses these too, with a TypeError
+                raise refusal(
+                    "vars() is only available for objects of classes defined in cells "
+                    "(and this object has no __dict__)",
+                    SandboxTypeError,
+                )
             raise refusal("vars() is only available for objects of classes defined in cells")
         return {k: v for k, v in _py.vars(obj).items() if not (k.startswith("__") and k.endswith("__"))}
 

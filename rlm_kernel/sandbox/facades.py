@@ -10,6 +10,7 @@ import bisect
 import cmath
 import collections
 import collections.abc
+import contextlib
 import copy
 import csv
 import dataclasses
@@ -105,9 +106,9 @@ def _facade(name: str, attrs: dict[str, Any]) -> Facade:
 
 
 ALLOWED_MODULES = (
-    "base64 bisect cmath collections collections.abc copy csv dataclasses datetime decimal difflib enum "
-    "fractions functools hashlib heapq io itertools json math operator pprint random re statistics string "
-    "textwrap time typing unicodedata"
+    "base64 bisect cmath collections collections.abc contextlib copy csv dataclasses datetime decimal "
+    "difflib enum fractions functools hashlib heapq io itertools json math operator pprint random re "
+    "statistics string textwrap time typing unicodedata"
 ).split()
 
 
@@ -189,6 +190,10 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "punctuation printable whitespace capwords Template",
     )
     f["textwrap"] = _pick(textwrap, "wrap fill dedent indent shorten TextWrapper")
+    # Not redirect_stdout/redirect_stderr (they swap sys.stdout), chdir, or the async helpers.
+    f["contextlib"] = _pick(
+        contextlib, "contextmanager suppress closing nullcontext ExitStack AbstractContextManager"
+    )
     f["difflib"] = _pick(
         difflib,
         "SequenceMatcher Differ HtmlDiff unified_diff context_diff ndiff "

@@ -18,6 +18,7 @@ GUARD_NAMES = (
     "_getattr_",
     "_getitem_",
     "_write_",
+    "_write_attr_",
     "_getiter_",
     "_iter_unpack_sequence_",
     "_unpack_sequence_",
@@ -37,6 +38,7 @@ GUARD_NAMES = (
     "_type_",
     "_int_",
     "_float_",
+    "_range_ok_",
 )
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "cycle",
     "enum_names",
     "interruptible",
+    "LocalContext",
     "localcontext",
     "prod",
     "reduce",
@@ -175,24 +176,78 @@ class SafeMethodcaller:
         return f"operator.methodcaller({self._name!r}, ...)"
 
 
+def _capped_prec(prec: Any) -> int:
+    """`prec` as an exact int within `CappedContext.MAX_PREC` (converted once: no second `__index__`)."""
+    value = operator.index(prec)
+    if value > CappedContext.MAX_PREC:
+        raise LimitExceeded(
+            f"decimal precision {value} is over the sandbox's limit of {CappedContext.MAX_PREC}"
+        )
+    return value
+
+
 class CappedContext(decimal.Context):
-    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted)."""
+    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted).
+
+    The only context type a cell can hold (`Context()`, `localcontext()`), so cells may set its attributes;
+    setting `prec` is capped like the constructor's argument.
+    """
 
     MAX_PREC = 100_000
 
     def __init__(self, prec: int | None = None, *args: Any, **kwargs: Any) -> None:
-        if prec is not None and operator.index(prec) > self.MAX_PREC:
-            raise LimitExceeded(f"decimal precision {prec} is over the sandbox's limit of {self.MAX_PREC}")
-        super().__init__(prec, *args, **kwargs)
+        super().__init__(None if prec is None else _capped_prec(prec), *args, **kwargs)
+
+    @property
+    def prec(self) -> int:
+        return _CONTEXT_PREC.__get__(self)
+
+    @prec.setter
+    def prec(self, value: Any) -> None:
+        _CONTEXT_PREC.__set__(self, _capped_prec(value))
 
 
-def localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> Any:
-    prec = kwargs.get("prec")
-    if prec is not None and operator.index(prec) > CappedContext.MAX_PREC:
-        raise LimitExceeded(
-            f"decimal precision {prec} is over the sandbox's limit of {CappedContext.MAX_PREC}"
-        )
-    return decimal.localcontext(ctx, **kwargs)
+_CONTEXT_PREC = decimal.Context.prec
+_CONTEXT_FIELDS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp")
+
+
+class LocalContext:
+    """What `decimal.localcontext()` returns in a cell: inside the block the thread's context is a fresh
+    `CappedContext` (a copy), the one `as ctx` binds, so `ctx.prec = 50` works and stays capped; the
+    previous context is restored on exit. The kernel's own context is never handed out."""
+
+    __slots__ = ("_rlm_new", "_rlm_saved")
+
+    def __init__(self, new: CappedContext) -> None:
+        self._rlm_new = new
+        self._rlm_saved: decimal.Context | None = None
+
+    def __enter__(self) -> CappedContext:
+        self._rlm_saved = decimal.getcontext()
+        decimal.setcontext(self._rlm_new)
+        return self._rlm_new
+
+    def __exit__(self, *exc: Any) -> None:
+        saved, self._rlm_saved = self._rlm_saved, None
+        if saved is not None:
+            decimal.setcontext(saved)
+
+
+def localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> LocalContext:
+    """decimal.localcontext for cells (see `LocalContext`)."""
+    if ctx is not None and not isinstance(ctx, decimal.Context):
+        raise TypeError(f"localcontext() argument must be a decimal.Context, not {type(ctx).__name__}")
+    base = decimal.getcontext() if ctx is None else ctx
+    new = CappedContext(
+        **{name: getattr(base, name) for name in _CONTEXT_FIELDS},
+        flags=[signal for signal, on in base.flags.items() if on],
+        traps=[signal for signal, on in base.traps.items() if on],
+    )
+    for name, value in kwargs.items():
+        if name not in _CONTEXT_FIELDS and name not in ("flags", "traps"):
+            raise TypeError(f"{name!r} is an invalid keyword argument for localcontext()")
+        setattr(new, name, value)  # `prec` goes through CappedContext's capped setter
+    return LocalContext(new)
 
 
 class SafeEnumType(enum.EnumType):
