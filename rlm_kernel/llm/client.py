@@ -702,6 +702,23 @@ class LLMClient:
             raise no_content_error(provider, model, resp.finish_reason)
         return resp
 
+    async def _local_crash(self, base_url: str) -> str | None:
+        """After a failed connection to the offline model's server: its crash report if it died, else None.
+
+        A crash also forgets the base URL, so the next call restarts the server
+        (see `local.ensure_local_server`).
+        """
+        if self.config.provider != "local" or self.config.base_url:
+            return None
+        from rlm_kernel.llm.local import server_crash_report
+
+        report = await asyncio.to_thread(server_crash_report, base_url)
+        if report is not None:
+            with self._base_lock:
+                if self._base_url == base_url:
+                    self._base_url = None
+        return report
+
     async def _send(self, req: ChatRequest, event: Any) -> ChatResponse:
         provider = self.config.provider
         import httpx
@@ -721,6 +738,9 @@ class LLMClient:
                     response = await http.post(url, headers=headers, json=body)
             except (TimeoutError, httpx.TransportError, OSError) as exc:
                 error = self._transport_error(exc, base_url, req.model)
+                crash = await self._local_crash(base_url)
+                if crash is not None:  # a dead offline server: no retry here, a restart on the next call
+                    raise ProviderError(crash, retryable=False, provider=provider, model=req.model) from None
             else:
                 status = response.status_code
                 if 200 <= status < 300:

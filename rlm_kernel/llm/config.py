@@ -39,6 +39,7 @@ __all__ = [
 TIERS = ("fast", "balanced", "powerful")
 PROVIDERS = ("openai", "anthropic", "gemini", "local")
 CACHE_MODES = ("off", "readwrite", "replay")
+LOCAL_MODEL_KEYS = ("tiny", "coder")  # offline models: see rlm_kernel/llm/local_models.py
 DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
@@ -148,6 +149,7 @@ SETTINGS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
     "auto_fast_max_tokens": (_positive_int, 8000, "a whole number ≥ 1 (prompt tokens)"),
     "proxy": (_text, None, "an http(s) proxy URL (HTTP(S)_PROXY are not read)"),
     "cache": (_choice(CACHE_MODES), "readwrite", "one of " + ", ".join(CACHE_MODES)),
+    "local_model": (_choice(LOCAL_MODEL_KEYS), "tiny", "one of tiny, coder (the offline model)"),
     "cache_dir": (_text, ".rlm-cache", "a directory path"),
     "budget_max_calls": (_positive_int, None, "a whole number ≥ 1"),
     "budget_max_input_tokens": (_positive_int, None, "a whole number ≥ 1"),
@@ -398,6 +400,7 @@ class LLMConfig:
     cache: str = "readwrite"
     cache_dir: str = ".rlm-cache"
     proxy: str | None = None
+    local_model: str = "tiny"
     budget_limits: dict[str, float | int] = field(default_factory=dict)
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -443,6 +446,7 @@ class LLMConfig:
             "cache": self.cache,
             "cache_dir": self.cache_dir,
             "proxy": redact(self.proxy) if self.proxy else None,
+            "local_model": self.local_model,
             **{f"budget_{k}": v for k, v in self.budget_limits.items()},
             **self.extra,
         }
@@ -514,6 +518,13 @@ def load_config(
         )
     register_secret(api_key)
 
+    def value(key: str) -> Any:
+        v = pick(key)
+        if v is None:
+            sources.setdefault(key, "default")
+            return SETTINGS[key][1]
+        return v
+
     models: dict[str, str | None] = {}
     for tier in TIERS:
         chosen = None
@@ -527,19 +538,12 @@ def load_config(
                 break
         if chosen is None:
             if provider == "local":
-                chosen = _local_model_name()
+                chosen = _local_model_name(value("local_model"))
                 sources[f"model_{tier}"] = "default (local)"
             elif official:
                 chosen = DEFAULT_MODELS[provider][tier]
                 sources[f"model_{tier}"] = "default"
         models[tier] = chosen
-
-    def value(key: str) -> Any:
-        v = pick(key)
-        if v is None:
-            sources.setdefault(key, "default")
-            return SETTINGS[key][1]
-        return v
 
     budget = {
         k[len("budget_") :]: v for k in SETTINGS if k.startswith("budget_") and (v := pick(k)) is not None
@@ -561,6 +565,7 @@ def load_config(
         cache=value("cache"),
         cache_dir=value("cache_dir"),
         proxy=pick("proxy"),
+        local_model=value("local_model"),
         budget_limits=budget,
         prices=pick("prices") or {},
         extra={k: value(k) for k in _EXTRA_KEYS},
@@ -578,9 +583,9 @@ def _file_key(key: str) -> str:
     return key_ref("config file") if link.current() is not None else key
 
 
-def _local_model_name() -> str:
+def _local_model_name(key: str = "tiny") -> str:
     try:
-        from rlm_kernel.llm.local import LOCAL_MODEL_NAME
+        from rlm_kernel.llm.local_models import LOCAL_MODELS
     except ImportError:
         return "local"
-    return LOCAL_MODEL_NAME
+    return LOCAL_MODELS[key].name

