@@ -197,6 +197,14 @@ class RLMShell(ZMQInteractiveShell):
             ) from None
 
     # -- run time ----------------------------------------------------------------------------------
+    def should_run_async(self, raw_cell: str, **kwargs: Any) -> bool:
+        """As IPython's, but a cell too deeply nested for the compiler is not an error here: it then runs the
+        usual way, and its parse reports the nesting (ipykernel sends no execute_reply if this raises)."""
+        try:
+            return super().should_run_async(raw_cell, **kwargs)
+        except (RecursionError, MemoryError):
+            return False
+
     async def run_cell_async(self, raw_cell: str, *args: Any, **kwargs: Any) -> Any:
         """Repair the namespace, refuse oversized sources, then run the cell as IPython does."""
         self._repair_namespace()

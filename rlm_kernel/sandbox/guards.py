@@ -22,6 +22,7 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 from rlm_kernel.sandbox.caps import SafeFormatter, make_caps
 from rlm_kernel.sandbox.errors import CellTimeout, refusal
 from rlm_kernel.sandbox.policy import ALLOWED_DUNDER_METHODS, READABLE_DUNDERS, is_sandboxed_filename
+from rlm_kernel.sandbox.safe_stdlib import CappedContext
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -122,6 +123,7 @@ WRITABLE_TYPES = frozenset(
         collections.UserList,
         io.StringIO,
         io.BytesIO,
+        CappedContext,  # decimal.localcontext()'s context: its precision setter enforces the cap
     }
 )
 
@@ -305,6 +307,20 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             )
         return _RAISE
 
+    def special_elements(obj: Any, name: str) -> Any:
+        if isinstance(obj, collections.Counter):
+            from rlm_kernel.sandbox.safe_stdlib import counter_elements
+
+            return counter_elements(obj)
+        return _RAISE
+
+    def special_from_bytes(obj: Any, name: str) -> Any:
+        if isinstance(obj, type) and issubclass(obj, int):
+            return caps["from_bytes"](obj)
+        if isinstance(obj, int):
+            return caps["from_bytes"](type(obj))
+        return _RAISE
+
     _SPECIAL: dict[str, Callable[[Any, str], Any]] = {
         "format": special_format,
         "format_map": special_format,
@@ -319,6 +335,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "args": special_partial,
         "keywords": special_partial,
         "register": special_register,
+        "from_bytes": special_from_bytes,
+        "elements": special_elements,
     }
     slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)
 
@@ -467,6 +485,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_lshift_": safe_lshift,
         "_mod_": safe_mod,
         "_format_": fstring_format,
+        "_int_bits_": caps["int_bits"],
         # the numeric fast paths' type test (policy._fast_test): exact int/float only, by identity
         "_type_": type,
         "_int_": int,

@@ -58,7 +58,9 @@ class Limits:
     max_ast_nodes: int = 200_000  # syntax-tree nodes in one cell (RLM_MAX_AST_NODES)
     max_range: int = 100_000_000  # len(range(...)) (RLM_MAX_RANGE)
     max_sequence: int = 200_000_000  # items produced by sequence repetition 'a' * n (RLM_MAX_SEQUENCE)
-    max_int_bits: int = 10_000_000  # bits of an integer built by ** or << (RLM_MAX_INT_BITS)
+    # bits of an integer built by **, <<, *, pow(), int.from_bytes, math, Fraction (RLM_MAX_INT_BITS); low
+    # enough that CPython's quadratic integer routines (division, gcd, Decimal(int)) finish in seconds
+    max_int_bits: int = 2_000_000
     max_format_width: int = 100_000  # width/precision in format specs (RLM_MAX_FORMAT_WIDTH)
 
     @classmethod

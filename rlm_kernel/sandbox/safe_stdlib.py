@@ -8,6 +8,7 @@ from __future__ import annotations
 import decimal
 import enum
 import functools
+import math
 import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -25,6 +26,9 @@ __all__ = [
     "SafeMethodcaller",
     "StrEnum",
     "capped",
+    "combinatoric",
+    "counter_elements",
+    "gcd_like",
     "count",
     "cycle",
     "enum_names",
@@ -93,12 +97,16 @@ def reduce(function: Callable[[Any, Any], Any], iterable: Iterable[Any], *initia
     return value
 
 
-def prod(iterable: Iterable[Any], *, start: Any = 1) -> Any:
-    """math.prod (interruptible)."""
-    value = start
-    for item in iterable:
-        value = value * item
-    return value
+def prod(mul: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    """math.prod (interruptible), multiplying with the sandbox's size-checked `*`."""
+
+    def prod(iterable: Iterable[Any], *, start: Any = 1) -> Any:
+        value = start
+        for item in iterable:
+            value = mul(value, item)
+        return value
+
+    return prod
 
 
 def capped(fn: Callable[..., Any], limit: int, what: str) -> Callable[..., Any]:
@@ -113,6 +121,62 @@ def capped(fn: Callable[..., Any], limit: int, what: str) -> Callable[..., Any]:
         return fn(*args)
 
     return wrapper
+
+
+def combinatoric(
+    fn: Callable[..., Any], what: str, check_bits: Callable[[str, float], None]
+) -> Callable[..., Any]:
+    """math.comb / math.perm, refused when the result would be over the integer-size cap (estimated with
+    lgamma before the C code starts: it cannot be interrupted)."""
+
+    @functools.wraps(fn)
+    def wrapper(n: Any, k: Any = None) -> Any:
+        big_n = operator.index(n)
+        big_k = big_n if k is None else operator.index(k)
+        if 0 <= big_k <= big_n:
+            ln = math.lgamma(big_n + 1) - math.lgamma(big_n - big_k + 1)
+            if what == "math.comb":
+                ln -= math.lgamma(big_k + 1)
+            check_bits(f"{what}({big_n}, {big_k})", ln / math.log(2))
+        return fn(n) if k is None else fn(n, k)
+
+    return wrapper
+
+
+def gcd_like(
+    fn: Callable[..., Any], what: str, check_bits: Callable[[str, float], None]
+) -> Callable[..., Any]:
+    """math.gcd / math.lcm one pair at a time (a Python loop timers can stop), each under the integer-size
+    cap: CPython's gcd is quadratic in the size of its arguments."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any) -> Any:
+        numbers = [operator.index(a) for a in args]
+        if len(numbers) < 2:
+            return fn(*numbers)
+        value = numbers[0]
+        for item in numbers[1:]:
+            bits = (
+                value.bit_length() + item.bit_length()
+                if what == "math.lcm"
+                else max(value.bit_length(), item.bit_length())
+            )
+            check_bits(what, bits)
+            value = fn(value, item)
+        return value
+
+    return wrapper
+
+
+def counter_elements(counter: Any) -> Callable[[], Iterator[Any]]:
+    """Counter.elements as a Python-level loop (the C one repeats each key count times uninterruptibly)."""
+
+    def elements() -> Iterator[Any]:
+        for key, times in counter.items():
+            for _ in range(operator.index(times)) if operator.index(times) > 0 else ():
+                yield key
+
+    return elements
 
 
 class SafeAttrgetter:
@@ -170,23 +234,77 @@ class SafeMethodcaller:
 
 
 class CappedContext(decimal.Context):
-    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted)."""
+    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted: ln() at
+    10 000 digits takes seconds, at 100 000 minutes). The cap holds for `ctx.prec = n` too."""
 
-    MAX_PREC = 100_000
+    MAX_PREC = 5_000
 
     def __init__(self, prec: int | None = None, *args: Any, **kwargs: Any) -> None:
-        if prec is not None and operator.index(prec) > self.MAX_PREC:
-            raise LimitExceeded(f"decimal precision {prec} is over the sandbox's limit of {self.MAX_PREC}")
+        if prec is not None:
+            _check_prec(prec)
         super().__init__(prec, *args, **kwargs)
 
+    @property  # type: ignore[override]
+    def prec(self) -> int:
+        return decimal.Context.prec.__get__(self)  # type: ignore[attr-defined]
 
-def localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> Any:
-    prec = kwargs.get("prec")
-    if prec is not None and operator.index(prec) > CappedContext.MAX_PREC:
+    @prec.setter
+    def prec(self, value: int) -> None:
+        _check_prec(value)
+        decimal.Context.prec.__set__(self, value)  # type: ignore[attr-defined]
+
+    def copy(self) -> CappedContext:
+        return _capped_copy(self)
+
+
+def _check_prec(prec: Any) -> None:
+    if operator.index(prec) > CappedContext.MAX_PREC:
         raise LimitExceeded(
             f"decimal precision {prec} is over the sandbox's limit of {CappedContext.MAX_PREC}"
         )
-    return decimal.localcontext(ctx, **kwargs)
+
+
+def _capped_copy(ctx: decimal.Context) -> CappedContext:
+    new = CappedContext(
+        prec=min(ctx.prec, CappedContext.MAX_PREC),
+        rounding=ctx.rounding,
+        Emin=ctx.Emin,
+        Emax=ctx.Emax,
+        capitals=ctx.capitals,
+        clamp=ctx.clamp,
+        traps=[kind for kind, on in ctx.traps.items() if on],
+    )
+    return new
+
+
+class _LocalContext:
+    """What `decimal.localcontext()` returns in a cell: makes a CappedContext current inside the block."""
+
+    __slots__ = ("_ctx", "_saved")
+
+    def __init__(self, ctx: CappedContext) -> None:
+        self._ctx = ctx
+        self._saved: decimal.Context | None = None
+
+    def __enter__(self) -> CappedContext:
+        self._saved = decimal.getcontext()
+        decimal.setcontext(self._ctx)
+        return self._ctx
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._saved is not None:
+            decimal.setcontext(self._saved)
+
+
+def localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> Any:
+    """decimal.localcontext for cells: the block's context is a copy of `ctx` (or the current one) whose
+    precision stays under the cap, also when set in the block (`ctx.prec = n`)."""
+    new = _capped_copy(ctx if ctx is not None else decimal.getcontext())
+    for name, value in kwargs.items():
+        if name not in {"prec", "rounding", "Emin", "Emax", "capitals", "clamp", "flags", "traps"}:
+            raise TypeError(f"'{name}' is an invalid keyword argument for this function")
+        setattr(new, name, value)
+    return _LocalContext(new)
 
 
 class SafeEnumType(enum.EnumType):

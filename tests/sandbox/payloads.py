@@ -145,7 +145,7 @@ PAYLOADS: list[Payload] = [
     _P("pivot", "difflib_builtins", "import difflib\ngetattr(difflib.SequenceMatcher, '__module__')", REFUSED),
     _P("pivot", "datetime_sys", "import datetime\ndatetime.sys.modules", BLOCKED),
     _P("pivot", "decimal_getcontext", "import decimal\ndecimal.getcontext().prec = 10**9", BLOCKED),
-    _P("pivot", "decimal_context_write", "import decimal\nc = decimal.Context()\nc.prec = 10**9", REFUSED),
+    _P("pivot", "decimal_context_write", "import decimal\nc = decimal.Context()\nc.prec = 10**9", LIMIT),
     _P("pivot", "fractions_math", "import fractions\nfractions.math", BLOCKED),
     _P("pivot", "random_self", "import random\nrandom.random.__self__", REFUSED),
     _P("pivot", "random_os", "import random\nrandom._os", REFUSED),
