@@ -112,9 +112,9 @@ def make_caps(limits: Limits) -> dict[str, Any]:
             check_int_bits("pow() with a modulus", mod_bits)
             if exp_bits * float(mod_bits) ** 1.585 > _POWMOD_WORK:
                 raise LimitExceeded(
-                    f"pow() with a {exp_bits}-bit exponent and a {mod_bits}-bit modulus would run for "
-                    "minutes "
-                    "in one uninterruptible C call; use smaller numbers"
+                    f"pow() with a {exp_bits}-bit exponent and a {mod_bits}-bit modulus is over the "
+                    "sandbox's limit of work for one uninterruptible C call (it would run for minutes); "
+                    "use smaller numbers"
                 )
         return a**b if mod is None else pow(a, b, mod)
 
