@@ -437,10 +437,11 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     class Printer:
         """What `print(...)` calls in a cell: writes to the kernel's stdout under the per-cell output cap."""
 
-        __slots__ = ("parts",)
+        __slots__ = ("parts", "kept")
 
         def __init__(self, _getattr_: Any = None) -> None:
             self.parts: list[str] = []
+            self.kept = 0  # characters in `parts`, kept as a count: each print costs O(1), not O(output)
 
         def _call_print(
             self,
@@ -461,8 +462,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                 guarded_getattr(file, "write")(text)
                 return
             session.write_output(text)
-            if sum(map(len, self.parts)) < (limits.output_bytes or 1_000_000):
+            if self.kept < (limits.output_bytes or 1_000_000):
                 self.parts.append(text)
+                self.kept += len(text)
 
         def __call__(self) -> str:
             return "".join(self.parts)
