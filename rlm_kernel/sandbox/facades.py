@@ -40,6 +40,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.sandbox import safe_stdlib as safe
+from rlm_kernel.sandbox.builtins import python_level
 from rlm_kernel.sandbox.errors import ModuleNotAvailable, SandboxError, refusal
 
 if TYPE_CHECKING:
@@ -148,6 +149,15 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "starmap takewhile tee zip_longest",
     )
     f["itertools"].update(
+        chain=safe.chain,
+        starmap=lambda fn, iterable: itertools.starmap(python_level(fn), iterable),
+        accumulate=lambda iterable, func=None, *, initial=None: itertools.accumulate(
+            iterable, python_level(func), initial=initial
+        ),
+        groupby=lambda iterable, key=None: itertools.groupby(iterable, python_level(key)),
+        filterfalse=lambda fn, iterable: itertools.filterfalse(python_level(fn), iterable),
+        takewhile=lambda fn, iterable: itertools.takewhile(python_level(fn), iterable),
+        dropwhile=lambda fn, iterable: itertools.dropwhile(python_level(fn), iterable),
         count=safe.count,
         cycle=safe.cycle,
         repeat=safe.repeat,

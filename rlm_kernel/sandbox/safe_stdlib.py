@@ -26,6 +26,7 @@ __all__ = [
     "SafeMethodcaller",
     "StrEnum",
     "capped",
+    "chain",
     "combinatoric",
     "counter_elements",
     "gcd_like",
@@ -69,6 +70,23 @@ def repeat(obj: Any, times: int | None = None) -> Iterator[Any]:
     else:
         for _ in range(times):
             yield obj
+
+
+def chain(*iterables: Iterable[Any]) -> Iterator[Any]:
+    """itertools.chain (interruptible: chaining many big iterables is otherwise one long C loop)."""
+    for iterable in iterables:
+        for item in iterable:  # noqa: UP028 - `yield from` resumes without a check for pending signals
+            yield item
+
+
+def _chain_from_iterable(iterables: Iterable[Iterable[Any]]) -> Iterator[Any]:
+    """itertools.chain.from_iterable (interruptible)."""
+    for iterable in iterables:
+        for item in iterable:  # noqa: UP028 - as in chain()
+            yield item
+
+
+chain.from_iterable = _chain_from_iterable  # type: ignore[attr-defined]
 
 
 def interruptible(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:

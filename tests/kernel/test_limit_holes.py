@@ -96,6 +96,15 @@ STOPPED_BY_SOFT_LIMIT = [
     "from collections import Counter\nx = list(Counter(a=10**12).elements())",
     "import itertools\nx = list(itertools.product(range(10**4), repeat=3))",
     "import math\nx = math.lcm(*range(1, 10**7))",
+    "x = list(map(sum, [range(10**8)] * 100))",
+    "big = [0] * 10**7\nx = list(map(big.count, [0] * 10_000))",
+    "big = [0] * 10**7\nx = list(filter(big.count, [0] * 10_000))",
+    "big = [0] * 10**7\nx = sorted([0] * 10_000, key=big.count)",
+    "big = [0] * 10**7\nx = max([0] * 10_000, key=big.count)",
+    "import itertools\nx = sum(itertools.chain.from_iterable([range(10**8)] * 100))",
+    "import itertools\nx = sum(itertools.chain(*[range(10**8)] * 100))",
+    "import itertools\nbig = [0] * 10**7\nx = list(itertools.starmap(big.count, [(0,)] * 10_000))",
+    "x = sum([1 << 1_999_000] * 10**7)",
 ]
 
 
@@ -114,7 +123,10 @@ def test_honest_big_numbers_still_work(kernel: KernelHarness) -> None:
         "print(Fraction(3, 2) ** 10, math.prod(range(1, 10)), math.comb(50, 3), math.lcm(4, 6, 10))\n"
         "print(sorted(Counter(a=2, b=1).elements()), len(deque([1, 2]) * 3), "
         "int.from_bytes(b'\\x01\\x00', 'big'))\n"
-        "with decimal.localcontext() as ctx:\n    ctx.prec = 50\n    print(decimal.Decimal(1) / 7)"
+        "with decimal.localcontext() as ctx:\n    ctx.prec = 50\n    print(decimal.Decimal(1) / 7)\n"
+        "import itertools\n"
+        "print(sum([0.5] * 3), sum([[1], [2]], []), max([3, -7, 2], key=abs), list(map(str, [1, 2])), "
+        "list(filter(None, [0, 1, 2])), list(itertools.chain.from_iterable(['ab', 'c'])))"
     )
     ex = kernel.execute(code, timeout=120)
     assert ex.ok, str(ex)
@@ -123,6 +135,7 @@ def test_honest_big_numbers_still_work(kernel: KernelHarness) -> None:
     assert lines[1] == "59049/1024 362880 19600 60"
     assert lines[2] == "['a', 'a', 'b'] 6 256"
     assert lines[3] == "0.14285714285714285714285714285714285714285714285714"
+    assert lines[4] == "1.5 [1, 2] -7 ['1', '2'] [1, 2] ['a', 'b', 'c']"
 
 
 # -- hole 6: one deep expression gets an execute_reply -----------------------------------------------------
