@@ -55,6 +55,44 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+COMM_TRAFFIC_FACTOR = 20  # comm (widget) bytes a cell may send: this many times RLM_OUTPUT_BYTES
+
+
+def _install_comm_cap(session: Any) -> None:
+    """Cap what comm messages (widget state: `value`, `children` …) send while a cell runs: one message at
+    most RLM_OUTPUT_BYTES, all of a cell's at most COMM_TRAFFIC_FACTOR times that; the rest is dropped and
+    counted in the cell's "output truncated" note. Outside cells (frontend requests) nothing changes."""
+    import json
+
+    from ipykernel.comm.comm import BaseComm
+
+    real = BaseComm.publish_msg
+    if getattr(real, "_rlm_capped", False):
+        return
+    traffic: dict[str, Any] = {"cell": None, "bytes": 0}
+
+    def publish_msg(
+        self: Any, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
+    ) -> Any:
+        cap = session.limits.output_bytes
+        if cap and session.active_depth:
+            try:
+                size = len(json.dumps(data, default=str)) + sum(len(memoryview(b)) for b in buffers or ())
+            except (TypeError, ValueError):
+                size = cap + 1
+            cell = _current_parent.get("header", {}).get("msg_id")
+            if traffic["cell"] != cell:
+                traffic["cell"], traffic["bytes"] = cell, 0
+            if size > cap or traffic["bytes"] + size > cap * COMM_TRAFFIC_FACTOR:
+                session.output_dropped += size
+                return None
+            traffic["bytes"] += size
+        return real(self, msg_type, data, metadata, buffers, **keys)
+
+    publish_msg._rlm_capped = True  # type: ignore[attr-defined]
+    BaseComm.publish_msg = publish_msg  # type: ignore[method-assign]
+
+
 class RLMKernel(IPythonKernel):
     """IPythonKernel whose cells, user_expressions, completion and inspection all pass the sandbox."""
 
@@ -67,6 +105,7 @@ class RLMKernel(IPythonKernel):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.debugger = None
+        _install_comm_cap(self.shell.sandbox_session)
         marker = self.shell.sandbox_session.backstop_marker
         self._restart_note = consume_backstop_note(marker) if marker else None
 
