@@ -109,12 +109,9 @@ def _map(fn: Any, iterable: Any, *iterables: Any) -> Iterator[Any]:
 
 
 def _filter(fn: Any, iterable: Any) -> Iterator[Any]:
-    """filter() with its predicate run through Python code (see `_map`)."""
-    return filter(python_level(fn) if fn is not None else bool_call, iterable)
-
-
-def bool_call(value: Any) -> bool:
-    return bool(value)
+    """filter() with its predicate run through Python code (see `_map`); filter(None, …) stays native (the
+    truth of a built-in value costs O(1); that of your own objects runs their Python `__bool__`)."""
+    return filter(python_level(fn), iterable)
 
 
 def _keyed(builtin: Callable[..., Any]) -> Callable[..., Any]:
