@@ -55,12 +55,13 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-COMM_TRAFFIC_FACTOR = 20  # comm (widget) bytes a cell may send: this many times RLM_OUTPUT_BYTES
+COMM_TRAFFIC_FACTOR = 20  # comm (widget) bytes a cell may send: this many times RLM_OUTPUT_BYTES …
+COMM_TRAFFIC_FLOOR = 20_000_000  # … but never less than this (the kernel's own widgets must keep working)
 
 
 def _install_comm_cap(session: Any) -> None:
-    """Cap what comm messages (widget state: `value`, `children` …) send while a cell runs: one message at
-    most RLM_OUTPUT_BYTES, all of a cell's at most COMM_TRAFFIC_FACTOR times that; the rest is dropped and
+    """Cap what comm messages (widget state: `value`, `children` …) send while a cell runs: all of a cell's
+    at most COMM_TRAFFIC_FACTOR x RLM_OUTPUT_BYTES (at least COMM_TRAFFIC_FLOOR); the rest is dropped and
     counted in the cell's "output truncated" note. Outside cells (frontend requests) nothing changes."""
     import json
 
@@ -83,7 +84,7 @@ def _install_comm_cap(session: Any) -> None:
             cell = _current_parent.get("header", {}).get("msg_id")
             if traffic["cell"] != cell:
                 traffic["cell"], traffic["bytes"] = cell, 0
-            if size > cap or traffic["bytes"] + size > cap * COMM_TRAFFIC_FACTOR:
+            if traffic["bytes"] + size > max(cap * COMM_TRAFFIC_FACTOR, COMM_TRAFFIC_FLOOR):
                 session.output_dropped += size
                 return None
             traffic["bytes"] += size
