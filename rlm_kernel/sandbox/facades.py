@@ -42,6 +42,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.sandbox import safe_stdlib as safe
+from rlm_kernel.sandbox.builtins import python_level
 from rlm_kernel.sandbox.errors import ModuleNotAvailable, SandboxError, refusal
 
 if TYPE_CHECKING:
@@ -124,11 +125,14 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     )
     f["json"] = _pick(json, "loads dumps load dump JSONDecoder JSONEncoder JSONDecodeError")
     f["math"] = {k: v for k, v in vars(math).items() if not k.startswith("_")}
+    int_bits = session.guards["_int_bits_"]
     f["math"].update(
-        prod=safe.prod,
+        prod=safe.prod(session.guards["_mul_"]),
         factorial=safe.capped(math.factorial, 100_000, "math.factorial"),
-        comb=safe.capped(math.comb, 1_000_000, "math.comb"),
-        perm=safe.capped(math.perm, 1_000_000, "math.perm"),
+        comb=safe.combinatoric(safe.capped(math.comb, 1_000_000, "math.comb"), "math.comb", int_bits),
+        perm=safe.combinatoric(safe.capped(math.perm, 1_000_000, "math.perm"), "math.perm", int_bits),
+        gcd=safe.gcd_like(math.gcd, "math.gcd", int_bits),
+        lcm=safe.gcd_like(math.lcm, "math.lcm", int_bits),
     )
     f["cmath"] = {k: v for k, v in vars(cmath).items() if not k.startswith("_")}
     f["statistics"] = _pick(
@@ -147,6 +151,15 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "starmap takewhile tee zip_longest",
     )
     f["itertools"].update(
+        chain=safe.chain,
+        starmap=lambda fn, iterable: itertools.starmap(python_level(fn), iterable),
+        accumulate=lambda iterable, func=None, *, initial=None: itertools.accumulate(
+            iterable, python_level(func), initial=initial
+        ),
+        groupby=lambda iterable, key=None: itertools.groupby(iterable, python_level(key)),
+        filterfalse=lambda fn, iterable: itertools.filterfalse(python_level(fn), iterable),
+        takewhile=lambda fn, iterable: itertools.takewhile(python_level(fn), iterable),
+        dropwhile=lambda fn, iterable: itertools.dropwhile(python_level(fn), iterable),
         count=safe.count,
         cycle=safe.cycle,
         repeat=safe.repeat,
@@ -223,7 +236,8 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         if hasattr(rng, name)
     }
     f["random"]["Random"] = random.Random
-    f["random"]["getrandbits"] = safe.capped(rng.getrandbits, 1 << 27, "random.getrandbits")
+    bits_cap = session.limits.max_int_bits or 1 << 27
+    f["random"]["getrandbits"] = safe.capped(rng.getrandbits, bits_cap, "random.getrandbits")
     f["random"]["randbytes"] = safe.capped(rng.randbytes, 1 << 24, "random.randbytes")
     f["heapq"] = _pick(heapq, "heappush heappop heapify heapreplace heappushpop nlargest nsmallest merge")
     f["bisect"] = _pick(bisect, "bisect bisect_left bisect_right insort insort_left insort_right")

@@ -29,6 +29,7 @@ from rlm_kernel.sandbox.policy import (
     READABLE_DUNDERS,
     is_sandboxed_filename,
 )
+from rlm_kernel.sandbox.safe_stdlib import CappedContext
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -129,6 +130,7 @@ WRITABLE_TYPES = frozenset(
         collections.UserList,
         io.StringIO,
         io.BytesIO,
+        CappedContext,  # decimal.localcontext()'s context: its precision setter enforces the cap
     }
 )
 
@@ -363,6 +365,20 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             )
         return _RAISE
 
+    def special_elements(obj: Any, name: str) -> Any:
+        if isinstance(obj, collections.Counter):
+            from rlm_kernel.sandbox.safe_stdlib import counter_elements
+
+            return counter_elements(obj)
+        return _RAISE
+
+    def special_from_bytes(obj: Any, name: str) -> Any:
+        if isinstance(obj, type) and issubclass(obj, int):
+            return caps["from_bytes"](obj)
+        if isinstance(obj, int):
+            return caps["from_bytes"](type(obj))
+        return _RAISE
+
     _SPECIAL: dict[str, Callable[[Any, str], Any]] = {
         "format": special_format,
         "format_map": special_format,
@@ -377,6 +393,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "args": special_partial,
         "keywords": special_partial,
         "register": special_register,
+        "from_bytes": special_from_bytes,
+        "elements": special_elements,
     }
     slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)
 
@@ -496,15 +514,15 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             raise TypeError(f"getattr expected at most 3 arguments, got {2 + len(default)}")
         return guarded_getattr(obj, name, *default)
 
-
     # -- print --------------------------------------------------------------------------------------------
     class Printer:
         """What `print(...)` calls in a cell: writes to the kernel's stdout under the per-cell output cap."""
 
-        __slots__ = ("parts",)
+        __slots__ = ("parts", "kept")
 
         def __init__(self, _getattr_: Any = None) -> None:
             self.parts: list[str] = []
+            self.kept = 0  # characters in `parts`, kept as a count: each print costs O(1), not O(output)
 
         def _call_print(
             self,
@@ -525,8 +543,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                 guarded_getattr(file, "write")(text)
                 return
             session.write_output(text)
-            if sum(map(len, self.parts)) < (limits.output_bytes or 1_000_000):
+            if self.kept < (limits.output_bytes or 1_000_000):
                 self.parts.append(text)
+                self.kept += len(text)
 
         def __call__(self) -> str:
             return "".join(self.parts)
@@ -553,6 +572,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_lshift_": safe_lshift,
         "_mod_": safe_mod,
         "_format_": fstring_format,
+        "_int_bits_": caps["int_bits"],
         # the numeric fast paths' type test (policy._fast_test): exact int/float only, by identity
         "_type_": type,
         "_int_": int,

@@ -52,13 +52,15 @@ class Limits:
     cpu_backstop_seconds: float = (
         30.0  # extra CPU before the process is killed in a C loop (RLM_CPU_BACKSTOP_SECONDS)
     )
-    memory_mb: int = 8192  # address-space cap of the kernel process (RLM_MEMORY_MB)
+    memory_mb: int = 8192  # memory cells may allocate, above the kernel's start-up size (RLM_MEMORY_MB)
     output_bytes: int = 1_000_000  # printed output per cell (RLM_OUTPUT_BYTES)
     max_source_bytes: int = 500_000  # size of one cell's source (RLM_MAX_SOURCE_BYTES)
     max_ast_nodes: int = 200_000  # syntax-tree nodes in one cell (RLM_MAX_AST_NODES)
     max_range: int = 100_000_000  # len(range(...)) (RLM_MAX_RANGE)
     max_sequence: int = 200_000_000  # items produced by sequence repetition 'a' * n (RLM_MAX_SEQUENCE)
-    max_int_bits: int = 10_000_000  # bits of an integer built by ** or << (RLM_MAX_INT_BITS)
+    # bits of an integer built by **, <<, *, pow(), int.from_bytes, math, Fraction (RLM_MAX_INT_BITS); low
+    # enough that CPython's quadratic integer routines (division, gcd, Decimal(int)) finish in seconds
+    max_int_bits: int = 2_000_000
     max_format_width: int = 100_000  # width/precision in format specs (RLM_MAX_FORMAT_WIDTH)
 
     @classmethod
@@ -87,10 +89,29 @@ def check_source_size(source: str, limits: Limits) -> None:
             )
 
 
+_MEMORY_BASELINE: list[int] = []  # address space the kernel had mapped when it first applied the cap
+
+
+def _mapped_bytes() -> int:
+    """The process's address-space size now (VmSize in /proc/self/status), 0 if unknown."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return 0
+    return 0
+
+
 def _apply_memory_cap(limits: Limits) -> None:
+    """RLIMIT_AS = what the kernel had mapped after start-up (measured once, at the first cell) + the limit,
+    so RLM_MEMORY_MB counts what cells allocate, not the ~1 GB an idle kernel already maps."""
     if not limits.memory_mb:
         return
-    want = limits.memory_mb * 1024 * 1024
+    if not _MEMORY_BASELINE:
+        _MEMORY_BASELINE.append(_mapped_bytes())
+    want = _MEMORY_BASELINE[0] + limits.memory_mb * 1024 * 1024
     with contextlib.suppress(ValueError, OSError):
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard != resource.RLIM_INFINITY:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import decimal
 import enum
 import functools
+import math
 import operator
 import types
 import typing
@@ -29,6 +30,10 @@ __all__ = [
     "SafeMethodcaller",
     "StrEnum",
     "capped",
+    "chain",
+    "combinatoric",
+    "counter_elements",
+    "gcd_like",
     "count",
     "cycle",
     "enum_names",
@@ -74,6 +79,23 @@ def repeat(obj: Any, times: int | None = None) -> Iterator[Any]:
             yield obj
 
 
+def chain(*iterables: Iterable[Any]) -> Iterator[Any]:
+    """itertools.chain (interruptible: chaining many big iterables is otherwise one long C loop)."""
+    for iterable in iterables:
+        for item in iterable:  # noqa: UP028 - `yield from` resumes without a check for pending signals
+            yield item
+
+
+def _chain_from_iterable(iterables: Iterable[Iterable[Any]]) -> Iterator[Any]:
+    """itertools.chain.from_iterable (interruptible)."""
+    for iterable in iterables:
+        for item in iterable:  # noqa: UP028 - as in chain()
+            yield item
+
+
+chain.from_iterable = _chain_from_iterable  # type: ignore[attr-defined]
+
+
 def interruptible(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
@@ -100,12 +122,16 @@ def reduce(function: Callable[[Any, Any], Any], iterable: Iterable[Any], *initia
     return value
 
 
-def prod(iterable: Iterable[Any], *, start: Any = 1) -> Any:
-    """math.prod (interruptible)."""
-    value = start
-    for item in iterable:
-        value = value * item
-    return value
+def prod(mul: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    """math.prod (interruptible), multiplying with the sandbox's size-checked `*`."""
+
+    def prod(iterable: Iterable[Any], *, start: Any = 1) -> Any:
+        value = start
+        for item in iterable:
+            value = mul(value, item)
+        return value
+
+    return prod
 
 
 def capped(fn: Callable[..., Any], limit: int, what: str) -> Callable[..., Any]:
@@ -120,6 +146,62 @@ def capped(fn: Callable[..., Any], limit: int, what: str) -> Callable[..., Any]:
         return fn(*args)
 
     return wrapper
+
+
+def combinatoric(
+    fn: Callable[..., Any], what: str, check_bits: Callable[[str, float], None]
+) -> Callable[..., Any]:
+    """math.comb / math.perm, refused when the result would be over the integer-size cap (estimated with
+    lgamma before the C code starts: it cannot be interrupted)."""
+
+    @functools.wraps(fn)
+    def wrapper(n: Any, k: Any = None) -> Any:
+        big_n = operator.index(n)
+        big_k = big_n if k is None else operator.index(k)
+        if 0 <= big_k <= big_n:
+            ln = math.lgamma(big_n + 1) - math.lgamma(big_n - big_k + 1)
+            if what == "math.comb":
+                ln -= math.lgamma(big_k + 1)
+            check_bits(f"{what}({big_n}, {big_k})", ln / math.log(2))
+        return fn(n) if k is None else fn(n, k)
+
+    return wrapper
+
+
+def gcd_like(
+    fn: Callable[..., Any], what: str, check_bits: Callable[[str, float], None]
+) -> Callable[..., Any]:
+    """math.gcd / math.lcm one pair at a time (a Python loop timers can stop), each under the integer-size
+    cap: CPython's gcd is quadratic in the size of its arguments."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any) -> Any:
+        numbers = [operator.index(a) for a in args]
+        if len(numbers) < 2:
+            return fn(*numbers)
+        value = numbers[0]
+        for item in numbers[1:]:
+            bits = (
+                value.bit_length() + item.bit_length()
+                if what == "math.lcm"
+                else max(value.bit_length(), item.bit_length())
+            )
+            check_bits(what, bits)
+            value = fn(value, item)
+        return value
+
+    return wrapper
+
+
+def counter_elements(counter: Any) -> Callable[[], Iterator[Any]]:
+    """Counter.elements as a Python-level loop (the C one repeats each key count times uninterruptibly)."""
+
+    def elements() -> Iterator[Any]:
+        for key, times in counter.items():
+            for _ in range(operator.index(times)) if operator.index(times) > 0 else ():
+                yield key
+
+    return elements
 
 
 class SafeAttrgetter:
@@ -187,18 +269,20 @@ def _capped_prec(prec: Any) -> int:
 
 
 class CappedContext(decimal.Context):
-    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted).
+    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted: ln() at
+    10 000 digits takes seconds, at 100 000 minutes).
 
-    The only context type a cell can hold (`Context()`, `localcontext()`), so cells may set its attributes;
-    setting `prec` is capped like the constructor's argument.
+    The only context type a cell can hold (`Context()`, `localcontext()`, `.copy()`), so cells may set its
+    attributes; `ctx.prec = n` is capped like the constructor's argument (converted once: no second
+    `__index__`).
     """
 
-    MAX_PREC = 100_000
+    MAX_PREC = 5_000
 
     def __init__(self, prec: int | None = None, *args: Any, **kwargs: Any) -> None:
         super().__init__(None if prec is None else _capped_prec(prec), *args, **kwargs)
 
-    @property
+    @property  # type: ignore[override]
     def prec(self) -> int:
         return _CONTEXT_PREC.__get__(self)
 
@@ -206,9 +290,26 @@ class CappedContext(decimal.Context):
     def prec(self, value: Any) -> None:
         _CONTEXT_PREC.__set__(self, _capped_prec(value))
 
+    def copy(self) -> CappedContext:
+        return _capped_copy(self)
+
 
 _CONTEXT_PREC = decimal.Context.prec
 _CONTEXT_FIELDS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp")
+
+
+def _capped_copy(ctx: decimal.Context) -> CappedContext:
+    """A CappedContext with `ctx`'s settings (its precision brought under the cap), flags and traps."""
+    return CappedContext(
+        prec=min(ctx.prec, CappedContext.MAX_PREC),
+        rounding=ctx.rounding,
+        Emin=ctx.Emin,
+        Emax=ctx.Emax,
+        capitals=ctx.capitals,
+        clamp=ctx.clamp,
+        flags=[signal for signal, on in ctx.flags.items() if on],
+        traps=[signal for signal, on in ctx.traps.items() if on],
+    )
 
 
 class LocalContext:
@@ -237,12 +338,7 @@ def localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> LocalCont
     """decimal.localcontext for cells (see `LocalContext`)."""
     if ctx is not None and not isinstance(ctx, decimal.Context):
         raise TypeError(f"localcontext() argument must be a decimal.Context, not {type(ctx).__name__}")
-    base = decimal.getcontext() if ctx is None else ctx
-    new = CappedContext(
-        **{name: getattr(base, name) for name in _CONTEXT_FIELDS},
-        flags=[signal for signal, on in base.flags.items() if on],
-        traps=[signal for signal, on in base.traps.items() if on],
-    )
+    new = _capped_copy(decimal.getcontext() if ctx is None else ctx)
     for name, value in kwargs.items():
         if name not in _CONTEXT_FIELDS and name not in ("flags", "traps"):
             raise TypeError(f"{name!r} is an invalid keyword argument for localcontext()")
