@@ -157,7 +157,15 @@ def install() -> None:
 
 @contextlib.contextmanager
 def guarding() -> Iterator[None]:
-    """Mark the current thread as running restricted code for the duration (nestable)."""
+    """Mark the current thread as running restricted code for the duration (nestable).
+
+    Under the test-only switch RLM_UNSAFE_DISABLE_POLICY=1 (cells are plain Python, to prove the OS layer
+    alone) it does nothing: no in-process line is drawn."""
+    from rlm_kernel.sandbox.confine import policy_disabled
+
+    if policy_disabled():
+        yield
+        return
     install()
     tid = _get_ident()
     _active[tid] = _active.get(tid, 0) + 1
