@@ -39,7 +39,8 @@ ALLOWED_DUNDER_METHODS = frozenset(
         "eq ne lt le gt ge hash bool call enter exit index int float complex round abs neg pos invert "
         "add sub mul truediv floordiv mod divmod pow matmul and or xor lshift rshift "
         "radd rsub rmul rtruediv rfloordiv rmod rdivmod rpow rmatmul rand ror rxor rlshift rrshift "
-        "iadd isub imul itruediv ifloordiv imod ipow imatmul iand ior ixor ilshift irshift"
+        "iadd isub imul itruediv ifloordiv imod ipow imatmul iand ior ixor ilshift irshift "
+        "fspath"  # os.PathLike objects for load_context (their method runs inside the cell)
     ).split()
 ) | frozenset(f"_repr_{n}_" for n in "html markdown latex json svg png jpeg pdf mimebundle".split())
 

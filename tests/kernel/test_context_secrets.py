@@ -140,3 +140,22 @@ def test_kernel_directory_load_names_what_it_skipped(kernel: KernelHarness) -> N
 def test_person_may_read_a_secret_on_purpose(kernel: KernelHarness) -> None:
     ex = kernel.execute("load_context('.env', allow_secrets=True)\nprint(context)")
     assert ex.ok and CANARY in ex.stdout, str(ex)
+
+
+def test_a_path_like_defined_in_a_cell_is_a_source(kernel: KernelHarness) -> None:
+    """An `os.PathLike` written in the cell (its `__fspath__` runs inside the cell) loads like its path;
+    one that names a secret file is refused like the path itself."""
+    code = (
+        "class Where:\n"
+        "    def __init__(self, name):\n"
+        "        self.name = name\n"
+        "    def __fspath__(self):\n"
+        "        return self.name\n"
+        "load_context(Where('notes.txt'))\n"
+        "print(len(context) > 0)"
+    )
+    ex = kernel.execute(code)
+    assert ex.ok and ex.stdout.strip() == "True", str(ex)
+    ex = kernel.execute("load_context(Where('.env'))")
+    assert ex.status == "error" and CANARY not in ex.all_text, str(ex)
+    assert kernel.execute("keep").result == "'alive-8'"
