@@ -238,10 +238,11 @@ def test_requests_go_through_the_configured_proxy(llm_server: LLMTestServer, tmp
 def test_queued_requests_never_time_out_in_the_pool(
     make_client: MakeClient, llm_server: LLMTestServer
 ) -> None:
-    # 48 calls wait for 4 connections for ~12 × 0.15 s, far beyond the 0.3 s connect timeout: waiting for a
-    # pooled connection is not connecting, so none of them may fail.
-    llm_server.latency = 0.15
-    client = make_client(max_connections=4, concurrency=4, connect_timeout=0.3, max_retries=0)
+    # 48 calls wait for 4 connections for ~12 × 0.5 s, far beyond the 1 s connect timeout: waiting for a
+    # pooled connection is not connecting, so none of them may fail. (The timeout is long enough for a real
+    # connect on a busy machine; the wait is 6× longer.)
+    llm_server.latency = 0.5
+    client = make_client(max_connections=4, concurrency=4, connect_timeout=1.0, max_retries=0)
     out = client.complete_batch([f"p{i}" for i in range(48)], concurrency=48)
     assert [c.text for c in out] == [f"p{i}" for i in range(48)]
     assert llm_server.max_in_flight == 4

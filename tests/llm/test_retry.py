@@ -32,10 +32,13 @@ def test_429_retry_after_seconds(make_client: MakeClient, llm_server: LLMTestSer
 
 
 def test_429_retry_after_http_date(make_client: MakeClient, llm_server: LLMTestServer) -> None:
-    when = email.utils.formatdate(time.time() + 2, usegmt=True)
-    llm_server.queue(Fault.rate_limited(retry_after=when))
+    # an HTTP date has whole seconds: the client waits until that moment, however late the first reply came
+    due = int(time.time()) + 3
+    llm_server.queue(Fault.rate_limited(retry_after=email.utils.formatdate(due, usegmt=True)))
     make_client().complete("hello")
-    assert 0.9 <= _gap(llm_server) < 2.5
+    first, second = llm_server.requests[0].time, llm_server.requests[1].time
+    assert second >= due - 0.1, f"retried {due - second:.2f} s before the date the server named"
+    assert second - first < 3.5 + 1.0
 
 
 def test_retry_after_is_capped(make_client: MakeClient, llm_server: LLMTestServer) -> None:
