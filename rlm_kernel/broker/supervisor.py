@@ -73,11 +73,24 @@ def start_supervisor() -> socket.socket:
     if pid == 0:  # the supervisor
         try:
             kernel_end.close()
+            _not_dumpable()  # inherited by every broker it forks: no core dumps, no same-user ptrace
             _serve(supervisor_end)
         finally:
             os._exit(0)
     supervisor_end.close()
     return kernel_end
+
+
+def _not_dumpable() -> None:
+    """prctl(PR_SET_DUMPABLE, 0): the key-holding processes leave no core dump and refuse /proc/<pid>/mem and
+    ptrace to processes of the same user without CAP_SYS_PTRACE (as root, Landlock and seccomp in the
+    kernel are what stop it)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):  # not Linux: nothing to set
+        pass
 
 
 def _serve(control: socket.socket) -> None:

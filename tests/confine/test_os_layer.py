@@ -94,6 +94,16 @@ PRELUDE = textwrap.dedent(
         landlock.restrict(rules)
         return open("/etc/shadow").read()
 
+    def children():
+        pids = open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()
+        assert pids, "the kernel has no child: the broker's supervisor should be one"
+        return pids
+
+    def read_child(pid, what):
+        if what == "mem":
+            return os.pread(os.open(f"/proc/{pid}/mem", 0), 16, 4096)
+        return open(f"/proc/{pid}/{what}", "rb").read()
+
     def undo_no_new_privs():
         libc = ctypes.CDLL(None, use_errno=True)
         return must_succeed(libc.prctl(38, 0, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS, 0)")
@@ -109,6 +119,9 @@ FILE_PROBES = {
     "proc_mem_of_other_process": "lambda: os.pread(os.open(f'/proc/{HELPER}/mem', 0), 16, MEM_ADDR)",
     "proc_environ_of_other_process": "lambda: open(f'/proc/{HELPER}/environ', 'rb').read()",
     "proc_environ_of_parent": "lambda: open(f'/proc/{os.getppid()}/environ', 'rb').read()",
+    # the broker's supervisor (the kernel's child, forked before confinement) keeps the keys in its environ
+    "proc_environ_of_key_holding_child": "lambda: [read_child(p, 'environ') for p in children()]",
+    "proc_mem_of_key_holding_child": "lambda: [read_child(p, 'mem') for p in children()]",
     "subprocess_run": "lambda: subprocess.run(['/bin/sh', '-c', 'touch ' + MARKER])",
     "os_system": "lambda: must_succeed(os.system('touch ' + MARKER), 'os.system')",
     "posix_spawn": "lambda: os.posix_spawn('/bin/sh', ['/bin/sh', '-c', 'touch ' + MARKER], {})",
