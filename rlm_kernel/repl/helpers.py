@@ -115,7 +115,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         source = state.run.gate.source_for(getattr(loaded, "value", None))
         if not source.strip():  # nothing loaded: the question is the whole task, any call counts
             return True
-        return any(isinstance(t, str) and shares_text(t, source) for t in texts)
+        besides = state.run.gate.question
+        return any(isinstance(t, str) and shares_text(t, source, besides=besides) for t in texts)
 
     def interrupted() -> KeyboardInterrupt:
         if state.run is not None:

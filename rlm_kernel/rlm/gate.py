@@ -45,8 +45,9 @@ def context_text(value: object) -> str:
     return str(value)
 
 
-def shares_text(prompt: str, source: str, window: int = _WINDOW) -> bool:
-    """Whether `prompt` contains a piece of `source` of about `window`+ characters (or all of a shorter one).
+def shares_text(prompt: str, source: str, window: int = _WINDOW, besides: str = "") -> bool:
+    """Whether `prompt` contains a piece of `source` of about `window`+ characters (or all of a shorter one)
+    that is not also in `besides` (the run's question: quoting the question is not reading the context).
 
     Up to `_MAX_WINDOWS` windows of `prompt`, spread evenly, are looked up in `source`: any run of `source`
     longer than the spacing plus `window` is always found.
@@ -55,17 +56,20 @@ def shares_text(prompt: str, source: str, window: int = _WINDOW) -> bool:
         return False
     core = source.strip()
     if len(core) <= 2 * window:
-        return bool(core) and core in prompt
+        return bool(core) and core in prompt and core not in besides
     if len(prompt) < window:
         return False
     last = len(prompt) - window
     step = max(1, last // _MAX_WINDOWS + 1, window // 2)
     for start in range(0, last + 1, step):
         piece = prompt[start : start + window]
-        if piece.strip() and len(set(piece)) > 3 and piece in source:
+        if _counts(piece, source, besides):
             return True
-    tail = prompt[last:]
-    return bool(tail.strip()) and len(set(tail)) > 3 and tail in source
+    return _counts(prompt[last:], source, besides)
+
+
+def _counts(piece: str, source: str, besides: str) -> bool:
+    return bool(piece.strip()) and len(set(piece)) > 3 and piece in source and piece not in besides
 
 
 def _normal(text: str) -> str:
@@ -129,6 +133,7 @@ class FinalGate:
         self.code_read_context = False
         self.literal_in_block = False
         self.output = ""
+        self.question = ""
         self._source: tuple[int, str] = (0, "")
 
     def source_for(self, value: object) -> str:

@@ -225,6 +225,14 @@ class _Run:
                 "nothing new. If its output answers the question, call FINAL now; otherwise do something "
                 "different."
             )
+        blind = [c.kind for c in turn.calls if c.ok and not c.saw_context]
+        if blind:
+            out.append(
+                f"Your {blind[0]} prompt had none of `context` in it: the sub-model sees only the prompt you "
+                "pass, so it cannot know the answer. Search `context` with code (e.g. "
+                "[line for line in context.splitlines() if 'word' in line]) or pass a chunk: "
+                "llm_query(question + context[start:end])."
+            )
         printed = turn.stdout.strip()
         lines = [line for line in printed.splitlines() if line.strip()]
         tracker = self.state.run
@@ -386,6 +394,7 @@ def run_rlm(
     display = LiveDisplay(question) if live else None
     shown_budget = RunBudgetDisplay(budget) if live else None
     run = _Run(question, loaded, ns, state, options, display)
+    tracker.gate.question = question
     if not tracker.gate.source_for(loaded.value).strip():
         tracker.gate.code_read_context = True  # nothing loaded: every block works on the question itself
     _active += 1

@@ -46,8 +46,12 @@ Only the sandbox's Python subset is allowed: no imports except the allowed modul
 collections, itertools, statistics, …), no file or network access, no names starting with an underscore.
 
 Strategies (combine them):
-1. Preview first: look at the structure (`len(context)`, `context[:2000]`, `context_files`, counts,
-   regex searches) before deciding how to split it.
+1. Preview and search with code first: `len(context)`, `context[:2000]`, `context_files`, and searches
+   for the words of the question, e.g.
+   ```repl
+   hits = [line for line in context.splitlines() if "keyword" in line.lower()]
+   print(len(hits)); print(hits[:10])
+   ```
 2. Chunk + batched map-reduce: split the context into chunks (by file, section or size), ask one question
    per chunk with `llm_query_batched`, keep the answers in a variable, then combine them with `llm_query`.
 3. Recursive decomposition: hand a sub-problem with its slice of the data to `rlm_query`.
@@ -163,5 +167,6 @@ def context_message(question: str, value: object, preview_chars: int = 500, file
     return (
         f"{describe_context(value, preview_chars, files)}\n\n"
         f"Question: {question}\n\n"
-        "Start by looking at the context (it is in the variable `context`). Reply with a ```repl block."
+        "Start by looking at the context with code (it is in the variable `context`; search it for the "
+        "question's key words). Reply with a ```repl block."
     )

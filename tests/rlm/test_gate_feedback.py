@@ -70,6 +70,16 @@ def test_a_sub_call_without_context_does_not_open_the_gate(client_on_server: LLM
     assert "did not include any of `context`" in turn.feedback
 
 
+def test_a_sub_call_quoting_the_question_does_not_open_the_gate(client_on_server: LLMTestServer) -> None:
+    # the question repeats words of the context ("ERROR disk full"); quoting it is not reading the context
+    question = "How many lines say ERROR disk full in this log?"
+    script = Script(root=[repl(f"a = llm_query({question!r})\nFINAL(a)")], child=lambda rec: "12")
+    result = run(client_on_server, script, question=question, max_iterations=1)
+    turn = result.trajectory[0]
+    assert result.termination == "max_iterations" and turn.calls[0].saw_context is False
+    assert "had none of `context` in it" in turn.feedback
+
+
 def test_prose_final_naming_a_variable_gives_its_value(client_on_server: LLMTestServer) -> None:
     script = Script(
         root=[repl("count = sum('ERROR' in line for line in context.splitlines())"), "Done.\nFINAL(count)"]
