@@ -8,7 +8,8 @@ A FINAL is accepted once the run connects the answer to `context`, in one of thr
    run, and the answer is given by `FINAL(expression)` / `FINAL_VAR(name)` in code, or by a prose
    `FINAL_VAR(name)` — not by a literal such as `FINAL("seven")`;
 3. the answer is what such code printed: its text (or, for an answer with numbers, every number in it)
-   appears in the output of a block that ran after code first read `context`.
+   appears in the output of a block that ran after code first read `context` (a block that only prints
+   literal text, `print("The answer is 7")`, computes nothing and does not count).
 
 Rule 2 and 3 are for tasks code answers exactly (counts, filters, lookups); rule 1 for everything that needs
 reading or judgement. The system prompt states the same rule.
@@ -99,9 +100,8 @@ def block_facts(code: str) -> tuple[bool, bool]:
 
     A block that does not parse reads nothing and has no literal FINAL (it will not run anyway).
     """
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    tree = _parse(code)
+    if tree is None:
         return False, False
     reads = any(isinstance(n, ast.Name) and n.id in _CONTEXT_NAMES for n in ast.walk(tree))
     literal = False
@@ -115,6 +115,36 @@ def block_facts(code: str) -> tuple[bool, bool]:
         ):
             literal = True
     return reads, literal
+
+
+def _parse(code: str) -> ast.Module | None:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def prints_only_literals(code: str) -> bool:
+    """Whether a block only prints literal text (`print("The answer is 7")`): it computes nothing, so its
+    output is the model's own words, not evidence from the context."""
+    tree = _parse(code)
+    if tree is None or not tree.body:
+        return False
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.Expr):
+            return False
+        value = stmt.value
+        if _is_literal(value):
+            continue
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "print"
+            and all(_is_literal(a) for a in value.args)
+        ):
+            continue
+        return False
+    return True
 
 
 def _is_literal(node: ast.AST) -> bool:

@@ -13,7 +13,7 @@ from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
 from rlm_kernel.rlm.display import LiveDisplay, RunBudgetDisplay
 from rlm_kernel.rlm.extract import extract
-from rlm_kernel.rlm.gate import block_facts, rejection
+from rlm_kernel.rlm.gate import block_facts, prints_only_literals, rejection
 from rlm_kernel.rlm.prompt import context_message, system_prompt, window_tokens
 from rlm_kernel.rlm.trajectory import RLMResult, Turn, Usage
 
@@ -122,7 +122,8 @@ class _Run:
                 tracker.gate.code_read_context = True
             tracker.gate.literal_in_block = literal
             stdout, value, error = self.execute(code, turn.index)
-            tracker.gate.saw(stdout + ("\n" + value if value is not None else ""))
+            if not prints_only_literals(code):
+                tracker.gate.saw(stdout + ("\n" + value if value is not None else ""))
             label = f"[block {i} of {len(blocks)}]\n" if len(blocks) > 1 else ""
             outputs.append(label + stdout)
             turn.value, turn.error = value, error
@@ -189,7 +190,11 @@ class _Run:
             return None, rejection(kind, tracker.successes > 0)
         return text, None
 
-    def feedback(self, turn: Turn, ignored: dict[str, int], notes: list[str], no_code: int) -> str:
+    def feedback(
+        self, turn: Turn, ignored: dict[str, int], notes: list[str], no_code: int, hints: list[str] = ()
+    ) -> str:
+        """What the root reads after a turn: the output, the notes, the turns left, then the hints (last, so
+        a small model reads them right before it writes)."""
         limit = self.options.output_chars
         if turn.code is None:
             body = (
@@ -211,7 +216,8 @@ class _Run:
         notes = list(dict.fromkeys(notes))  # one copy of each note
         left = self.options.max_iterations - turn.index
         tail = f"\n\n{left} turn(s) left. Continue with a ```repl block, or end with FINAL(answer)."
-        return body + ("\n\n" + "\n".join(notes) if notes else "") + tail
+        text = body + ("\n\n" + "\n".join(notes) if notes else "") + tail
+        return text + ("\n\n" + "\n\n".join(dict.fromkeys(hints)) if hints else "")
 
     def hints(self, turn: Turn) -> list[str]:
         """Nudges for a turn that did not end the run: a repeated block, output that looks like the answer."""
@@ -244,11 +250,18 @@ class _Run:
             and tracker is not None
             and tracker.gate.code_read_context
         ):
-            out.append(
-                "If this output answers the question, end the run now: FINAL(answer) with the value "
-                "(or FINAL_VAR('name') for a variable holding it) — it is accepted because your code "
-                "computed it from `context`."
-            )
+            if prints_only_literals(turn.code):
+                out.append(
+                    "You printed your answer as text, but printing does not end the run. Submit it — reply "
+                    f"with just:\n```repl\nFINAL({printed[:300]!r})\n```"
+                )
+            else:
+                example = repr(lines[0].strip()[:300]) if len(lines) == 1 else "answer"
+                out.append(
+                    "Printing an answer does not end the run. If this output answers the question, reply "
+                    f"with just:\n```repl\nFINAL({example})\n```\n"
+                    "(or FINAL_VAR('name') for a variable holding the answer)."
+                )
         return out
 
     # -- the loop --------------------------------------------------------------------------------------------
@@ -317,7 +330,7 @@ class _Run:
                         "budget",
                         f"the budget was exhausted during turn {index}: {tracker.budget_error}",
                     )
-                turn.feedback = self.feedback(turn, got.ignored, notes + self.hints(turn), no_code)
+                turn.feedback = self.feedback(turn, got.ignored, notes, no_code, self.hints(turn))
                 self.history += [
                     {"role": "assistant", "content": truncate(turn.reply, _REPLY_KEEP)},
                     {"role": "user", "content": turn.feedback},

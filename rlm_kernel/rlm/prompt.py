@@ -66,7 +66,8 @@ is ACCEPTED only when one of these holds:
 (b) the answer is what such code printed (write it as FINAL(answer) once you see it);
 (c) an llm_query/rlm_query call that was given part of `context` has succeeded — for what needs
     reading or judgement. A call without any of the context (e.g. llm_query(question)) does not count.
-As soon as the output answers the question, call FINAL — do not run the same code again. Build a long
+As soon as the output answers the question, call FINAL — printing an answer does not end the run, and
+running the same code again tells you nothing new. Build a long
 answer in a variable and finish with FINAL_VAR.
 """
 

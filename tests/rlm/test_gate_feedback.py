@@ -80,6 +80,20 @@ def test_a_sub_call_quoting_the_question_does_not_open_the_gate(client_on_server
     assert "had none of `context` in it" in turn.feedback
 
 
+def test_printing_a_literal_answer_is_not_evidence(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[
+            repl("print(context[:30])"),
+            repl("print('The answer is 4242')"),  # the model's own words, printed
+            "FINAL(4242)",
+        ]
+    )
+    result = run(client_on_server, script, max_iterations=3)
+    assert result.termination == "max_iterations" and "rejected" in result.trajectory[2].note
+    assert "You printed your answer as text" in result.trajectory[1].feedback
+    assert "FINAL('The answer is 4242')" in result.trajectory[1].feedback
+
+
 def test_prose_final_naming_a_variable_gives_its_value(client_on_server: LLMTestServer) -> None:
     script = Script(
         root=[repl("count = sum('ERROR' in line for line in context.splitlines())"), "Done.\nFINAL(count)"]
@@ -146,7 +160,9 @@ def test_short_output_after_reading_context_suggests_final(client_on_server: LLM
     result = run(client_on_server, script, max_iterations=2)
     first, second = result.trajectory
     assert "If this output answers the question" not in first.feedback  # no context read yet
-    assert "If this output answers the question, end the run now" in second.feedback
+    hint = "If this output answers the question, reply with just:\n```repl\nFINAL('700')\n```"
+    assert hint in second.feedback
+    assert second.feedback.rstrip().endswith("for a variable holding the answer).")  # hints come last
 
 
 # -- the prompt's window ----------
