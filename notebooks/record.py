@@ -47,6 +47,8 @@ def record(
         prepare_environment(notebook, "readwrite")
         if base_url:
             os.environ["RLM_BASE_URL"] = base_url
+            # a small local model on a busy CPU can take minutes for one long prompt (not part of any cache key)
+            os.environ["RLM_TIMEOUT"] = "1800"
         nb = nbformat.read(notebook, as_version=4)
         client = NotebookClient(
             nb, kernel_name="rlm", timeout=timeout, record_timing=False,
