@@ -6,6 +6,7 @@ per notebook, just before nbval starts that notebook's kernel.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -30,14 +31,32 @@ def notebook_cache_dir(notebook: Path) -> Path:
     return CACHE_ROOT / notebook.stem
 
 
+def recording(notebook: Path) -> dict:
+    """Which local model a notebook's recordings were made with: its metadata `rlm.recording`, e.g.
+    `{"local_model": "coder", "model": "qwen2.5-coder-1.5b-instruct", "context_window": 16384}`.
+
+    Empty for notebooks recorded on the default offline model (SmolLM2). The model name and window are part of
+    every recorded call (the system prompt states the window), so replay must use the same ones.
+    """
+    meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
+    found = meta.get("rlm", {}).get("recording", {})
+    return found if isinstance(found, dict) else {}
+
+
 def kernel_env(notebook: Path, mode: str) -> dict[str, str]:
     """The kernel environment for `notebook` in cache `mode` (`replay`, or `readwrite` to record)."""
-    return {
+    env = {
         "RLM_PROVIDER": "local",
         "RLM_CACHE": mode,
         "RLM_CACHE_DIR": str(notebook_cache_dir(notebook)),
         "RLM_DISPLAY": "text",  # deterministic text views of fan-outs and budgets (widgets need a frontend)
     }
+    made_with = recording(notebook)
+    if made_with.get("model"):
+        env["RLM_MODEL"] = str(made_with["model"])
+    if made_with.get("context_window"):
+        env["RLM_CONTEXT_WINDOW"] = str(made_with["context_window"])
+    return env
 
 
 def prepare_environment(notebook: Path, mode: str) -> None:

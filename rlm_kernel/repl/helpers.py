@@ -16,6 +16,7 @@ from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.state import ReplState
+from rlm_kernel.rlm.gate import rejection, shares_text
 from rlm_kernel.rlm.trajectory import ChildCall, Usage
 from rlm_kernel.sandbox.coerce import (
     CoercionError,
@@ -147,6 +148,19 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             state.run.calls.append(call)
             if call.failed < call.items:
                 state.run.successes += 1
+                if call.saw_context:
+                    state.run.gate.context_calls += 1
+
+    def sees_context(*texts: object) -> bool:
+        """Whether any of `texts` contains part of the run's `context` (only asked during a run)."""
+        if state.run is None:
+            return False
+        loaded = state.protected.get("__loaded_context__")
+        source = state.run.gate.source_for(getattr(loaded, "value", None))
+        if not source.strip():  # nothing loaded: the question is the whole task, any call counts
+            return True
+        besides = state.run.gate.question
+        return any(isinstance(t, str) and shares_text(t, source, besides=besides) for t in texts)
 
     def interrupted() -> KeyboardInterrupt:
         if state.run is not None:
@@ -196,6 +210,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 model=completion.model,
                 usage=_usage([completion]),
                 seconds=time.monotonic() - started,
+                saw_context=sees_context(prompt, system),
             )
         )
         return text
@@ -239,6 +254,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                     error=f"{len(errors)} failed",
                     usage=_usage(list(err.results)),
                     seconds=time.monotonic() - started,
+                    saw_context=sees_context(*(p for i, p in enumerate(items) if i not in errors)),
                 )
             )
             if any("budget" in e.lower() for e in errors.values()) and state.run is not None:
@@ -276,6 +292,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 model=chosen,
                 usage=_usage(completions),
                 seconds=time.monotonic() - started,
+                saw_context=sees_context(*items),
             )
         )
         return texts
@@ -332,6 +349,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 model=model,
                 usage=usage,
                 seconds=time.monotonic() - started,
+                saw_context=sees_context(prompt),
             )
         )
         return answer
@@ -429,14 +447,11 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
     def finish(answer: object, how: str) -> None:
         text = _text_of(answer)
         if state.run is not None:
-            if state.run.successes == 0:
-                message = (
-                    f"{how} rejected: no llm_query/llm_query_batched/rlm_query call has succeeded "
-                    "in this run yet. "
-                    "Check the answer with a sub-model call first, then call it again."
-                )
-                state.run.rejections.append(message)
-                emit(message)
+            gate = state.run.gate
+            computed = how == "FINAL_VAR" or not gate.literal_in_block
+            if not gate.accepts(text, computed):
+                # fed back once, with the turn's notes (not also printed into the block's output)
+                state.run.rejections.append(rejection(how, state.run.successes > 0))
                 return
             state.run.final, state.run.final_set = text, True
             return

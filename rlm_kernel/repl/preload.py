@@ -57,8 +57,9 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
         except (TypeError, ValueError) as err:
             raise ReplError(f"{name}: {err}") from None
         if state.run is not None and _calls_a_model(name, args, kwargs):
-            state.run.calls.append(ChildCall(name, "", True))
+            state.run.calls.append(ChildCall(name, "", True, saw_context=True))
             state.run.successes += 1
+            state.run.gate.context_calls += 1  # analysis helpers run over the text they are given
         return value
 
     helper.__name__ = helper.__qualname__ = name

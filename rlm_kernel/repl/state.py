@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from rlm_kernel.rlm.gate import FinalGate
 from rlm_kernel.rlm.trajectory import ChildCall
 
 __all__ = ["ReplState", "RunOptions", "RunTracker"]
@@ -57,6 +58,7 @@ class RunTracker:
     rejections: list[str] = field(default_factory=list)
     budget_error: str | None = None
     interrupted: bool = False
+    gate: FinalGate = field(default_factory=FinalGate)
 
     def drain(self) -> tuple[list[ChildCall], list[str]]:
         calls, rejections = self.calls, self.rejections

@@ -1,19 +1,19 @@
-"""Reading a root model's reply: the code block to run and any FINAL/FINAL_VAR written in prose.
+"""Reading a root model's reply: the code blocks to run and any FINAL/FINAL_VAR written outside them.
 
-The rule is documented in `extract_block` and in the README's RLM REPL section; it never raises.
+The rule is documented in `extract_blocks` and in the README's RLM REPL section; it never raises.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["Extracted", "ProseFinal", "extract", "extract_block", "find_prose_final"]
+__all__ = ["Extracted", "ProseFinal", "extract", "extract_blocks", "find_prose_final"]
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
-_RUNNABLE_TAGS = ("repl", "python", "py", "python3", "")
-_FINAL_VAR = re.compile(r"^[ \t>*]*FINAL_VAR\(\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?\s*\)", re.MULTILINE)
-_FINAL = re.compile(r"^[ \t>*]*FINAL\((.*)\)", re.MULTILINE | re.DOTALL)
+_PYTHON_TAGS = ("python", "py", "python3")
+_FINAL_VAR = re.compile(r"^[ \t>*`]*FINAL_VAR\(\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?\s*\)", re.MULTILINE)
+_FINAL_START = re.compile(r"^[ \t>*`]*FINAL\(", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -26,63 +26,134 @@ class ProseFinal:
 
 @dataclass(frozen=True)
 class Extracted:
-    """What one reply asks for: the code to run (or None), how many other runnable blocks were ignored,
-    the prose around the code, and a FINAL written in prose (or None)."""
+    """What one reply asks for: the code blocks to run in order, the runnable blocks that were not run
+    (tag → count), the prose around the code, and a FINAL written outside the run blocks (or None)."""
 
-    code: str | None
-    ignored_blocks: int
-    prose: str
-    final: ProseFinal | None
+    blocks: tuple[str, ...]
+    ignored: dict[str, int] = field(default_factory=dict)
+    prose: str = ""
+    final: ProseFinal | None = None
+
+    @property
+    def code(self) -> str | None:
+        """All the blocks that run, joined (None when there are none): what the trajectory records."""
+        return "\n\n".join(self.blocks) if self.blocks else None
+
+    @property
+    def ignored_blocks(self) -> int:
+        return sum(self.ignored.values())
 
 
-def extract_block(reply: str) -> tuple[str | None, int]:
-    """Return (code, ignored) for a reply.
+def _kind(tag: str) -> str | None:
+    tag = tag.lower()
+    if tag == "repl":
+        return "repl"
+    if tag in _PYTHON_TAGS:
+        return "python"
+    if tag == "":
+        return "untagged"
+    return None
 
-    Rule: find every fenced block (an unclosed fence at the end runs to the end of the reply). Blocks
-    tagged `repl` win; if there are none, blocks tagged `python`/`py`/`python3`; if none, untagged blocks.
-    Blocks with any other tag (```text, ```output, ```json …) never run. Of the winning kind the first
-    non-empty block runs; the number of the others is returned so the root can be told they were ignored.
-    Prose around blocks is ignored.
+
+def _fences(reply: str) -> list[tuple[str | None, str, int, int]]:
+    return [(_kind(m.group(1)), m.group(2), m.start(), m.end()) for m in _FENCE.finditer(reply)]
+
+
+def extract_blocks(reply: str) -> tuple[list[str], dict[str, int]]:
+    """Return (blocks to run in order, ignored runnable blocks by kind) for a reply.
+
+    Rule: find every fenced block (an unclosed fence at the end runs to the end of the reply). If there are
+    blocks tagged `repl`, every non-empty one of them runs, in order; otherwise every block tagged
+    `python`/`py`/`python3`; otherwise every untagged block. Runnable blocks of a losing kind are not run and
+    are counted by kind (`{"python": 1}`) so the root can be told. Blocks with any other tag (```text,
+    ```output, ```json …) never run and are not counted. Prose around blocks is not run.
     """
-    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(reply)]
-    for tag in ("repl", "python"):
-        chosen = [
-            body for t, body in blocks if (t == tag if tag == "repl" else t in ("python", "py", "python3"))
-        ]
-        if chosen:
-            break
+    fences = _fences(reply)
+    present = [k for k in ("repl", "python", "untagged") if any(f[0] == k and f[1].strip() for f in fences)]
+    if not present:
+        return [], {}
+    winner = present[0]
+    blocks = [body.strip("\n") for kind, body, _, _ in fences if kind == winner and body.strip()]
+    ignored: dict[str, int] = {}
+    for kind, body, _, _ in fences:
+        if kind is not None and kind != winner and body.strip():
+            ignored[kind] = ignored.get(kind, 0) + 1
+    return blocks, ignored
+
+
+def _outside_run_blocks(reply: str) -> str:
+    """The reply without the blocks that run (blocks that do not run, e.g. ```text, stay: a FINAL in them
+    is read like prose)."""
+    fences = _fences(reply)
+    present = [k for k in ("repl", "python", "untagged") if any(f[0] == k and f[1].strip() for f in fences)]
+    winner = present[0] if present else None
+    out, pos = [], 0
+    for kind, body, start, end in fences:
+        if kind == winner and winner is not None:
+            out.append(reply[pos:start])
+            pos = end
+        else:  # keep the body of a block that does not run, without its fence lines
+            out.append(reply[pos:start] + "\n" + body + "\n")
+            pos = end
+    out.append(reply[pos:])
+    return "\n".join(out)
+
+
+def _balanced_argument(text: str, start: int) -> str | None:
+    """The argument of a call whose `(` is just before `start`: up to the matching `)`.
+
+    A quoted argument (starting with ' or ") ends at its closing quote followed by `)`, so parentheses
+    inside the quotes do not count. Otherwise parentheses nest. None when the call is never closed.
+    """
+    rest = text[start:]
+    stripped = rest.lstrip()
+    if stripped[:3] in ('"""', "'''"):
+        quote = stripped[:3]
+    elif stripped[:1] in ("'", '"'):
+        quote = stripped[:1]
     else:
-        chosen = [body for t, body in blocks if t == ""]
-    chosen = [c for c in chosen if c.strip()]
-    if not chosen:
-        return None, 0
-    return chosen[0].strip("\n"), len(chosen) - 1
-
-
-def _outside_code(reply: str) -> str:
-    return _FENCE.sub("\n", reply)
+        quote = ""
+    if quote:
+        offset = len(rest) - len(stripped)
+        m = re.compile(re.escape(quote) + r"\s*\)").search(rest, offset + len(quote))
+        if m:
+            return rest[offset + len(quote) : m.start()]
+    depth = 1
+    for i, ch in enumerate(rest):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return rest[:i]
+    return None
 
 
 def find_prose_final(reply: str) -> ProseFinal | None:
-    """A `FINAL(...)` or `FINAL_VAR(name)` at the start of a line outside code blocks, else None.
+    """A `FINAL(...)` or `FINAL_VAR(name)` at the start of a line outside the blocks that run, else None.
 
-    FINAL_VAR wins if both appear. FINAL's text runs to the last closing parenthesis (it may span lines);
-    surrounding quotes are removed.
+    FINAL_VAR wins if both appear. FINAL's text runs to its matching `)` (nested parentheses count, a
+    quoted argument ends at its closing quote, it may span lines); surrounding quotes are removed. A FINAL
+    in a block that does not run (```text, or a ```python block beside ```repl blocks) is read like prose.
     """
-    prose = _outside_code(reply)
+    prose = _outside_run_blocks(reply)
     m = _FINAL_VAR.search(prose)
     if m:
         return ProseFinal("FINAL_VAR", m.group(1))
-    m = _FINAL.search(prose)
-    if m:
-        text = m.group(1).strip()
-        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-            text = text[1:-1]
-        return ProseFinal("FINAL", text)
+    for m in _FINAL_START.finditer(prose):
+        text = _balanced_argument(prose, m.end())
+        if text is None:
+            continue
+        text = text.strip()
+        for quote in ('"""', "'''", '"', "'"):
+            if len(text) >= 2 * len(quote) and text.startswith(quote) and text.endswith(quote):
+                text = text[len(quote) : -len(quote)]
+                break
+        return ProseFinal("FINAL", text.strip())
     return None
 
 
 def extract(reply: str) -> Extracted:
     """Everything the loop needs from one reply."""
-    code, ignored = extract_block(reply)
-    return Extracted(code, ignored, _outside_code(reply).strip(), find_prose_final(reply))
+    blocks, ignored = extract_blocks(reply)
+    return Extracted(tuple(blocks), ignored, _outside_run_blocks(reply).strip(), find_prose_final(reply))

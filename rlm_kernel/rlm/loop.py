@@ -1,4 +1,4 @@
-"""The autonomous root loop: ask the root model, run its one ```repl block in the sandbox, feed back, repeat.
+"""The autonomous root loop: ask the root model, run its ```repl blocks in the sandbox, feed back, repeat.
 
 Ends on an accepted FINAL, a limit (iterations, turns without code, budget), an interrupt or a root error.
 """
@@ -14,12 +14,15 @@ from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
 from rlm_kernel.rlm.display import LiveDisplay, RunBudgetDisplay
 from rlm_kernel.rlm.extract import extract
-from rlm_kernel.rlm.prompt import SYSTEM_PROMPT, context_message
+from rlm_kernel.rlm.gate import block_facts, prints_only_literals, rejection
+from rlm_kernel.rlm.prompt import context_message, system_prompt, window_tokens
 from rlm_kernel.rlm.trajectory import RLMResult, Turn, Usage
 
 __all__ = ["active_runs", "run_from_namespace", "run_rlm", "truncate"]
 
 _REPLY_KEEP = 8000
+_ANSWER_LIKE_CHARS = 200
+_ANSWER_LIKE_LINES = 4
 _active = 0
 
 
@@ -35,6 +38,22 @@ def truncate(text: str, limit: int) -> str:
     head = int(limit * 0.7)
     tail = limit - head
     return f"{text[:head]}\n… [{len(text) - limit:,} chars cut] …\n{text[-tail:]}"
+
+
+def answer_text(value: object) -> str:
+    """A FINAL value as the answer text: a str as is, a number as str(), anything else as repr()."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return repr(value)
+
+
+def _same_code(a: str, b: str) -> bool:
+    def norm(code: str) -> str:
+        return "\n".join(line.rstrip() for line in code.strip().splitlines() if line.strip())
+
+    return norm(a) == norm(b)
 
 
 def _make_budget(parent: object | None, budget_usd: float | None, depth: int = 1) -> object | None:
@@ -62,6 +81,7 @@ class _Run:
         self.usage = Usage()
         self.first = context_message(question, loaded.value, options.preview_chars, dict(loaded.files))
         self.history: list[dict] = []
+        self.model: str | None = None
 
     # -- model side
     def messages(self) -> list[dict]:
@@ -80,16 +100,48 @@ class _Run:
 
         client = llm.get_client()
         model = self.options.model or getattr(client.config, "root_model", None)
-        return client.complete(
+        window = window_tokens(client.config)
+        completion = client.complete(
             self.messages(),
             model=model,
-            system=SYSTEM_PROMPT,
+            system=system_prompt(window, int(getattr(client.config, "max_tokens", 1024) or 1024)),
             role="synthesis",
             budget=self.state.budget,
         )
+        self.model = self.model or getattr(completion, "model", None) or model
+        return completion
 
     # -- sandbox side
-    def execute(self, code: str, turn: Turn) -> None:
+    def execute_blocks(self, blocks: tuple[str, ...], turn: Turn, notes: list[str]) -> None:
+        """Run the reply's blocks in order, stopping after a block that ends the run or raises."""
+        tracker = self.state.run
+        assert tracker is not None
+        outputs: list[str] = []
+        for i, code in enumerate(blocks, 1):
+            reads, literal = block_facts(code)
+            if reads:
+                tracker.gate.code_read_context = True
+            tracker.gate.literal_in_block = literal
+            stdout, value, error = self.execute(code, turn.index)
+            if not prints_only_literals(code):
+                tracker.gate.saw(stdout + ("\n" + value if value is not None else ""))
+            label = f"[block {i} of {len(blocks)}]\n" if len(blocks) > 1 else ""
+            outputs.append(label + stdout)
+            turn.value, turn.error = value, error
+            left = len(blocks) - i
+            if tracker.final_set or tracker.interrupted or tracker.budget_error:
+                break
+            if error and left:
+                notes.append(
+                    f"Block {i} of {len(blocks)} raised an error; the {left} block(s) after it did not run."
+                )
+                break
+            if getattr(self.state.session, "cancelled", None):
+                break
+        turn.stdout = "".join(outputs)
+
+    def execute(self, code: str, index: int) -> tuple[str, str | None, str | None]:
+        """Run one block in the run's namespace: (stdout, value repr, error)."""
         from rlm_kernel.repl import preload
         from rlm_kernel.sandbox import SandboxSession, repair_namespace, run_source
         from rlm_kernel.sandbox.origin import model_code
@@ -105,37 +157,51 @@ class _Run:
         session.output_used, session.output_dropped = 0, 0
         try:
             with model_code():  # model-written: may not run magics or change settings (sandbox/origin.py)
-                outcome = run_source(code, self.ns, session, filename=f"<rlm turn {turn.index}>")
+                outcome = run_source(code, self.ns, session, filename=f"<rlm turn {index}>")
             dropped = session.output_dropped
         finally:
             session.output_used, session.output_dropped = saved
-        turn.stdout, turn.value, turn.error = outcome.stdout, outcome.value_repr, outcome.error
+        stdout = outcome.stdout
         if dropped:
-            turn.stdout += (
-                f"\n[output cut: {dropped:,} more bytes over the per-block limit (RLM_OUTPUT_BYTES)]"
-            )
+            stdout += f"\n[output cut: {dropped:,} more bytes over the per-block limit (RLM_OUTPUT_BYTES)]"
         preload.repair(self.ns)
+        return stdout, outcome.value_repr, outcome.error
 
     # -- FINAL -----------------------------------------------------------------------------------------------
     def prose_final(self, kind: str, value: str, tracker: RunTracker) -> tuple[str | None, str | None]:
-        """(answer, rejection-or-error) for a FINAL written in prose."""
-        if tracker.successes == 0:
-            return None, (
-                f"{kind}(...) in your reply was rejected: no llm_query/llm_query_batched/rlm_query call has "
-                "succeeded in this run yet. Verify the answer with a sub-model call first."
-            )
-        if kind == "FINAL":
-            return value, None
-        if value not in self.ns or value.startswith("_"):
-            return None, f"FINAL_VAR({value}) failed: there is no variable named {value!r}."
-        found = self.ns[value]
-        return (found if isinstance(found, str) else repr(found)), None
+        """(answer, rejection-or-error) for a FINAL written in prose.
 
-    def feedback(self, turn: Turn, ignored: int, notes: list[str], no_code: int) -> str:
+        `FINAL_VAR(name)` and `FINAL(name)` naming one of the run's variables give that variable's value;
+        any other `FINAL(text)` gives the text itself.
+        """
+        from rlm_kernel.repl.helpers import CONTEXT_NAMES, HELPER_NAMES
+
+        names_variable = (
+            value.isidentifier()
+            and value in self.ns
+            and not value.startswith("_")
+            and value not in HELPER_NAMES
+            and value not in CONTEXT_NAMES
+        )
+        if kind == "FINAL_VAR" or names_variable:
+            if not names_variable:
+                return None, f"FINAL_VAR({value}) failed: there is no variable named {value!r}."
+            text, computed = answer_text(self.ns[value]), True
+        else:
+            text, computed = value, False
+        if not tracker.gate.accepts(text, computed):
+            return None, rejection(kind, tracker.successes > 0)
+        return text, None
+
+    def feedback(
+        self, turn: Turn, ignored: dict[str, int], notes: list[str], no_code: int, hints: list[str] = ()
+    ) -> str:
+        """What the root reads after a turn: the output, the notes, the turns left, then the hints (last, so
+        a small model reads them right before it writes)."""
         limit = self.options.output_chars
         if turn.code is None:
             body = (
-                "Your reply had no ```repl block, so nothing ran. Reply with exactly one ```repl block "
+                "Your reply had no ```repl block, so nothing ran. Reply with a ```repl block "
                 f"(turn {no_code} of at most {self.options.max_no_code_turns} in a row without code)."
             )
         else:
@@ -146,13 +212,60 @@ class _Run:
             if turn.error:
                 parts.append("Error: " + truncate(turn.error, limit // 2))
             body = "\n".join(parts)
+        ran = "```repl" if not ignored or "repl" not in ignored else "```python"
         if ignored:
-            notes = [
-                f"{ignored} more code block(s) in your reply were ignored: send exactly one ```repl block."
-            ] + notes
+            kinds = ", ".join(f"{n} {kind} block{'s' if n > 1 else ''}" for kind, n in ignored.items())
+            notes = [f"Ignored {kinds}: only {ran} blocks ran. Put all code in ```repl blocks."] + notes
+        notes = list(dict.fromkeys(notes))  # one copy of each note
         left = self.options.max_iterations - turn.index
-        tail = f"\n\n{left} turn(s) left. Continue with one ```repl block, or FINAL once verified."
-        return body + ("\n\n" + "\n".join(notes) if notes else "") + tail
+        tail = f"\n\n{left} turn(s) left. Continue with a ```repl block, or end with FINAL(answer)."
+        text = body + ("\n\n" + "\n".join(notes) if notes else "") + tail
+        return text + ("\n\n" + "\n\n".join(dict.fromkeys(hints)) if hints else "")
+
+    def hints(self, turn: Turn) -> list[str]:
+        """Nudges for a turn that did not end the run: a repeated block, output that looks like the answer."""
+        out: list[str] = []
+        if turn.code is None:
+            return out
+        earlier = [t for t in self.turns if t is not turn and t.code is not None]
+        if earlier and _same_code(earlier[-1].code or "", turn.code):
+            out.append(
+                f"This block is the same as the one in turn {earlier[-1].index}: running it again tells you "
+                "nothing new. If its output answers the question, call FINAL now; otherwise do something "
+                "different."
+            )
+        blind = [c.kind for c in turn.calls if c.ok and not c.saw_context]
+        if blind:
+            out.append(
+                f"Your {blind[0]} prompt had none of `context` in it: the sub-model sees only the prompt you "
+                "pass, so it cannot know the answer. Search `context` with code (e.g. "
+                "[line for line in context.splitlines() if 'word' in line]) or pass a chunk: "
+                "llm_query(question + context[start:end])."
+            )
+        printed = turn.stdout.strip()
+        lines = [line for line in printed.splitlines() if line.strip()]
+        tracker = self.state.run
+        if (
+            not turn.error
+            and printed
+            and len(printed) <= _ANSWER_LIKE_CHARS
+            and len(lines) <= _ANSWER_LIKE_LINES
+            and tracker is not None
+            and tracker.gate.code_read_context
+        ):
+            if prints_only_literals(turn.code):
+                out.append(
+                    "You printed your answer as text, but printing does not end the run. Submit it — reply "
+                    f"with just:\n```repl\nFINAL({printed[:300]!r})\n```"
+                )
+            else:
+                example = repr(lines[0].strip()[:300]) if len(lines) == 1 else "answer"
+                out.append(
+                    "Printing an answer does not end the run. If this output answers the question, reply "
+                    f"with just:\n```repl\nFINAL({example})\n```\n"
+                    "(or FINAL_VAR('name') for a variable holding the answer)."
+                )
+        return out
 
     # -- the loop --------------------------------------------------------------------------------------------
     def run(self) -> tuple[str | None, str, str]:
@@ -184,13 +297,13 @@ class _Run:
                 if got.code is not None:
                     no_code = 0
                     turn.code = got.code
-                    self.execute(got.code, turn)
+                    self.execute_blocks(got.blocks, turn, notes)
                 else:
                     no_code += 1
                 turn.calls, rejections = tracker.drain()
                 if tracker.interrupted:
                     raise KeyboardInterrupt
-                notes += rejections
+                notes = rejections + notes
                 answer = tracker.final if tracker.final_set else None
                 if answer is None and got.final is not None:
                     answer, problem = self.prose_final(got.final.kind, got.final.value, tracker)
@@ -220,7 +333,7 @@ class _Run:
                         "budget",
                         f"the budget was exhausted during turn {index}: {tracker.budget_error}",
                     )
-                turn.feedback = self.feedback(turn, got.ignored_blocks, notes, no_code)
+                turn.feedback = self.feedback(turn, got.ignored, notes, no_code, self.hints(turn))
                 self.history += [
                     {"role": "assistant", "content": truncate(turn.reply, _REPLY_KEEP)},
                     {"role": "user", "content": turn.feedback},
@@ -298,6 +411,9 @@ def run_rlm(
     display = LiveDisplay(question) if live else None
     shown_budget = RunBudgetDisplay(budget) if live else None
     run = _Run(question, loaded, ns, state, options, display)
+    tracker.gate.question = question
+    if not tracker.gate.source_for(loaded.value).strip():
+        tracker.gate.code_read_context = True  # nothing loaded: every block works on the question itself
     _active += 1
     try:
         # calls made in the run without an explicit budget (map_reduce, find_relevant) are charged to it
@@ -313,7 +429,7 @@ def run_rlm(
     for turn in run.turns:
         usage.add(turn.usage)
     result = RLMResult(
-        question, answer, reason, message, run.turns, ns, usage, depth=depth, model=options.model
+        question, answer, reason, message, run.turns, ns, usage, depth=depth, model=options.model or run.model
     )
     if display is not None:
         display.finish(result)

@@ -1,18 +1,29 @@
 """The root model's system prompt and the first user message (context metadata, never the context itself).
 
-Keeps the RLM reference prompt contract: length + short preview only, one ```repl block a turn, FINAL to end.
+Keeps the RLM reference prompt contract: length + short preview only, ```repl blocks, FINAL to end; states
+the configured sub-model's real window and the FINAL gate's rule (see `gate`).
 """
 
 from __future__ import annotations
 
-__all__ = ["SYSTEM_PROMPT", "context_message", "describe_context"]
+__all__ = [
+    "DEFAULT_WINDOW_TOKENS",
+    "SYSTEM_PROMPT",
+    "context_message",
+    "describe_context",
+    "register_window_setting",
+    "system_prompt",
+    "window_line",
+    "window_tokens",
+]
 
-SYSTEM_PROMPT = """\
+_TEMPLATE = """\
 You are the root of a Recursive Language Model running in a sandboxed Python REPL (an `rlm` Jupyter
 kernel). You answer a question about a context that is too large to read directly. You never see the
 context in full: you only know its type, length and a short preview. You explore it by writing code.
 
-Every turn, answer with exactly ONE fenced block tagged `repl`:
+Every turn, answer with a fenced block tagged `repl` (several ```repl blocks run in order, stopping
+at a FINAL; blocks tagged anything else, e.g. ```python, do NOT run):
 ```repl
 print(len(context))
 ```
@@ -23,8 +34,8 @@ slices — NEVER print the whole context or other huge values.
 Available in the namespace:
 - `context` (alias `ctx`): the data (usually a str). `context_files`: for a corpus, path -> (start, end)
   offsets; a corpus joins its files with `=== path ===` marker lines.
-- `llm_query(prompt, model=None, max_tokens=None, system=None) -> str`: one sub-model call (it can read
-  ~100k characters per call — give it chunks, not the whole context).
+- `llm_query(prompt, model=None, max_tokens=None, system=None) -> str`: one sub-model call. {window}
+  Give it the question together with the chunk of `context` it needs — it sees nothing else.
 - `llm_query_batched(prompts, model=None) -> list[str]`: many independent calls at once, in input order;
   if some fail it raises QueryBatchError with `.results` (None where failed) and `.errors` {index: text}.
 - `rlm_query(prompt, model=None) -> str`: a recursive sub-RLM whose `context` is `prompt`, for
@@ -35,8 +46,12 @@ Only the sandbox's Python subset is allowed: no imports except the allowed modul
 collections, itertools, statistics, …), no file or network access, no names starting with an underscore.
 
 Strategies (combine them):
-1. Preview first: look at the structure (`len(context)`, `context[:2000]`, `context_files`, counts,
-   regex searches) before deciding how to split it.
+1. Preview and search with code first: `len(context)`, `context[:2000]`, `context_files`, and searches
+   for the words of the question, e.g.
+   ```repl
+   hits = [line for line in context.splitlines() if "keyword" in line.lower()]
+   print(len(hits)); print(hits[:10])
+   ```
 2. Chunk + batched map-reduce: split the context into chunks (by file, section or size), ask one question
    per chunk with `llm_query_batched`, keep the answers in a variable, then combine them with `llm_query`.
 3. Recursive decomposition: hand a sub-problem with its slice of the data to `rlm_query`.
@@ -44,10 +59,88 @@ Strategies (combine them):
    (counts, filters, joins, arithmetic); use model calls only for what needs reading or judgement.
 
 Ending the run: call `FINAL(answer)` or `FINAL_VAR(name)` inside the block, or write `FINAL(answer)` /
-`FINAL_VAR(name)` on its own line outside the block. A FINAL is REJECTED until at least one `llm_query*`
-or `rlm_query*` call has succeeded in this run: verify with a sub-model before answering. Build a long
+`FINAL_VAR(name)` on its own line outside the block. Your answer must rest on the context, so a FINAL
+is ACCEPTED only when one of these holds:
+(a) the answer was computed by code that reads `context`, e.g. `n = sum(...context...)` then
+    `FINAL(n)` — for what code answers exactly (counts, filters, lookups) no sub-model call is needed;
+(b) the answer is what such code printed (write it as FINAL(answer) once you see it);
+(c) an llm_query/rlm_query call that was given part of `context` has succeeded — for what needs
+    reading or judgement. A call without any of the context (e.g. llm_query(question)) does not count.
+As soon as the output answers the question, call FINAL — printing an answer does not end the run, and
+running the same code again tells you nothing new. Build a long
 answer in a variable and finish with FINAL_VAR.
 """
+
+
+DEFAULT_WINDOW_TOKENS = 128_000
+"""The sub-model window assumed for remote providers when the `context_window` setting is not set."""
+_CHARS_PER_TOKEN = 3
+
+
+def window_line(window_tokens: int, answer_tokens: int = 1024) -> str:
+    """What the prompt says about one sub-call's capacity, from the model's window in tokens."""
+    room = max(window_tokens - answer_tokens - 500, 256)
+    chars = room * _CHARS_PER_TOKEN
+    return (
+        f"The sub-model's window is {window_tokens:,} tokens: one call reads at most about {chars:,} "
+        "characters of prompt" + (" — give it chunks, not the whole context." if chars < 1_000_000 else ".")
+    )
+
+
+def system_prompt(window_tokens: int = DEFAULT_WINDOW_TOKENS, answer_tokens: int = 1024) -> str:
+    """The root's system prompt, stating the configured sub-model's real window."""
+    return _TEMPLATE.replace("{window}", window_line(window_tokens, answer_tokens))
+
+
+SYSTEM_PROMPT = system_prompt()
+"""The prompt with the default window (what `system_prompt()` returns without a configured model)."""
+
+_LOCAL_FALLBACK_TOKENS = 8192
+
+
+def _parse_window(value: object) -> int:
+    try:
+        tokens = int(str(value).replace("_", "").replace(",", "").strip())
+    except ValueError:
+        raise ValueError(f"context_window must be a whole number of tokens, got {value!r}") from None
+    if tokens < 512:
+        raise ValueError(f"context_window must be at least 512 tokens, got {tokens}")
+    return tokens
+
+
+def register_window_setting() -> None:
+    """Make `context_window` (the sub-model's window in tokens) a setting (`%rlm set`, env, TOML)."""
+    try:
+        from rlm_kernel.llm.config import register_setting
+    except ImportError:  # the LLM layer is optional for the pure logic
+        return
+    register_setting(
+        "context_window",
+        _parse_window,
+        None,
+        "the sub-model's context window in tokens (default: the local model's, else "
+        f"{DEFAULT_WINDOW_TOKENS:,})",
+    )
+
+
+def window_tokens(config: object) -> int:
+    """The window the prompt states: the `context_window` setting, else the local model's, else 128K."""
+    extra = getattr(config, "extra", None) or {}
+    if extra.get("context_window"):
+        return int(extra["context_window"])
+    if getattr(config, "provider", None) == "local":
+        try:
+            from rlm_kernel.llm import local
+
+            server = local.local_server()
+            tokens = getattr(server, "n_ctx", None) if server is not None else None
+            if not tokens:
+                size = getattr(local, "context_size", None) or getattr(local, "_context_size", None)
+                tokens = size() if callable(size) else None
+            return int(tokens) if tokens else _LOCAL_FALLBACK_TOKENS
+        except Exception:  # noqa: BLE001 - a prompt line must never break a run
+            return _LOCAL_FALLBACK_TOKENS
+    return DEFAULT_WINDOW_TOKENS
 
 
 def describe_context(value: object, preview_chars: int = 500, files: dict | None = None) -> str:
@@ -75,5 +168,6 @@ def context_message(question: str, value: object, preview_chars: int = 500, file
     return (
         f"{describe_context(value, preview_chars, files)}\n\n"
         f"Question: {question}\n\n"
-        "Start by looking at the context (it is in the variable `context`). Reply with one ```repl block."
+        "Start by looking at the context with code (it is in the variable `context`; search it for the "
+        "question's key words). Reply with a ```repl block."
     )

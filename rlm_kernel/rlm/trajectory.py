@@ -47,6 +47,8 @@ class ChildCall:
     model: str | None = None
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
+    saw_context: bool = False
+    """Whether the call's prompt contained part of the run's `context` (what the FINAL gate counts)."""
 
 
 @dataclass

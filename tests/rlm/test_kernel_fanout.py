@@ -133,7 +133,9 @@ def widget_states(messages: list[dict]) -> dict[str, dict]:
     return states
 
 
-RUN = Script(root=[repl("a = llm_query('check this')\nFINAL(a)")], child=child)
+# the sub-call carries the context (the FINAL gate counts only those); with nothing loaded, or with 'abc',
+# the child's answer has the same number of words
+RUN = Script(root=[repl("a = llm_query(context + 'check this')\nFINAL(a)")], child=child)
 
 
 def run_budget_line(server: LLMTestServer) -> str:

@@ -95,13 +95,24 @@ def test_rlm_magic_full_run_with_live_display_and_exports(served, kernel: Kernel
 
 def test_final_rejected_before_child_call_both_forms(served, kernel: KernelHarness) -> None:
     s = script(
-        served, Script(root=["Easy.\nFINAL(42)", repl("FINAL(42)"), repl("v = llm_query('ok?')\nFINAL(42)")])
+        served,
+        Script(
+            root=[
+                "Easy.\nFINAL(42)",
+                repl("FINAL(42)"),
+                repl("v = llm_query('ok?')\nFINAL(42)"),  # a sub-call without the context does not count
+                repl("v = llm_query('ok? ' + context)\nFINAL(42)"),
+            ]
+        ),
     )
     ok(kernel, "import json\nr = rlm_run('What is it?', context='some text')")
-    assert probe(kernel, "[r.termination, r.answer, r.iterations]") == ["final", "42", 3]
+    assert probe(kernel, "[r.termination, r.answer, r.iterations]") == ["final", "42", 4]
     notes = probe(kernel, "[t.note for t in r.trajectory]")
-    assert "rejected" in notes[0] and "rejected" in notes[1] and notes[2] == ""
-    assert "rejected" in s.root_prompts[1] and "rejected" in s.root_prompts[2]
+    assert all("rejected" in n for n in notes[:3]) and notes[3] == ""
+    assert "did not include any of `context`" in notes[2]
+    feedback = probe(kernel, "[t.feedback for t in r.trajectory]")
+    assert [f.count("rejected") for f in feedback[:3]] == [1, 1, 1]  # fed back once per turn
+    assert all(f in p for f, p in zip(feedback[:3], s.root_prompts[1:4], strict=True))
 
 
 def test_limits_iterations_and_no_code(served, kernel: KernelHarness) -> None:
@@ -115,17 +126,18 @@ def test_limits_iterations_and_no_code(served, kernel: KernelHarness) -> None:
 
 def test_exception_fed_back_run_continues(served, kernel: KernelHarness) -> None:
     s = script(
-        served, Script(root=[repl("d = {}\nd['missing']"), repl("y = llm_query('hi')"), "FINAL_VAR(y)"])
+        served,
+        Script(root=[repl("d = {}\nd['missing']"), repl("y = llm_query('hi ' + context)"), "FINAL_VAR(y)"]),
     )
     ok(kernel, "import json\nr = rlm_run('q', context='abc')")
-    assert probe(kernel, "[r.termination, r.answer]") == ["final", "child answer to: hi"]
+    assert probe(kernel, "[r.termination, r.answer]") == ["final", "child answer to: hi abc"]
     assert "KeyError" in probe(kernel, "r.trajectory[0].error") and "KeyError" in s.root_prompts[1]
 
 
 def test_depth_cap_degrades_to_llm_query(served, kernel: KernelHarness) -> None:
-    script(served, Script(root=[repl("a = rlm_query('sub task')"), "FINAL_VAR(a)"]))
+    script(served, Script(root=[repl("a = rlm_query('sub task ' + context)"), "FINAL_VAR(a)"]))
     ok(kernel, "import json\nr = rlm_run('q', context='abc', max_depth=1)")
-    assert probe(kernel, "[r.termination, r.answer]") == ["final", "child answer to: sub task"]
+    assert probe(kernel, "[r.termination, r.answer]") == ["final", "child answer to: sub task abc"]
     assert probe(kernel, "[c.kind for c in r.trajectory[0].calls]") == ["llm_query"]
     assert not any("The task is in `context`" in r.prompt for r in served[0].requests)
 
@@ -183,7 +195,10 @@ def test_interrupt_during_run(served, kernel: KernelHarness) -> None:
 
 
 def test_shared_mode_uses_the_notebook_namespace(served, kernel: KernelHarness) -> None:
-    script(served, Script(root=[repl("doubled = base * 2\nv = llm_query('ok')"), "FINAL_VAR(doubled)"]))
+    script(
+        served,
+        Script(root=[repl("doubled = base * 2\nv = llm_query('ok ' + context)"), "FINAL_VAR(doubled)"]),
+    )
     ok(kernel, "import json\nbase = 21\nload_context('shared context')")
     ok(kernel, "%%rlm --shared\nDouble it")
     assert probe(kernel, "[rlm_result.termination, rlm_result.answer, doubled]") == ["final", "42", 42]

@@ -57,13 +57,18 @@ def test_final_rejected_before_a_child_call_both_forms(client_on_server: LLMTest
         root=[
             "I know it.\nFINAL(2000)",
             repl("FINAL('2000')"),
-            repl("check = llm_query('is 2000 right?')\nFINAL('2000')"),
+            repl("check = llm_query('is 2000 right?')\nFINAL('2000')"),  # no context in the call
+            repl("check = llm_query('is 2000 right? ' + context[:100])\nFINAL('2000')"),
         ]
     )
     result = run(client_on_server, script)
-    assert result.termination == "final" and result.answer == "2000" and result.iterations == 3
-    assert "rejected" in result.trajectory[0].note and "rejected" in result.trajectory[1].note
-    assert "rejected" in script.root_prompts[1] and "rejected" in script.root_prompts[2]
+    assert result.termination == "final" and result.answer == "2000" and result.iterations == 4
+    assert all("rejected" in t.note for t in result.trajectory[:3])
+    assert "did not include any of `context`" in result.trajectory[2].note
+    # the rejection is fed back once (it used to be printed into the output and repeated in the notes)
+    assert [t.feedback.count("rejected") for t in result.trajectory[:3]] == [1, 1, 1]
+    assert all(t.feedback in p for t, p in zip(result.trajectory, script.root_prompts[1:], strict=False))
+    assert "rejected" not in result.trajectory[1].stdout
 
 
 def test_max_iterations(client_on_server: LLMTestServer) -> None:
@@ -81,12 +86,14 @@ def test_no_code_turns(client_on_server: LLMTestServer) -> None:
 
 
 def test_exception_fed_back_and_run_continues(client_on_server: LLMTestServer) -> None:
-    script = Script(root=[repl("x = 1/0"), repl("y = llm_query('hi')\nprint('after', y)"), "FINAL_VAR(y)"])
+    script = Script(
+        root=[repl("x = 1/0"), repl("y = llm_query('hi ' + context[:60])\nprint('after', y)"), "FINAL_VAR(y)"]
+    )
     result = run(client_on_server, script)
     assert result.termination == "final"
     assert "ZeroDivisionError" in result.trajectory[0].error
     assert "ZeroDivisionError" in script.root_prompts[1]
-    assert result.answer == "child answer to: hi"
+    assert result.answer == "child answer to: " + ("hi " + CORPUS[:60])[:60]
 
 
 def test_sandbox_refusal_fed_back(client_on_server: LLMTestServer) -> None:
@@ -98,9 +105,11 @@ def test_sandbox_refusal_fed_back(client_on_server: LLMTestServer) -> None:
 
 
 def test_depth_cap_degrades_to_llm_query(client_on_server: LLMTestServer) -> None:
-    script = Script(root=[repl("a = rlm_query('sub task')"), "FINAL_VAR(a)"])
+    script = Script(root=[repl("a = rlm_query('sub task ' + context[:60])"), "FINAL_VAR(a)"])
     result = run(client_on_server, script, max_depth=1)
-    assert result.termination == "final" and result.answer == "child answer to: sub task"
+    assert (
+        result.termination == "final" and result.answer == "child answer to: " + ("sub task " + CORPUS)[:60]
+    )
     assert [c.kind for c in result.trajectory[0].calls] == ["llm_query"]
     assert all("The task is in `context`" not in r.prompt for r in client_on_server.requests)
 
@@ -117,18 +126,18 @@ def test_exports(client_on_server: LLMTestServer, tmp_path, monkeypatch) -> None
     monkeypatch.chdir(tmp_path)
     ctxmod.set_allowed_roots([tmp_path])
     try:
-        result = run(client_on_server, Script(root=[repl("q = llm_query('x')\nprint(q)"), "FINAL_VAR(q)"]))
+        code = "q = llm_query('x ' + context[:60])\nprint(q)"
+        result = run(client_on_server, Script(root=[repl(code), "FINAL_VAR(q)"]))
         result.to_jsonl("run.jsonl")
         lines = [json.loads(x) for x in (tmp_path / "run.jsonl").read_text().splitlines()]
         assert lines[0]["type"] == "run" and lines[0]["termination"] == "final" and len(lines) == 3
-        assert (
-            lines[1]["code"] == "q = llm_query('x')\nprint(q)" and lines[1]["calls"][0]["kind"] == "llm_query"
-        )
+        assert lines[1]["code"] == code and lines[1]["calls"][0]["kind"] == "llm_query"
+        assert lines[1]["calls"][0]["saw_context"] is True
         result.save("run.ipynb")
         nb = nbformat.read(tmp_path / "run.ipynb", as_version=4)
-        code = [c for c in nb.cells if c.cell_type == "code"]
-        assert [c.source for c in code] == ["q = llm_query('x')\nprint(q)"]
-        assert "child answer to: x" in code[0].outputs[0]["text"]
+        cells = [c for c in nb.cells if c.cell_type == "code"]
+        assert [c.source for c in cells] == [code]
+        assert "child answer to: x" in cells[0].outputs[0]["text"]
         with pytest.raises(Exception, match="file exists; pass overwrite=True"):
             result.save("run.ipynb")
         result.save("run.ipynb", overwrite=True)
@@ -171,7 +180,8 @@ def test_rlm_query_batched_keeps_successes(client_on_server: LLMTestServer) -> N
     script = Script(
         root=[
             repl(
-                "try:\n    got = rlm_query_batched(['task one', 'task two', 'task three'])\n"
+                "tasks = [t + ' ' + context[:60] for t in ('task one', 'task two', 'task three')]\n"
+                "try:\n    got = rlm_query_batched(tasks)\n"
                 "except QueryBatchError as e:\n    got = e.results\n    why = e.errors"
             ),
             "FINAL_VAR(got)",
@@ -188,9 +198,8 @@ def test_rlm_query_batched_keeps_successes(client_on_server: LLMTestServer) -> N
     result = run(client_on_server, script)
     assert result.termination == "final"
     got = result.namespace["got"]
-    assert (
-        got[0] == "child answer to: task one" and got[1] is None and got[2] == "child answer to: task three"
-    )
+    assert got[0].startswith("child answer to: task one word0") and got[1] is None
+    assert got[2].startswith("child answer to: task three word0")
     assert "no_code" in result.namespace["why"][1]
     assert [c.ok for c in result.trajectory[0].calls] == [True, False, True]
 

@@ -1,0 +1,230 @@
+"""The FINAL gate, the loop's hints and the stated window: scripted root replies against the real sandbox and
+the real client on the local test server (issue 17 items 11 and 12)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+from rlm_kernel import llm
+from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl.state import RunOptions
+from rlm_kernel.rlm.gate import answer_in_output, block_facts, shares_text
+from rlm_kernel.rlm.loop import run_rlm
+from tests.llm_server import LLMTestServer
+from tests.rlm.script import Script, repl
+
+LINES = "\n".join(f"line {i}: {'ERROR disk full' if i % 7 == 0 else 'ok'}" for i in range(1, 701))
+ERRORS = sum(1 for i in range(1, 701) if i % 7 == 0)  # 100
+
+
+def run(server: LLMTestServer, script: Script, question: str = "How many ERROR lines?", **options: object):
+    server.reply_with(script)
+    return run_rlm(question, ctxmod.load(LINES, kind="text"), options=RunOptions(**options))
+
+
+# -- the gate ----------
+
+
+def test_a_count_computed_by_code_is_accepted_without_a_sub_call(client_on_server: LLMTestServer) -> None:
+    script = Script(root=[repl("n = sum('ERROR' in line for line in context.splitlines())\nFINAL(n)")])
+    result = run(client_on_server, script)
+    assert result.termination == "final" and result.answer == str(ERRORS) and result.iterations == 1
+    assert result.calls == 1  # the root turn only
+
+
+def test_a_printed_answer_is_accepted_in_prose(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[
+            repl("print(sum('ERROR' in line for line in context.splitlines()))"),
+            f"The count is {ERRORS}.\nFINAL(There are {ERRORS} ERROR lines.)",
+        ]
+    )
+    result = run(client_on_server, script)
+    assert result.termination == "final" and result.answer == f"There are {ERRORS} ERROR lines."
+
+
+def test_a_guess_is_rejected_even_after_reading_context(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[
+            repl("print(context[:40])"),
+            "FINAL(42)",  # never printed by code
+            repl("FINAL('42')"),  # a literal, not computed
+            repl("ok = llm_query('Is this about disks? ' + context[:200])\nFINAL('42')"),
+        ]
+    )
+    result = run(client_on_server, script)
+    assert result.termination == "final" and result.iterations == 4
+    assert "rejected" in result.trajectory[1].note and "rejected" in result.trajectory[2].note
+    assert result.trajectory[3].calls[0].saw_context is True
+
+
+def test_a_sub_call_without_context_does_not_open_the_gate(client_on_server: LLMTestServer) -> None:
+    script = Script(root=[repl("a = llm_query('How many ERROR lines?')\nFINAL(a)")], child=lambda rec: "12")
+    result = run(client_on_server, script, max_iterations=1)
+    assert result.termination == "max_iterations"
+    turn = result.trajectory[0]
+    assert turn.calls[0].saw_context is False and "did not include any of `context`" in turn.note
+    assert "did not include any of `context`" in turn.feedback
+
+
+def test_a_sub_call_quoting_the_question_does_not_open_the_gate(client_on_server: LLMTestServer) -> None:
+    # the question repeats words of the context ("ERROR disk full"); quoting it is not reading the context
+    question = "How many lines say ERROR disk full in this log?"
+    script = Script(root=[repl(f"a = llm_query({question!r})\nFINAL(a)")], child=lambda rec: "12")
+    result = run(client_on_server, script, question=question, max_iterations=1)
+    turn = result.trajectory[0]
+    assert result.termination == "max_iterations" and turn.calls[0].saw_context is False
+    assert "had none of `context` in it" in turn.feedback
+
+
+def test_printing_a_literal_answer_is_not_evidence(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[
+            repl("print(context[:30])"),
+            repl("print('The answer is 4242')"),  # the model's own words, printed
+            "FINAL(4242)",
+        ]
+    )
+    result = run(client_on_server, script, max_iterations=3)
+    assert result.termination == "max_iterations" and "rejected" in result.trajectory[2].note
+    assert "You printed your answer as text" in result.trajectory[1].feedback
+    assert "FINAL('The answer is 4242')" in result.trajectory[1].feedback
+
+
+def test_prose_final_naming_a_variable_gives_its_value(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[repl("count = sum('ERROR' in line for line in context.splitlines())"), "Done.\nFINAL(count)"]
+    )
+    result = run(client_on_server, script)
+    assert result.termination == "final" and result.answer == str(ERRORS)
+
+
+def test_shares_text_and_answer_in_output() -> None:
+    source = LINES
+    assert shares_text("Summarise: " + source[1000:1400] + " thanks", source)
+    assert not shares_text("How many ERROR lines are there in the log?", source)
+    assert shares_text("abc?", "abc") and not shares_text("xyz", "abc")
+    assert answer_in_output("100", "count: 100\n") and not answer_in_output("10", "count: 100\n")
+    assert answer_in_output("There are 1,200 lines.", "1200")
+    assert not answer_in_output("seven", "eight")
+    assert block_facts("n = len(ctx)\nFINAL(n)") == (True, False)
+    assert block_facts("FINAL('x')") == (False, True)
+    assert block_facts("FINAL(f'{n}')") == (False, False)
+
+
+# -- running blocks ----------
+
+
+def test_every_repl_block_runs_in_order_stopping_at_a_final(client_on_server: LLMTestServer) -> None:
+    reply = (
+        "```repl\na = 1\nprint('one')\n```\n```repl\nb = a + 1\nprint('two')\n```\n"
+        "```repl\nn = sum('ERROR' in x for x in context.splitlines())\nFINAL(n)\n```\n```repl\nc = 3\n```"
+    )
+    result = run(client_on_server, Script(root=[reply]))
+    assert result.termination == "final" and result.answer == str(ERRORS)
+    assert result.namespace["b"] == 2 and "c" not in result.namespace
+    assert "[block 1 of 4]\none" in result.trajectory[0].stdout and "two" in result.trajectory[0].stdout
+
+
+def test_a_failing_block_stops_the_rest_and_says_so(client_on_server: LLMTestServer) -> None:
+    reply = "```repl\nx = 1/0\n```\n```repl\ny = 2\n```"
+    result = run(client_on_server, Script(root=[reply]), max_iterations=1)
+    turn = result.trajectory[0]
+    assert "ZeroDivisionError" in turn.error and "y" not in result.namespace
+    assert "the 1 block(s) after it did not run" in turn.feedback
+
+
+def test_a_python_block_beside_a_repl_block_is_reported(client_on_server: LLMTestServer) -> None:
+    reply = "```python\nignored = True\n```\n```repl\nran = True\n```"
+    result = run(client_on_server, Script(root=[reply]), max_iterations=1)
+    assert result.namespace["ran"] is True and "ignored" not in result.namespace
+    assert "Ignored 1 python block: only ```repl blocks ran" in result.trajectory[0].feedback
+
+
+# -- hints ----------
+
+
+def test_a_repeated_block_gets_a_hint(client_on_server: LLMTestServer) -> None:
+    code = "print(len(context.splitlines()))"
+    result = run(client_on_server, Script(root=[repl(code), repl(code + "  ")]), max_iterations=2)
+    first, second = result.trajectory
+    assert "same as the one in turn" not in first.feedback
+    assert "This block is the same as the one in turn 1" in second.feedback
+
+
+def test_short_output_after_reading_context_suggests_final(client_on_server: LLMTestServer) -> None:
+    script = Script(root=[repl("x = 1\nprint('hello')"), repl("print(len(context.splitlines()))")])
+    result = run(client_on_server, script, max_iterations=2)
+    first, second = result.trajectory
+    assert "If this output answers the question" not in first.feedback  # no context read yet
+    hint = "If this output answers the question, reply with just:\n```repl\nFINAL('700')\n```"
+    assert hint in second.feedback
+    assert second.feedback.rstrip().endswith("for a variable holding the answer).")  # hints come last
+
+
+# -- the prompt's window ----------
+
+
+def test_the_prompt_states_the_configured_window(
+    client_on_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(client_on_server, Script(root=[repl("FINAL(len(context))")]))
+    system = client_on_server.requests[0].prompt
+    assert "window is 128,000 tokens" in system and "100k" not in system
+    monkeypatch.setenv("RLM_CONTEXT_WINDOW", "16384")
+    llm.reset_client()
+    client_on_server.reset()
+    run(client_on_server, Script(root=[repl("FINAL(len(context))")]))
+    assert "window is 16,384 tokens: one call reads at most about 44,580 characters" in (
+        client_on_server.requests[0].prompt
+    )
+
+
+def test_bad_window_setting_is_refused(
+    client_on_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLM_CONTEXT_WINDOW", "lots")
+    llm.reset_client()
+    with pytest.raises(Exception, match="invalid LLM setting .context_window. = .lots."):
+        llm.get_client()
+
+
+# -- item 12 ----------
+
+
+def test_jsonl_header_records_the_resolved_root_model(
+    client_on_server: LLMTestServer, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    ctxmod.set_allowed_roots([tmp_path])
+    try:
+        result = run(client_on_server, Script(root=[repl("FINAL(len(context))")]))
+        assert result.model == "test-model"
+        result.to_jsonl("run.jsonl")
+        head = json.loads((tmp_path / "run.jsonl").read_text().splitlines()[0])
+        assert head["model"] == "test-model"
+    finally:
+        ctxmod.set_allowed_roots(None)
+
+
+def test_unknown_price_warns_once_per_model_across_cache_hits(
+    client_on_server: LLMTestServer, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlm_kernel.llm import pricing
+
+    monkeypatch.setenv("RLM_CACHE", "readwrite")
+    monkeypatch.setenv("RLM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(pricing, "_warned", set())
+    llm.reset_client()
+    client_on_server.reply_with(lambda rec: "hi")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        client = llm.get_client()
+        for _ in range(3):  # a call, then cache hits
+            client.complete("same prompt")
+    assert [
+        str(w.message).count("test-model") for w in seen if w.category is pricing.UnknownPriceWarning
+    ] == [1]
