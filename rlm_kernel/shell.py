@@ -272,6 +272,15 @@ class RLMShell(ZMQInteractiveShell):
                 setattr(result, attr, _stand_in(name, text))
         return result
 
+    def _format_exception_for_storage(
+        self, exception: BaseException, filename: str | None = None, running_compiled_code: bool = False
+    ) -> dict[str, Any]:
+        """What IPython's history keeps of a cell's error: the text already shown (capped, computed under the
+        cell's limits). IPython would render the cell's exception object again here, after the cell ended —
+        running a cell-defined `__str__` outside its limits."""
+        name, text = self._rlm_last_error or (type(exception).__name__, "")
+        return {"ename": name, "evalue": text, "traceback": []}
+
     def _repair_namespace(self) -> None:
         fixed = repair_namespace(self.user_ns, self.sandbox_session)
         self._install_hidden_helpers()

@@ -47,9 +47,10 @@ def raw_import(name):
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KernelHarness, Path]]:
     outside = tmp_path_factory.mktemp("outside")
     (outside / "secret.txt").write_text(FILE_TEXT + "\n")
-    startup = outside / "startup.py"
-    startup.write_text(STARTUP)
     cwd = tmp_path_factory.mktemp("notebook")
+    # inside the roots: the OS layer (Landlock) lets the kernel read nothing outside them, startup files included
+    startup = cwd / "startup.py"
+    startup.write_text(STARTUP)
     (cwd / "data.txt").write_text("hello from the roots\n")
     harness = KernelHarness(
         env={CANARY_ENV_VAR: CANARY_VALUE, "RLM_CPU_SECONDS": "10"},

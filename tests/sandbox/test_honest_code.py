@@ -10,7 +10,15 @@ import ast
 
 import pytest
 
-from rlm_kernel.sandbox import SandboxError, SandboxSession, new_namespace, restrict_ast, run_source
+from rlm_kernel.sandbox import (
+    SandboxError,
+    SandboxSession,
+    cell_limits,
+    new_namespace,
+    register_sandboxed_filename,
+    restrict_ast,
+    run_source,
+)
 from rlm_kernel.sandbox.errors import (
     SandboxAttributeError,
     SandboxTypeError,
@@ -28,8 +36,10 @@ def name_error(session: SandboxSession, source: str) -> str:
     the root loop's recorded prompts stay as they were; the kernel's tracebacks add them)."""
     ns = new_namespace(session)
     tree = restrict_ast(ast.parse(source), filename="<suggest-test>", limits=session.limits)
-    with pytest.raises(NameError) as info:
-        exec(compile(tree, "<suggest-test>", "exec"), ns)  # noqa: S102 - restricted code under test
+    register_sandboxed_filename("<suggest-test>")
+    code = compile(tree, "<suggest-test>", "exec")
+    with pytest.raises(NameError) as info, cell_limits(session):  # cell code runs only inside a cell
+        exec(code, ns)  # noqa: S102 - restricted code under test
     add_name_suggestion(info.value)
     return str(info.value)
 
