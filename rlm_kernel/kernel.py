@@ -113,6 +113,15 @@ class RLMKernel(IPythonKernel):
         marker = self.shell.sandbox_session.backstop_marker
         self._restart_note = consume_backstop_note(marker) if marker else None
 
+    async def _progressively_terminate_all_children(self) -> None:
+        """ipykernel lists the kernel's children through /proc at shutdown; under the OS layer /proc is not
+        readable (Landlock), which ipykernel would log as an error with a traceback. The kernel's only
+        children — the broker's supervisor and its brokers — exit on their own when its socket closes."""
+        try:
+            await super()._progressively_terminate_all_children()
+        except PermissionError:
+            pass
+
     @property
     def banner(self) -> str:  # type: ignore[override]
         """The fixed text, plus the LLM layer's note when the offline model is (or should be) in use."""
