@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl import corpus as corpusmod
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.state import ReplState
 from rlm_kernel.rlm.trajectory import ChildCall, Usage
@@ -22,6 +23,7 @@ __all__ = ["CONTEXT_NAMES", "HELPER_NAMES", "build_helpers", "set_context"]
 
 HELPER_NAMES = (
     "load_context",
+    "load_corpus",
     "llm_query",
     "llm_query_batched",
     "rlm_query",
@@ -441,6 +443,19 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         set_context(state, ns, loaded)
         return loaded.summary()
 
+    def load_corpus(source: object, partition_mb: float = corpusmod.DEFAULT_PARTITION_MB):
+        """A Corpus of the text files of a directory, glob or file, read a partition at a time.
+
+        load_corpus(source, partition_mb=16) -> Corpus
+        For data bigger than memory: pass it to find_relevant(corpus, query) or map_reduce(corpus, ...),
+        which read one partition (about partition_mb MiB) at a time — on the Dask cluster when the kernel
+        was started with RLM_DASK_SCHEDULER. Only paths under the allowed roots are read, as for load_context.
+        """
+        try:
+            return corpusmod.load_corpus(source, partition_mb)
+        except ContextError as err:
+            raise ContextError(str(err)) from None
+
     def rlm_run(question: str, context: object = None, **options: object):
         """Run the autonomous root loop on `question`; returns an RLMResult.
 
@@ -462,6 +477,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
 
     helpers = {
         "load_context": load_context,
+        "load_corpus": load_corpus,
         "llm_query": llm_query,
         "llm_query_batched": llm_query_batched,
         "rlm_query": rlm_query,
