@@ -19,6 +19,8 @@ __all__ = [
     "Corpus",
     "Partition",
     "partition_parts",
+    "plain_int",
+    "plain_str",
     "partition_text",
     "partition_top",
     "partitions_of",
@@ -72,6 +74,17 @@ def partitions_of(corpus: Corpus, helper: str) -> tuple[Partition, ...]:
             f"{helper}: this Corpus was not made by load_corpus(); load one with load_corpus('data/*.txt')"
         )
     return parts
+
+
+def plain_str(value: str) -> str:
+    """An exact `str` copy of a str (subclass) without calling its methods: what is sent to workers must not
+    be a cell's class, which pickling could carry (and run) off the kernel."""
+    return "".join([value])
+
+
+def plain_int(value: int) -> int:
+    """An exact `int` of an int (subclass) without calling its methods (see `plain_str`)."""
+    return int.__int__(value)
 
 
 # -- text work on one partition (runs in the kernel or on a Dask worker) -------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from rlm_kernel.analysis.corpus import Corpus, partition_top, partitions_of
+from rlm_kernel.analysis.corpus import Corpus, partition_top, partitions_of, plain_int, plain_str
 from rlm_kernel.analysis.errors import AnalysisInputError, FindRelevantError
 from rlm_kernel.analysis.executor import imap
 from rlm_kernel.analysis.llm_calls import BatchFailure, complete_batch
@@ -59,6 +59,7 @@ def find_relevant(
 def _find_in_corpus(corpus: Corpus, query: str, top_k: int, use_llm_scoring: bool) -> list[tuple[str, float]]:
     parts = partitions_of(corpus, "find_relevant")
     _check("", query, top_k, use_llm_scoring)
+    query, top_k = plain_str(query), plain_int(top_k)
     if top_k == 0 or not query.strip():
         return []
     pool_size = min(LLM_POOL_MAX, max(top_k * 2 + 1, LLM_POOL_MIN)) if use_llm_scoring else top_k

@@ -6,7 +6,7 @@ Map calls use the batched path with role "map", reduce calls role "synthesis" (w
 from __future__ import annotations
 
 from rlm_kernel.analysis.chunking import split_even
-from rlm_kernel.analysis.corpus import Corpus, partition_parts, partitions_of
+from rlm_kernel.analysis.corpus import Corpus, partition_parts, partitions_of, plain_int
 from rlm_kernel.analysis.errors import AnalysisInputError, MapReduceError
 from rlm_kernel.analysis.executor import imap
 from rlm_kernel.analysis.llm_calls import BatchFailure, complete_batch
@@ -80,6 +80,7 @@ def map_reduce(
 def _map_reduce_corpus(corpus: Corpus, map_prompt: str, reduce_prompt: str, n_chunks: int, model: str) -> str:
     parts = partitions_of(corpus, "map_reduce")
     _check("", map_prompt, reduce_prompt, n_chunks, model)
+    n_chunks = plain_int(n_chunks)
     per_partition = max(1, -(-n_chunks // max(len(parts), 1)))
     results: list[str | None] = []
     for index, texts in enumerate(imap(partition_parts, parts, per_partition, MAX_CHUNK_CHARS), start=1):

@@ -119,3 +119,36 @@ def test_load_corpus_keeps_to_the_allowed_roots(
         load_corpus(str(roots / "*.none"))
     with pytest.raises(ContextError, match="partition_mb"):
         load_corpus(str(roots), partition_mb=0)
+
+
+def test_only_plain_values_are_sent_to_partition_work(
+    roots: Path, monkeypatch: pytest.MonkeyPatch, session_llm: LLMTestServer
+) -> None:
+    """A cell's str/int subclass never reaches the executor (pickling could carry a cell class to workers)."""
+    import sys
+
+    from rlm_kernel.analysis import executor
+
+    fr, mr = (sys.modules[f"rlm_kernel.analysis.{name}"] for name in ("find_relevant", "map_reduce"))
+
+    class Sneaky(str):
+        def __reduce__(self):  # would run on unpickling
+            raise AssertionError("a cell's class was pickled")
+
+    class Number(int):
+        def __mul__(self, other):  # noqa: ANN001
+            raise AssertionError("a cell's method ran")
+
+    seen: list[tuple] = []
+
+    def recording_imap(fn, items, *args, window=0):  # noqa: ANN001, ANN202
+        seen.append(args)
+        return executor.imap(fn, items, *args, window=window)
+
+    monkeypatch.setattr(fr, "imap", recording_imap)
+    monkeypatch.setattr(mr, "imap", recording_imap)
+    write_corpus(roots, files=2, lines=100)
+    corpus = load_corpus(str(roots))
+    find_relevant(corpus, Sneaky("alpha"), top_k=Number(2))
+    map_reduce(corpus, "m", "r", n_chunks=Number(3))
+    assert seen and all(type(a) in (str, int) for args in seen for a in args), seen
