@@ -92,4 +92,6 @@ def test_corpus_bigger_than_the_kernel_memory_limit_on_a_dask_cluster(corpus_dir
             assert r.ok, r
             assert NEEDLE in r.result
             peak = peak_rss_mb(k.km.provisioner.process.pid)
-    assert peak < limit_mb, f"kernel peak RSS {peak:.0f} MB, limit {limit_mb} MB, corpus {size_mb:.0f} MB"
+    figures = f"kernel peak RSS {peak:.0f} MB, limit {limit_mb} MB, corpus {size_mb:.0f} MB"
+    print(figures)  # shown with -rP
+    assert peak < limit_mb, figures
