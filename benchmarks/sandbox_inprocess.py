@@ -13,7 +13,7 @@ import ast
 import statistics
 import time
 
-from rlm_kernel.sandbox import Limits, SandboxSession, new_namespace, restrict_ast
+from rlm_kernel.sandbox import Limits, SandboxSession, cell_limits, new_namespace, restrict_ast
 
 CASES = {
     "empty loop": "for i in range(N):\n    pass",
@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("cases", nargs="*", help=f"any of: {', '.join(CASES)}")
     args = parser.parse_args()
-    session = SandboxSession(Limits())
+    session = SandboxSession(Limits(cpu_seconds=600, wall_seconds=600, cpu_backstop_seconds=0, memory_mb=0))
     for name, source in CASES.items():
         if args.cases and name not in args.cases:
             continue
@@ -61,9 +61,10 @@ def main() -> None:
             a.append(time.perf_counter() - t0)
             ns = new_namespace(session)
             ns["N"] = args.n
-            t0 = time.perf_counter()
-            exec(restricted, ns)  # noqa: S102 - restricted code
-            b.append(time.perf_counter() - t0)
+            with cell_limits(session):  # as the kernel runs cells (cell code refuses to run outside them)
+                t0 = time.perf_counter()
+                exec(restricted, ns)  # noqa: S102 - restricted code
+                b.append(time.perf_counter() - t0)
         ma, mb = statistics.median(a), statistics.median(b)
         print(
             f"{name:20s} plain {ma * 1e3:7.1f} ms  sandbox {mb * 1e3:7.1f} ms  "

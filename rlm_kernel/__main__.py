@@ -1,6 +1,9 @@
-"""`python -m rlm_kernel -f CONNECTION_FILE`: launch the rlm kernel.
+"""`python -m rlm_kernel -f CONNECTION_FILE`: launch the rlm kernel, with its LLM broker.
 
-API keys in the environment reach a fresh process image through a pipe, so `/proc/self/environ` is clean.
+The launcher forks the broker supervisor while the environment still holds the API keys, starts the first
+broker, then re-executes itself as the kernel without any key: the kernel gets the broker's socket and the
+*names* of the keys (it holds references to them), so neither `/proc/self/environ` nor its memory has a key.
+The process is then confined by the OS (Landlock, seccomp) before ipykernel starts any thread.
 """
 
 from __future__ import annotations
@@ -11,11 +14,20 @@ import sys
 
 from rlm_kernel import secrets
 
-__all__ = ["main"]
+__all__ = ["kernel_calls_models", "main"]
+
+
+def kernel_calls_models() -> bool:
+    """True when this kernel makes its own model calls: no broker could be started (the launcher then kept
+    the keys in the kernel). With a broker — the normal case — the kernel needs no network, no cache and no
+    programs, and the OS layer gives it none."""
+    from rlm_kernel.broker.supervisor import CONTROL_FD_VAR
+
+    return CONTROL_FD_VAR not in os.environ
 
 
 def _reexec_without_secrets() -> None:
-    """If the environment holds API keys, re-exec this command without them, passing them over a pipe."""
+    """Fallback when no broker can be started: re-exec without the keys, passing them over a pipe."""
     env = dict(os.environ)
     taken = {name: env.pop(name) for name in list(env) if secrets.is_secret_name(name)}
     if not taken:
@@ -30,25 +42,114 @@ def _reexec_without_secrets() -> None:
     os.close(write_fd)
     os.set_inheritable(read_fd, True)
     env[secrets.SECRETS_FD_VAR] = str(read_fd)
+    _exec(env)
+
+
+def _exec(env: dict[str, str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     # sys.orig_argv keeps interpreter options (-X ..., -W ...) as well as `-m rlm_kernel -f FILE`
     os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
 
 
+def _start_broker_and_reexec() -> None:
+    """Start the broker (it keeps the keys), then become the kernel without them."""
+    from rlm_kernel.broker.supervisor import (
+        BROKER_FD_VAR,
+        BROKER_PID_VAR,
+        CONTROL_FD_VAR,
+        KEY_NAMES_VAR,
+        request_broker,
+        start_supervisor,
+    )
+
+    try:
+        control = start_supervisor()
+        sock, pid = request_broker(control)
+    except OSError as exc:
+        print(f"rlm-kernel: could not start the LLM broker ({exc}); keys stay in the kernel", file=sys.stderr)
+        _reexec_without_secrets()
+        return
+    env = dict(os.environ)
+    names = sorted(name for name in env if secrets.is_secret_name(name))
+    for name in names:
+        del env[name]
+    control.set_inheritable(True)
+    sock.set_inheritable(True)
+    env[CONTROL_FD_VAR] = str(control.fileno())
+    env[BROKER_FD_VAR] = str(sock.fileno())
+    env[BROKER_PID_VAR] = str(pid)
+    env[KEY_NAMES_VAR] = ",".join(names)
+    _exec(env)
+
+
+def _adopt_broker() -> None:
+    """In the re-executed kernel: take the broker's sockets; hold each key name as a reference only."""
+    from rlm_kernel.broker.supervisor import key_ref, take_handover
+
+    for name in take_handover():
+        secrets.set_secret(name, key_ref(name))
+
+
 def main() -> None:
-    """Move secrets out of the environment, then start the kernel application."""
-    if secrets.SECRETS_FD_VAR in os.environ:
+    """Start the broker and drop the keys (first run), or adopt the broker (re-executed), then the kernel."""
+    from rlm_kernel.broker.supervisor import CONTROL_FD_VAR
+
+    calls_models = kernel_calls_models()  # before the hand-over takes the broker's variables
+    if CONTROL_FD_VAR in os.environ:
+        _adopt_broker()
+    elif secrets.SECRETS_FD_VAR in os.environ:
         secrets.load_secrets_from_fd()
     else:
-        _reexec_without_secrets()
+        _start_broker_and_reexec()
     secrets.take_secrets_from_environ()
 
     from ipykernel.kernelapp import IPKernelApp
 
+    _confine_before_threads(calls_models)
     from rlm_kernel.kernel import RLMKernel
 
-    IPKernelApp.launch_instance(kernel_class=RLMKernel)
+    app = IPKernelApp.instance(kernel_class=RLMKernel)
+    app.initialize()
+    _confine_sockets_after_startup()
+    app.start()
+
+
+def _connection_file(argv: list[str]) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == "-f" and i + 1 < len(argv):
+            return os.path.abspath(argv[i + 1])
+        for prefix in ("-f=", "--f=", "--IPKernelApp.connection_file=", "--connection-file="):
+            if arg.startswith(prefix):
+                return os.path.abspath(arg[len(prefix) :])
+    return None
+
+
+def _confine_before_threads(calls_models: bool) -> None:
+    """Landlock and the seccomp process filter, while this process has one thread (see README, Security)."""
+    from rlm_kernel.sandbox.confine import ConfinementRequired, confine_process
+
+    network = calls_models and os.environ.get("RLM_TEST_ONLY_KERNEL_NETWORK") != "off"
+    programs = False
+    if network:
+        from rlm_kernel.llm.local import local_model_available
+
+        programs = local_model_available()  # the in-kernel local-model server is a program the kernel starts
+    try:
+        confine_process(_connection_file(sys.argv[1:]), network=network, programs=programs)
+    except ConfinementRequired as exc:
+        print(f"rlm kernel: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(3) from None
+
+
+def _confine_sockets_after_startup() -> None:
+    from rlm_kernel.sandbox.confine import ConfinementRequired, confine_sockets
+
+    try:
+        confine_sockets()
+    except ConfinementRequired as exc:
+        print(f"rlm kernel: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(3) from None
 
 
 if __name__ == "__main__":

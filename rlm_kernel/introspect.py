@@ -5,6 +5,7 @@ Only plain dotted names are resolved, each step through the sandbox's `_getattr_
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import keyword
 import re
@@ -19,6 +20,11 @@ _TOKEN_BEFORE_CURSOR = re.compile(r"(%{0,2})((?:[A-Za-z_][A-Za-z0-9_]*\.)*)([A-Z
 
 class LookupRefused(LookupError):
     """The name is not a plain public dotted path, or it does not resolve."""
+
+
+# Builtins a cell uses that the policy compiles into a guard (`print` becomes `_print_`): help shows the
+# builtin itself, which is only described, never handed to the cell.
+_COMPILED_BUILTINS: dict[str, Any] = {"print": builtins.print}
 
 
 def _refused_names() -> frozenset[str]:
@@ -57,6 +63,9 @@ _PLAIN_DESCRIPTORS = (
 
 def _runs_code_on_access(static: Any) -> bool:
     """True for properties, cached_property and any other descriptor that could run code when read."""
+    if isinstance(static, classmethod | staticmethod):
+        # they pass the access on to what they wrap: classmethod(property(f)) runs f
+        return not isinstance(static.__func__, types.FunctionType | types.BuiltinFunctionType)
     if static is None or isinstance(static, _PLAIN_DESCRIPTORS) or isinstance(static, type):
         return False
     return hasattr(type(static), "__get__")
@@ -81,6 +90,8 @@ def resolve_path(ns: dict[str, Any], dotted: str) -> tuple[Any, Any]:
         obj = ns[head]
     elif head in _builtins_of(ns):
         obj = _builtins_of(ns)[head]
+    elif head in _COMPILED_BUILTINS and _builtins_of(ns):
+        obj = _COMPILED_BUILTINS[head]
     else:
         raise LookupRefused(dotted)
     parent = None

@@ -13,8 +13,9 @@ from typing import Any
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import Type
 
-from rlm_kernel import __version__, introspect, magics
-from rlm_kernel.sandbox import cell_limits, consume_backstop_note
+from rlm_kernel import __version__, introspect, magics, security_magic
+from rlm_kernel.sandbox import audit, cell_limits, consume_backstop_note
+from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.shell import RLMCompiler, RLMShell
 
 __all__ = ["RLMKernel", "current_parent"]
@@ -55,6 +56,45 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+COMM_TRAFFIC_FACTOR = 20  # comm (widget) bytes a cell may send: this many times RLM_OUTPUT_BYTES …
+COMM_TRAFFIC_FLOOR = 20_000_000  # … but never less than this (the kernel's own widgets must keep working)
+
+
+def _install_comm_cap(session: Any) -> None:
+    """Cap what comm messages (widget state: `value`, `children` …) send while a cell runs: all of a cell's
+    at most COMM_TRAFFIC_FACTOR x RLM_OUTPUT_BYTES (at least COMM_TRAFFIC_FLOOR); the rest is dropped and
+    counted in the cell's "output truncated" note. Outside cells (frontend requests) nothing changes."""
+    import json
+
+    from ipykernel.comm.comm import BaseComm
+
+    real = BaseComm.publish_msg
+    if getattr(real, "_rlm_capped", False):
+        return
+    traffic: dict[str, Any] = {"cell": None, "bytes": 0}
+
+    def publish_msg(
+        self: Any, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
+    ) -> Any:
+        cap = session.limits.output_bytes
+        if cap and session.active_depth:
+            try:
+                size = len(json.dumps(data, default=str)) + sum(len(memoryview(b)) for b in buffers or ())
+            except (TypeError, ValueError):
+                size = cap + 1
+            cell = _current_parent.get("header", {}).get("msg_id")
+            if traffic["cell"] != cell:
+                traffic["cell"], traffic["bytes"] = cell, 0
+            if traffic["bytes"] + size > max(cap * COMM_TRAFFIC_FACTOR, COMM_TRAFFIC_FLOOR):
+                session.output_dropped += size
+                return None
+            traffic["bytes"] += size
+        return real(self, msg_type, data, metadata, buffers, **keys)
+
+    publish_msg._rlm_capped = True  # type: ignore[attr-defined]
+    BaseComm.publish_msg = publish_msg  # type: ignore[method-assign]
+
+
 class RLMKernel(IPythonKernel):
     """IPythonKernel whose cells, user_expressions, completion and inspection all pass the sandbox."""
 
@@ -65,8 +105,11 @@ class RLMKernel(IPythonKernel):
     help_links = [{"text": "Python Reference", "url": "https://docs.python.org/3/"}]
 
     def __init__(self, **kwargs: Any) -> None:
+        if not policy_disabled():  # RLM_UNSAFE_DISABLE_POLICY=1 tests the OS layer alone: no in-process lines
+            audit.install()  # the second line while cells run (rlm_kernel/sandbox/audit.py); never removed
         super().__init__(**kwargs)
         self.debugger = None
+        _install_comm_cap(self.shell.sandbox_session)
         marker = self.shell.sandbox_session.backstop_marker
         self._restart_note = consume_backstop_note(marker) if marker else None
 
@@ -79,7 +122,8 @@ class RLMKernel(IPythonKernel):
             note = banner_note()
         except Exception:  # noqa: BLE001 - the banner must never fail
             note = None
-        return f"{BANNER}\n{note}" if note else BANNER
+        text = f"{BANNER}\n{note}" if note else BANNER
+        return f"{text}\n{security_magic.banner_lines()}"
 
     @property
     def kernel_info(self) -> dict[str, Any]:

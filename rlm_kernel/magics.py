@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import shlex
 import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from rlm_kernel.sandbox.errors import SandboxError, format_refusal
+from rlm_kernel.sandbox.origin import refuse_in_model_code
+from rlm_kernel.sandbox.policy import is_sandboxed_filename
 
 __all__ = [
     "HIDDEN_CELL_MAGIC",
@@ -148,6 +151,7 @@ def _check_name(name: str) -> None:
 
 def _rlm_command(line: str) -> Any:
     """`%rlm <subcommand> ...` — dispatch to the registered subcommands; `%rlm help` lists them."""
+    refuse_in_model_code("%rlm")
     word, _, rest = line.strip().partition(" ")
     if word in ("", "help", "-h", "--help"):
         return _RlmHelp(rlm_subcommands())
@@ -265,10 +269,47 @@ def _check_history_args(line: str) -> None:
             raise UsageError(f"%history: long options such as {word} are not supported in the rlm kernel")
 
 
+def _cell_caller(name: str) -> types.FrameType:
+    """The frame that called a hidden helper, which must be a cell's own code calling it as magic syntax.
+
+    Refuses model-written code, calls through kernel frames (a `functools.partial` driven by `*args`, a
+    library callback) and arguments that are not exact `str` (a subclass could run code in the kernel).
+    """
+    refuse_in_model_code(f"the magic %{name}" if type(name) is str else "a magic")
+    frame = sys._getframe(2)
+    if not is_sandboxed_filename(frame.f_code.co_filename):
+        raise SandboxError("magics run only as magic syntax (%name) written in a cell, never as a callable")
+    return frame
+
+
+def _exact_text(*values: Any) -> None:
+    if any(type(v) is not str for v in values):
+        raise SandboxError("magics run only as magic syntax (%name) written in a cell, never as a callable")
+
+
+def _cell_locals(frame: types.FrameType) -> dict[str, Any]:
+    """The calling cell frame's variables for %time/%timeit: public names only, kernel objects refused."""
+    from rlm_kernel.sandbox.guards import DENIED_TYPES
+
+    if frame.f_locals is frame.f_globals:
+        return frame.f_globals  # a cell's top level: its own namespace, where `%time x = 1` assigns
+    local_ns = {}
+    for key, value in frame.f_locals.items():
+        if type(key) is str and not key.startswith("_") and type(value) not in DENIED_TYPES:
+            local_ns[key] = value
+    return local_ns
+
+
 def make_magic_helpers(shell: Any) -> dict[str, Callable[..., Any]]:
-    """The hidden helpers the rewritten cells call, bound to `shell` by closure."""
+    """The hidden helpers the rewritten cells call, bound to `shell` by closure.
+
+    The kernel keeps them out of the cell's namespace (they live in its private builtins table, under
+    names no source can spell), and each refuses any caller but a cell's own code (`_cell_caller`).
+    """
 
     def line_magic(name: str, line: str) -> Any:
+        frame = _cell_caller(name)
+        _exact_text(name, line)
         spec = _line_magics.get(name)
         if spec is None:  # defence in depth: only the rewriter calls this, with allowlisted names
             raise SandboxError(refusal_reason(name))
@@ -281,11 +322,14 @@ def make_magic_helpers(shell: Any) -> dict[str, Callable[..., Any]]:
         fn = shell.find_line_magic(name)
         kwargs = {}
         if getattr(fn, "needs_local_scope", False):
-            kwargs["local_ns"] = sys._getframe(1).f_locals
+            kwargs["local_ns"] = _cell_locals(frame)
+        del frame
         with shell.builtin_trap:
             return fn(line, **kwargs)
 
     def cell_magic(name: str, line: str, cell: str) -> Any:
+        frame = _cell_caller(name)
+        _exact_text(name, line, cell)
         spec = _cell_magics.get(name)
         if spec is None:
             raise SandboxError(refusal_reason(name, cell=True))
@@ -294,7 +338,8 @@ def make_magic_helpers(shell: Any) -> dict[str, Callable[..., Any]]:
         fn = shell.find_cell_magic(name)
         kwargs = {}
         if getattr(fn, "needs_local_scope", False):
-            kwargs["local_ns"] = sys._getframe(1).f_locals
+            kwargs["local_ns"] = _cell_locals(frame)
+        del frame
         with shell.builtin_trap:
             return fn(line, cell, **kwargs)
 

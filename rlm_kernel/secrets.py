@@ -1,6 +1,7 @@
-"""API keys taken out of the kernel's environment into a private store that only the LLM layer reads.
+"""Credential variables taken out of the kernel's environment into a private store only the LLM layer reads.
 
-At start the kernel moves `*_API_KEY`-style variables here, out of `os.environ`; cells never see them.
+Started by `python -m rlm_kernel`, the kernel stores only references to the keys (the broker process holds the
+values); without the broker, the values themselves, out of `os.environ`. Cells never see either.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ namespace from `new_namespace`, under `cell_limits`, with tracebacks cut down to
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import importlib
 import logging
@@ -37,6 +38,8 @@ from rlm_kernel.sandbox import (
     repair_namespace,
     restrict_ast,
 )
+from rlm_kernel.sandbox.confine import policy_disabled
+from rlm_kernel.sandbox.errors import add_name_suggestion
 from rlm_kernel.warnings_display import install_warning_format
 
 __all__ = ["RLMCompiler", "RLMDisplayHook", "RLMDisplayPublisher", "RLMShell", "MAGIC_MODULES"]
@@ -98,18 +101,31 @@ class RLMDisplayPublisher(ZMQDisplayPublisher):
     """display_data / update_display_data bundles (`display()`) count against the per-cell output cap.
 
     An update replaces what its display showed, so a display with a `display_id` is charged for its latest
-    bundle only (live views that redraw a growing bundle each step do not use up the cap).
+    bundle only (live views that redraw a growing bundle each step do not use up the cap). What such
+    displays and their updates *send* is capped too: at most UPDATE_TRAFFIC_FACTOR times the output cap per
+    cell; later ones are dropped (and counted in the cell's "output truncated" note).
     """
+
+    UPDATE_TRAFFIC_FACTOR = 20
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._charged: dict[str, tuple[Any, int]] = {}  # display_id -> (cell it was charged in, bytes)
+        self._traffic: tuple[Any, int] = (None, 0)  # (cell, bytes sent by displays with an id)
 
     def publish(self, data: Any, metadata: Any = None, **kwargs: Any) -> None:  # type: ignore[override]
         transient = kwargs.get("transient") or {}
         display_id = transient.get("display_id") if isinstance(transient, dict) else None
         session = getattr(self.shell, "sandbox_session", None)
         cell = (self.parent_header or {}).get("msg_id")
+        if display_id is not None and session is not None and session.limits.output_bytes:
+            cap = session.limits.output_bytes
+            size = min(_bundle_size(data), cap)
+            sent = self._traffic[1] if self._traffic[0] == cell else 0
+            if sent + size > cap * self.UPDATE_TRAFFIC_FACTOR:
+                session.output_dropped += size
+                return
+            self._traffic = (cell, sent + size)
         if display_id is not None and session is not None:
             previous = self._charged.pop(display_id, None)
             if previous is not None and previous[0] == cell:
@@ -120,6 +136,14 @@ class RLMDisplayPublisher(ZMQDisplayPublisher):
                 self._charged.clear()
             self._charged[display_id] = (cell, charged)
         super().publish(data, metadata, **kwargs)
+
+
+def _bundle_size(data: Any) -> int:
+    """Bytes of a display bundle's largest representation (what the cap counts)."""
+    if not isinstance(data, dict):
+        return len(repr(data))
+    sizes = [len(v) if isinstance(v, (str, bytes)) else len(repr(v)) for v in data.values()]
+    return max(sizes, default=0)
 
 
 class RLMShell(ZMQInteractiveShell):
@@ -141,6 +165,7 @@ class RLMShell(ZMQInteractiveShell):
         for name in MAGIC_BODY_FILENAMES:
             register_sandboxed_filename(name)
         repair_namespace(self.user_ns, self.sandbox_session)
+        self._install_hidden_helpers()
         install_warning_format()
         self._load_magic_modules()
         preload.install(self.user_ns, self)
@@ -160,9 +185,22 @@ class RLMShell(ZMQInteractiveShell):
             self.user_ns_hidden.pop(name, None)
         from IPython.display import clear_output, display
 
-        extras = {**magics.make_magic_helpers(self), "display": display, "clear_output": clear_output}
+        extras = {"display": display, "clear_output": clear_output}
         self.user_ns.update(extras)
         self.user_ns_hidden.update(extras)
+        self._magic_helpers = magics.make_magic_helpers(self)
+
+    def _install_hidden_helpers(self) -> None:
+        """Put the magic helpers in the namespace's private builtins table, never in the namespace itself.
+
+        Rewritten magic calls find them by name (globals, then builtins); `repl_get`, `dir()`, `%who`,
+        completion and `SHOW_VARS` only see the namespace. No source can spell their names.
+        """
+        table = self.user_ns.get("__builtins__")
+        if isinstance(table, dict):
+            table.update(self._magic_helpers)
+        for name in self._magic_helpers:
+            self.user_ns.pop(name, None)
 
     def init_history(self) -> None:
         """History lives in memory: cells never read other sessions' history from the shared sqlite file."""
@@ -188,6 +226,9 @@ class RLMShell(ZMQInteractiveShell):
             node = magics.rewrite_magics(node)
             ast.fix_missing_locations(node)
             filename = getattr(self.compile, "current_filename", "<cell>")
+            if policy_disabled():  # RLM_UNSAFE_DISABLE_POLICY=1 (tests of the OS layer only): plain Python
+                register_sandboxed_filename(filename)  # still the person's cell: magics work as syntax
+                return node
             return restrict_ast(node, filename=filename, limits=self.sandbox_session.limits)
         except (SandboxError, UsageError, KeyboardInterrupt):
             raise
@@ -197,18 +238,43 @@ class RLMShell(ZMQInteractiveShell):
             ) from None
 
     # -- run time ----------------------------------------------------------------------------------
+    def should_run_async(self, raw_cell: str, **kwargs: Any) -> bool:
+        """As IPython's, but a cell too deeply nested for the compiler is not an error here: it then runs the
+        usual way, and its parse reports the nesting (ipykernel sends no execute_reply if this raises)."""
+        try:
+            return super().should_run_async(raw_cell, **kwargs)
+        except (RecursionError, MemoryError):
+            return False
+
     async def run_cell_async(self, raw_cell: str, *args: Any, **kwargs: Any) -> Any:
         """Repair the namespace, refuse oversized sources, then run the cell as IPython does."""
         self._repair_namespace()
+        if policy_disabled():  # RLM_UNSAFE_DISABLE_POLICY=1: the real builtins (marked so repair keeps them)
+            self.user_ns["__builtins__"] = {
+                **vars(builtins),
+                **self._magic_helpers,  # magics still work as syntax: their helpers live in the builtins
+                "_rlm_sandbox_builtins": True,
+            }
         if kwargs.get("preprocessing_exc_tuple") is None:
             try:
                 check_source_size(raw_cell, self.sandbox_session.limits)
             except SandboxError as exc:
                 kwargs["preprocessing_exc_tuple"] = (type(exc), exc, None)
-        return await super().run_cell_async(raw_cell, *args, **kwargs)
+        self._rlm_last_error = None
+        result = await super().run_cell_async(raw_cell, *args, **kwargs)
+        # ipykernel builds the execute_reply from str(error): hand it the text already shown (capped, and
+        # computed under the cell's limits), never the cell's own exception object.
+        shown = self._rlm_last_error
+        for attr in ("error_before_exec", "error_in_exec"):
+            error = getattr(result, attr, None)
+            if error is not None:
+                name, text = shown if shown else (type(error).__name__, "")
+                setattr(result, attr, _stand_in(name, text))
+        return result
 
     def _repair_namespace(self) -> None:
         fixed = repair_namespace(self.user_ns, self.sandbox_session)
+        self._install_hidden_helpers()
         if fixed:
             log.warning("sandbox namespace repaired: %s", ", ".join(fixed))
         try:
@@ -221,16 +287,27 @@ class RLMShell(ZMQInteractiveShell):
             return await super().run_ast_nodes(nodelist, cell_name, *args, **kwargs)
 
     def user_expressions(self, expressions: dict[str, str]) -> dict[str, Any]:
-        """execute_request's user_expressions, each restricted like a cell (IPython's own uses plain eval)."""
+        """execute_request's user_expressions, each restricted like a cell (IPython's own uses plain eval),
+        evaluated and formatted under one cell's limits, their results together under the output cap."""
         out: dict[str, Any] = {}
-        for key, expr in expressions.items():
-            try:
-                code = self._compile_expression(expr)
-                with cell_limits(self.sandbox_session):
-                    value = self._format_user_obj(eval(code, self.user_global_ns, self.user_ns))  # noqa: S307
-            except BaseException:  # noqa: BLE001 - reported to the client like IPython does
-                value = self._user_obj_error()
-            out[key] = value
+        session = self.sandbox_session
+        with cell_limits(session):
+            for key, expr in expressions.items():
+                try:
+                    code = self._compile_expression(expr)
+                    value = eval(code, self.user_global_ns, self.user_ns)  # noqa: S307 - restricted above
+                    data, metadata = self.display_formatter.format(value)
+                    data, metadata, _ = _capped(self, data, metadata)
+                    out[key] = {"status": "ok", "data": data, "metadata": metadata}
+                except BaseException as exc:  # noqa: BLE001 - reported to the client like IPython does
+                    name, text = type(exc).__name__, _error_text(exc, _error_budget(session))
+                    out[key] = {
+                        "status": "error",
+                        "ename": name,
+                        "evalue": text,
+                        "traceback": [f"{name}: {text}"],
+                    }
+            session.output_dropped = 0  # the cut values say so themselves; no note on the cell's stdout
         return out
 
     def _compile_expression(self, expr: str) -> types.CodeType:
@@ -288,12 +365,23 @@ class RLMShell(ZMQInteractiveShell):
                 exc_tuple, filename, tb_offset, exception_only, running_compiled_code
             )
         self._prune_chain(value)
+        _cut_chain(value, _error_budget(self.sandbox_session))
+        add_name_suggestion(value)  # "Did you mean: 'x'?" from the cell's own names, as plain Python shows
         tb = value.__traceback__
         if isinstance(value, SandboxError) or tb is None or exception_only:
             stb = self.InteractiveTB.get_exception_only(etype, value)
             self._showtraceback(etype, value, stb)
             return
         super().showtraceback((etype, value, tb), filename, 0, False, running_compiled_code)
+
+    def _showtraceback(self, etype: Any, evalue: Any, stb: Any) -> None:
+        """Send the error under the output cap: the rendered traceback and the message are cut to what is
+        left of the cell's output allowance (at least a few kilobytes, so an error is always seen)."""
+        budget = _error_budget(self.sandbox_session)
+        text = _error_text(evalue, budget)
+        stb = _cut_lines([str(line) for line in stb or []], budget)
+        self._rlm_last_error = (getattr(etype, "__name__", "Error"), text)
+        super()._showtraceback(etype, _Shown(text), stb)
 
     def _prune_chain(self, value: BaseException) -> None:
         seen: set[int] = set()
@@ -358,3 +446,107 @@ def _backstop_marker() -> str | None:
     except Exception:  # noqa: BLE001 - no marker means no restart note, nothing worse
         return None
     return None
+
+
+# Errors: how many chained exceptions a traceback shows, and the longest message rendered as is.
+MAX_CHAIN = 30
+MAX_MESSAGE = 20_000
+_MIN_ERROR_BYTES = 8_192  # an error is shown even when the cell's output allowance is used up
+
+
+class _Shown:
+    """What ipykernel's error message gets as the exception value: the (capped) text, nothing else."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _stand_in(name: str, text: str) -> BaseException:
+    """An exception named like the cell's, carrying only the text shown (for the execute_reply)."""
+    kind = type(name, (Exception,), {"__str__": lambda self: text, "__module__": "builtins"})
+    return kind()
+
+
+def _error_budget(session: Any) -> int:
+    """Bytes an error may still send in this cell (0: no cap)."""
+    cap = session.limits.output_bytes if session is not None else 0
+    if not cap:
+        return 0
+    return max(cap - session.output_used, min(cap, _MIN_ERROR_BYTES))
+
+
+def _error_text(exc: Any, budget: int) -> str:
+    """str(exc), cut to `budget` bytes (and MAX_MESSAGE characters) with a note; never raises."""
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: BLE001 - an unprintable message (or the time limit inside its __str__)
+        text = f"<unprintable {type(exc).__name__} message>"
+    limit = min(budget, MAX_MESSAGE) if budget else MAX_MESSAGE * 50
+    if len(text) > limit:
+        text = text[:limit] + f"… [message truncated: {len(text)} characters]"
+    return text
+
+
+def _cut_lines(lines: list[str], budget: int) -> list[str]:
+    """Keep lines until `budget` bytes are used; the rest is replaced by one note."""
+    if not budget:
+        return lines
+    kept: list[str] = []
+    used = 0
+    for index, line in enumerate(lines):
+        size = len(line.encode("utf-8", "surrogatepass"))
+        if used + size > budget:
+            room = max(budget - used, 0)
+            if room:
+                kept.append(line.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore"))
+            dropped = sum(len(x) for x in lines[index:]) - room
+            kept.append(
+                f"[error output truncated: about {dropped} more characters over the output limit "
+                "per cell (RLM_OUTPUT_BYTES)]"
+            )
+            return kept
+        kept.append(line)
+        used += size
+    return kept
+
+
+def _cut_chain(value: BaseException, budget: int) -> None:
+    """Before rendering: keep the first MAX_CHAIN exceptions of a `raise … from` / context chain (the rest
+    is dropped with a note), and cut over-long messages of built-in exception types (their str is args)."""
+    seen: set[int] = set()
+    exc: BaseException | None = value
+    depth = 0
+    limit = min(budget, MAX_MESSAGE) if budget else MAX_MESSAGE
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        depth += 1
+        if type(exc).__module__ == "builtins" and len(exc.args) == 1 and isinstance(exc.args[0], str):
+            message = exc.args[0]
+            if len(message) > limit:
+                exc.args = (message[:limit] + f"… [message truncated: {len(message)} characters]",)
+        following = (
+            exc.__cause__
+            if exc.__cause__ is not None
+            else (None if exc.__suppress_context__ else exc.__context__)
+        )
+        if depth >= MAX_CHAIN and following is not None:
+            rest = 0
+            probe: BaseException | None = following
+            while probe is not None and rest < 1_000_000 and id(probe) not in seen:
+                seen.add(id(probe))
+                rest += 1
+                probe = probe.__cause__ if probe.__cause__ is not None else probe.__context__
+            exc.__cause__ = None
+            exc.__context__ = None
+            exc.__suppress_context__ = True
+            try:
+                exc.add_note(f"[{rest} earlier chained exception(s) not shown]")
+            except Exception:  # noqa: BLE001 - a note is a courtesy
+                pass
+            return
+        exc = following

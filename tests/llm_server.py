@@ -75,12 +75,14 @@ class Reply:
 class Fault:
     """A scripted failure; build one with the class methods (`Fault.http(503)`, `Fault.reset()`, ...)."""
 
-    kind: str  # status | timeout | reset | malformed | missing_choices
+    kind: str  # status | timeout | reset | malformed | missing_choices | odd_reply | trickle | big
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
     body: str | None = None
     seconds: float = 30.0
     echo_key: bool = False
+    payload: Any = None
+    """For `odd_reply`: the JSON reply sent with status 200; for `big`: the size in bytes."""
 
     @classmethod
     def http(cls, status: int, headers: dict[str, str] | None = None, body: str | None = None) -> Fault:
@@ -121,6 +123,66 @@ class Fault:
     def missing_choices(cls) -> Fault:
         """200 with valid JSON lacking the reply (`choices` / `content` / `candidates`)."""
         return cls("missing_choices")
+
+    @classmethod
+    def odd_usage(cls, value: Any, text: str = "odd usage answer") -> Fault:
+        """200 OpenAI reply whose usage counts are `value` (e.g. "n/a", "11.0", None)."""
+        usage = {"prompt_tokens": value, "completion_tokens": value}
+        return cls.odd_reply(_openai_reply({"role": "assistant", "content": text}, usage))
+
+    @classmethod
+    def null_parts(cls) -> Fault:
+        """200 OpenAI reply whose content is a list of parts with null texts."""
+        content = [{"type": "text", "text": None}, {"type": "text", "text": "kept part"}]
+        return cls.odd_reply(_openai_reply({"role": "assistant", "content": content}))
+
+    @classmethod
+    def object_content(cls) -> Fault:
+        """200 OpenAI reply whose `content` is an object, not text."""
+        return cls.odd_reply(_openai_reply({"role": "assistant", "content": {"text": "not a string"}}))
+
+    @classmethod
+    def missing_message(cls) -> Fault:
+        """200 OpenAI reply whose choice has no `message`."""
+        return cls.odd_reply({"id": "x", "choices": [{"index": 0, "finish_reason": "stop"}]})
+
+    @classmethod
+    def refusal(cls) -> Fault:
+        """200 OpenAI reply with no content: a refusal."""
+        message = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
+        return cls.odd_reply(_openai_reply(message))
+
+    @classmethod
+    def tool_call(cls) -> Fault:
+        """200 OpenAI reply with no content: a tool call."""
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return cls.odd_reply(_openai_reply(message, finish="tool_calls"))
+
+    @classmethod
+    def odd_reply(cls, payload: Any) -> Fault:
+        """200 with `payload` as the JSON body."""
+        return cls("odd_reply", payload=payload)
+
+    @classmethod
+    def trickle(cls, seconds: float = 30.0) -> Fault:
+        """200 headers at once, then one byte of body a second for `seconds`."""
+        return cls("trickle", seconds=seconds)
+
+    @classmethod
+    def big(cls, size: int = 10 * 1024 * 1024) -> Fault:
+        """200 OpenAI reply whose answer text is `size` bytes long."""
+        return cls("big", payload=size)
+
+
+def _openai_reply(message: Any, usage: Any = None, finish: str = "stop") -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-odd",
+        "object": "chat.completion",
+        "model": "odd",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage if usage is not None else {"prompt_tokens": 3, "completion_tokens": 3},
+    }
 
 
 Scripted = str | Reply | Fault
@@ -527,6 +589,19 @@ class LLMTestServer:
         if fault.kind == "missing_choices":
             payload = {"id": "no-reply", "object": "chat.completion", "model": rec.model, "usage": {}}
             return web.json_response(payload)
+        if fault.kind == "odd_reply":
+            return web.json_response(fault.payload)
+        if fault.kind == "big":
+            text = "x" * int(fault.payload)
+            return web.json_response(_openai_reply({"role": "assistant", "content": text}))
+        if fault.kind == "trickle":
+            resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+            resp.content_length = 10_000
+            await resp.prepare(request)
+            for _ in range(int(fault.seconds)):
+                await resp.write(b" ")
+                await asyncio.sleep(1.0)
+            return resp
         if fault.kind == "reset":
             resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
             resp.content_length = 4096

@@ -6,14 +6,25 @@ settled with the provider's usage. A call that would cross a limit raises `Budge
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from rlm_kernel.llm.errors import BudgetExceeded
 
-__all__ = ["Budget", "BudgetExceeded", "Reservation", "get_session_budget", "reset_session_budget"]
+__all__ = [
+    "Budget",
+    "BudgetExceeded",
+    "Reservation",
+    "budget_scope",
+    "current_budget",
+    "get_session_budget",
+    "reset_session_budget",
+]
 
 _UNITS = {
     "max_calls": ("calls", "{:.0f}"),
@@ -301,3 +312,26 @@ def reset_session_budget(**limits: Any) -> Budget:
         _session = Budget(label="session", **limits)
         _session_version = settings_version()
         return _session
+
+
+_scope: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("rlm_budget_scope", default=None)
+
+
+@contextmanager
+def budget_scope(budget: Budget) -> Iterator[Budget]:
+    """Charge every call made in this context without an explicit `budget=` to `budget` (e.g. a run's).
+
+    `rlm_run(..., budget_usd=...)` opens one around its turns, so helpers that call the LLM layer directly
+    (`map_reduce`, `find_relevant(use_llm_scoring=True)`) are charged to the run, not to the session.
+    """
+    token = _scope.set(budget)
+    try:
+        yield budget
+    finally:
+        _scope.reset(token)
+
+
+def current_budget() -> Budget:
+    """The budget of the innermost `budget_scope` of this context, else the session's."""
+    scoped = _scope.get()
+    return scoped if scoped is not None else get_session_budget()

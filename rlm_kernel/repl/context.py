@@ -21,16 +21,44 @@ __all__ = [
     "LoadedContext",
     "allowed_roots",
     "check_allowed",
+    "is_secret_file",
     "load",
     "set_allowed_roots",
 ]
 
 ROOTS_ENV = "RLM_CONTEXT_ROOTS"
+ROOTS_ONLY_ENV = "RLM_CONTEXT_ROOTS_ONLY"
 _SKIP_DIRS = {"__pycache__", "node_modules"}
 _GLOB_CHARS = set("*?[")
 PREVIEW_CHARS = 500
 _roots_override: list[Path] | None = None
 _start_dir = Path.cwd().resolve()
+
+# Well-known files that hold keys, read only when the person's own cell passes allow_secrets=True.
+_SECRET_NAMES = frozenset(
+    {".netrc", "_netrc", ".pypirc", ".git-credentials", ".npmrc", ".pgpass", ".htpasswd", "credentials"}
+)
+_SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx")
+_SECRET_NOTE = "a secrets file: pass allow_secrets=True from your own cell to read it"
+
+
+def is_secret_file(path: str | os.PathLike) -> bool:
+    """True for well-known secret files: `.env*`, `.netrc`, `.pypirc`, `.git-credentials`, `*.pem`, `*.key`,
+    ssh keys (`id_*` without an extension, or `.pub`), and anything inside a `.git` directory."""
+    p = Path(path)
+    name = p.name.lower()
+    if name.startswith(".env") or name in _SECRET_NAMES or name.endswith(_SECRET_SUFFIXES):
+        return True
+    if name.startswith("id_") and ("." not in name or name.endswith(".pub")):
+        return True  # ssh keys (id_rsa, id_ed25519.pub); data files such as id_map.csv are not
+    return ".git" in p.parts[:-1] or name == ".git"
+
+
+def _refuse_secret(source: str, path: Path, allow_secrets: bool) -> None:
+    if allow_secrets:
+        return
+    if is_secret_file(path) or is_secret_file(Path(source)):
+        raise ContextError(f"refused {source!r}: it is {_SECRET_NOTE} (model-written code never can)")
 
 
 def set_allowed_roots(roots: Iterable[str | os.PathLike] | None) -> None:
@@ -40,22 +68,26 @@ def set_allowed_roots(roots: Iterable[str | os.PathLike] | None) -> None:
 
 
 def allowed_roots() -> list[Path]:
-    """The directories context may be read from: `set_allowed_roots`, else `$RLM_CONTEXT_ROOTS`
-    (os.pathsep-separated), else the kernel's working directory (the notebook's directory) tree."""
+    """The directories context may be read from: `set_allowed_roots`, else the kernel's working directory
+    (the notebook's directory) tree plus the `$RLM_CONTEXT_ROOTS` directories (os.pathsep-separated).
+
+    The roots given replace the notebook's directory only when asked to: a leading `=` in the variable
+    (`RLM_CONTEXT_ROOTS==/data`) or `RLM_CONTEXT_ROOTS_ONLY=1`."""
     if _roots_override is not None:
         return list(_roots_override)
     env = os.environ.get(ROOTS_ENV, "").strip()
-    if env:
-        return [Path(p).expanduser().resolve() for p in env.split(os.pathsep) if p.strip()]
-    return [_start_dir]
+    only = env.startswith("=") or os.environ.get(ROOTS_ONLY_ENV, "").strip().lower() in ("1", "true", "yes")
+    given = [Path(p).expanduser().resolve() for p in env.lstrip("=").split(os.pathsep) if p.strip()]
+    if only and given:
+        return given
+    return list(dict.fromkeys([_start_dir, *given]))
 
 
 def _rule_text(roots: list[Path]) -> str:
     listed = ", ".join(str(r) for r in roots) or "(none)"
     return (
-        f"context may only be read from the allowed roots [{listed}] — by default the notebook's directory "
-        f"tree; set {ROOTS_ENV} (paths separated by '{os.pathsep}') before starting the kernel "
-        "to allow others"
+        f"context may only be read from the allowed roots [{listed}] — the notebook's directory tree plus "
+        f"{ROOTS_ENV} (paths separated by '{os.pathsep}', set before starting the kernel) to allow others"
     )
 
 
@@ -99,8 +131,13 @@ class ContextSummary:
         return "\n".join(self._lines() + ["preview:", self.preview])
 
     def _repr_html_(self) -> str:
-        head = "<br>".join(html.escape(x) for x in self._lines())
-        return f"<div><b>{head}</b><pre>{html.escape(self.preview)}</pre></div>"
+        first, *rest = self._lines()
+        listing = "\n".join(rest)
+        files = f"<pre style='margin: 0.2em 0'>{html.escape(listing)}</pre>" if listing else ""
+        return (
+            f"<div class='rlm-context-summary'><div>{html.escape(first)}</div>{files}"
+            f"<details><summary>preview</summary><pre>{html.escape(self.preview)}</pre></details></div>"
+        )
 
 
 @dataclass(frozen=True)
@@ -138,7 +175,9 @@ def _looks_binary(path: Path) -> bool:
         return b"\0" in f.read(8192)
 
 
-def _corpus(paths: list[Path], source: str, kind: str, encoding: str, errors: str) -> LoadedContext:
+def _corpus(
+    paths: list[Path], source: str, kind: str, encoding: str, errors: str, allow_secrets: bool = False
+) -> LoadedContext:
     """Join the readable text files of `paths` with `=== path ===` markers.
 
     Small corpora are joined in memory; from BIG_FILE bytes on, the files are read twice (measure, then write
@@ -149,9 +188,12 @@ def _corpus(paths: list[Path], source: str, kind: str, encoding: str, errors: st
     for path in paths:
         name = _display_path(path)
         try:
-            check_allowed(path)
+            real = check_allowed(path)
         except ContextError:
             skipped.append(f"{name} (a link to outside the allowed roots)")
+            continue
+        if not allow_secrets and (is_secret_file(path) or is_secret_file(real)):
+            skipped.append(f"{name} ({_SECRET_NOTE})")
             continue
         try:
             if _looks_binary(path):
@@ -227,19 +269,27 @@ def _looks_like_path(source: str) -> bool:
 
 
 def load(
-    source: object, *, kind: str = "auto", encoding: str = "utf-8", errors: str = "strict"
+    source: object,
+    *,
+    kind: str = "auto",
+    encoding: str = "utf-8",
+    errors: str = "strict",
+    allow_secrets: bool = False,
 ) -> LoadedContext:
     """Load a context from `source`.
 
     kind: "auto" (a one-line string naming a path or a glob pattern is loaded from disk, any other string
     is the text itself, a list/dict is data), or one of "text", "file", "dir", "glob", "data".
+    Secret files (`is_secret_file`) are refused, or skipped with a note in a directory or glob, unless
+    `allow_secrets` (which only the person's own cells may pass: the `load_context` helper checks).
+    A cell's values must already be exact built-ins (`source_from_cell`).
     """
-    if kind not in {"auto", "text", "file", "dir", "glob", "data"}:
+    if type(kind) is not str or kind not in {"auto", "text", "file", "dir", "glob", "data"}:
         raise ContextError(f"unknown kind {kind!r}; use 'auto', 'text', 'file', 'dir', 'glob' or 'data'")
-    if isinstance(source, os.PathLike):
-        source = os.fspath(source)
-    if not isinstance(source, str):
-        if kind not in {"auto", "data"} or not isinstance(source, list | dict | tuple):
+    if isinstance(source, Path):
+        source = str(source)
+    if type(source) is not str:
+        if kind not in {"auto", "data"} or type(source) not in (list, dict, tuple):
             raise ContextError(
                 f"cannot load a context from a {type(source).__name__}; "
                 "pass a string, a path, a glob, a list or a dict"
@@ -251,7 +301,7 @@ def load(
         return LoadedContext(source, "data", "a string")
     expanded = os.path.expanduser(source)
     if kind == "glob" or (kind == "auto" and _GLOB_CHARS & set(source) and not Path(expanded).exists()):
-        return _load_glob(source, expanded, encoding, errors)
+        return _load_glob(source, expanded, encoding, errors, allow_secrets)
     path = check_allowed(expanded)
     if not path.exists():
         raise ContextError(
@@ -261,13 +311,16 @@ def load(
     if path.is_dir():
         if kind == "file":
             raise ContextError(f"{source!r} is a directory; use kind='dir'")
-        return _corpus(_walk(path), source, "directory", encoding, errors)
+        if not allow_secrets and is_secret_file(path):
+            raise ContextError(f"refused {source!r}: it is inside a .git directory ({_SECRET_NOTE})")
+        return _corpus(_walk(path), source, "directory", encoding, errors, allow_secrets)
     if kind == "dir":
         raise ContextError(f"{source!r} is not a directory")
     if not path.is_file():
         raise ContextError(
             f"{source!r} is not a regular file (a device, socket or pipe); load a file instead"
         )
+    _refuse_secret(source, path, allow_secrets)
     try:
         text = read_text(path, encoding=encoding, errors=errors)
     except DecodeRefused as err:
@@ -282,15 +335,28 @@ def load(
     return LoadedContext(text, "file", source, MappingProxyType({_display_path(path): (0, len(text))}))
 
 
-def _load_glob(source: str, expanded: str, encoding: str, errors: str) -> LoadedContext:
+def _load_glob(
+    source: str, expanded: str, encoding: str, errors: str, allow_secrets: bool = False
+) -> LoadedContext:
     pattern = expanded if os.path.isabs(expanded) else str(Path.cwd() / expanded)
     matches = sorted(Path(p) for p in globmod.glob(pattern, recursive=True))
     files = [p for p in matches if p.is_file()]
     if not files:
+        check_allowed(_fixed_prefix(pattern))  # outside the roots (the OS hides it): say so
         raise ContextError(f"the pattern {source!r} matches no files")
     if not any(_allowed(p) for p in files):
         check_allowed(files[0])  # raises, naming the rule
-    return _corpus(files, source, "glob", encoding, errors)
+    return _corpus(files, source, "glob", encoding, errors, allow_secrets)
+
+
+def _fixed_prefix(pattern: str) -> str:
+    """The directory a glob pattern starts from: its leading parts without glob characters."""
+    parts: list[str] = []
+    for part in Path(pattern).parts:
+        if _GLOB_CHARS & set(part):
+            break
+        parts.append(part)
+    return str(Path(*parts)) if parts else os.sep
 
 
 def _allowed(path: Path) -> bool:

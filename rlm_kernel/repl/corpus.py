@@ -1,6 +1,7 @@
 """`load_corpus`: files under the allowed roots as a `Corpus` of partitions, never read whole.
 
-Files are found and checked as `load_context` does (allowed roots, symlinks resolved, binary files skipped);
+Files are found and checked as `load_context` does (allowed roots, symlinks resolved, binary and secret files
+skipped — a secret file named alone is refused);
 each file becomes one or more partitions of about `partition_mb` MiB, cut later at line breaks.
 """
 
@@ -31,6 +32,8 @@ def _candidates(source: str) -> list[Path]:
     if path.is_dir():
         return ctxmod._walk(path)
     if path.is_file():
+        if ctxmod.is_secret_file(path) or ctxmod.is_secret_file(expanded):
+            raise ContextError(f"refused {source!r}: it is a secrets file; load_corpus never reads those")
         return [path]
     raise ContextError(f"no such file or directory: {source!r}; give a directory, a glob or a file")
 
@@ -59,6 +62,8 @@ def load_corpus(source: object, partition_mb: float = DEFAULT_PARTITION_MB) -> C
         except ContextError as err:
             refused = refused or str(err)
             continue
+        if ctxmod.is_secret_file(path) or ctxmod.is_secret_file(real):
+            continue  # keys are never part of a corpus (load_context's allow_secrets has no equivalent here)
         try:
             if ctxmod._looks_binary(real):
                 continue

@@ -18,6 +18,16 @@ from rlm_kernel.repl import corpus as corpusmod
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.state import ReplState
 from rlm_kernel.rlm.trajectory import ChildCall, Usage
+from rlm_kernel.sandbox.coerce import (
+    CoercionError,
+    exact_float,
+    exact_int,
+    exact_list_of_str,
+    exact_str,
+    optional_str,
+    plain_data,
+)
+from rlm_kernel.sandbox.origin import refuse_in_model_code
 
 __all__ = ["CONTEXT_NAMES", "HELPER_NAMES", "build_helpers", "set_context"]
 
@@ -65,18 +75,53 @@ def _preview(value: object) -> str:
 
 
 def _check_prompt(prompt: object, helper: str) -> str:
-    if not isinstance(prompt, str):
-        raise QueryError(f"{helper}: the prompt must be a str, got {type(prompt).__name__}") from None
-    return prompt
+    try:
+        return exact_str(prompt, f"{helper}: the prompt")
+    except CoercionError as err:
+        raise QueryError(str(err)) from None
 
 
 def _check_prompts(prompts: object, helper: str) -> list[str]:
-    if isinstance(prompts, str) or not isinstance(prompts, list | tuple):
-        raise QueryError(f"{helper}: prompts must be a list of str, got {type(prompts).__name__}") from None
-    for i, p in enumerate(prompts):
-        if not isinstance(p, str):
-            raise QueryError(f"{helper}: prompts[{i}] must be a str, got {type(p).__name__}") from None
-    return list(prompts)
+    try:
+        return exact_list_of_str(prompts, f"{helper}: prompts")
+    except CoercionError as err:
+        raise QueryError(str(err)) from None
+
+
+def _check_options(helper: str, model: object = None, max_tokens: object = None, system: object = None):
+    """Exact-type copies of a query's model / max_tokens / system (they travel to the LLM thread)."""
+    try:
+        return (
+            optional_str(model, f"{helper}: model"),
+            exact_int(max_tokens, f"{helper}: max_tokens", allow_none=True),
+            optional_str(system, f"{helper}: system"),
+        )
+    except CoercionError as err:
+        raise QueryError(str(err)) from None
+
+
+def _context_source(source: object) -> object:
+    """What `load_context`/`rlm_run` got, as exact built-ins: a path-like object's `__fspath__` runs here
+    (in the cell, under its limits) and its result is copied to an exact str; data is deep-copied."""
+    import os
+
+    if isinstance(source, os.PathLike) and not issubclass(type(source), str | bytes | list | tuple | dict):
+        source = os.fspath(source)
+        if issubclass(type(source), bytes):
+            raise CoercionError("load_context: a path-like object gave bytes; give it a str path")
+    if issubclass(type(source), str):
+        return exact_str(source, "load_context: source")
+    return plain_data(source, "load_context: source")
+
+
+def _text_of(answer: object) -> str:
+    """FINAL's text: str as is, numbers by str(), anything else by repr() (run here, in the cell)."""
+    kind = type(answer)
+    if issubclass(kind, str):
+        return exact_str(answer, "FINAL")
+    if kind in (int, float, bool):
+        return str(answer)
+    return exact_str(repr(answer), "repr() of the answer")
 
 
 def set_context(state: ReplState, ns: dict, loaded: ctxmod.LoadedContext) -> None:
@@ -126,6 +171,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         Raises QueryError with the reason when the call fails (or the budget is exhausted).
         """
         prompt = _check_prompt(prompt, "llm_query")
+        model, max_tokens, system = _check_options("llm_query", model, max_tokens, system)
         llm = _llm()
         chosen = model or state.options.child_model
         started = time.monotonic()
@@ -167,6 +213,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             except QueryBatchError as e: answers = e.results
         """
         items = _check_prompts(prompts, "llm_query_batched")
+        model = _check_options("llm_query_batched", model)[0]
         if not items:
             return []
         llm = _llm()
@@ -270,6 +317,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         depth (default 2, option max_depth) it degrades to llm_query(prompt, model). Raises QueryError.
         """
         prompt = _check_prompt(prompt, "rlm_query")
+        model = _check_options("rlm_query", model)[0]
         if at_max_depth():
             return llm_query(prompt, model=model)
         started = time.monotonic()
@@ -300,6 +348,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         `.results` (None where failed) and `.errors` {index: reason}, after every prompt has been tried.
         """
         items = _check_prompts(prompts, "rlm_query_batched")
+        model = _check_options("rlm_query_batched", model)[0]
         if at_max_depth():
             return llm_query_batched(items, model=model)
         results: list[str | None] = []
@@ -366,12 +415,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
 
     def repl_set(name: str, value: object) -> None:
         """Set variable `name` to `value` in this namespace: repl_set(name, value)."""
-        if (
-            not isinstance(name, str)
-            or not name.isidentifier()
-            or keyword.iskeyword(name)
-            or name.startswith("_")
-        ):
+        if type(name) is not str:
+            raise ReplError(f"repl_set: the name must be a str, got {type(name).__name__}") from None
+        if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
             raise ReplError(f"repl_set: {name!r} is not a usable variable name") from None
         if name in HELPER_NAMES or name in CONTEXT_NAMES or name in state.protected:
             raise ReplError(f"repl_set: {name!r} is a preloaded name and cannot be replaced") from None
@@ -379,18 +425,12 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
 
     def repl_get(name: str, default: object = None) -> object:
         """Return variable `name` from this namespace, or `default`: repl_get(name, default=None)."""
-        if not isinstance(name, str) or name.startswith("_"):
-            return default
+        if type(name) is not str or name.startswith("_") or not name.isidentifier():
+            return default  # exact str only: a subclass's methods must not decide what is read
         return ns.get(name, default)
 
     def finish(answer: object, how: str) -> None:
-        text = (
-            answer
-            if isinstance(answer, str)
-            else repr(answer)
-            if not isinstance(answer, int | float)
-            else str(answer)
-        )
+        text = _text_of(answer)
         if state.run is not None:
             if state.run.successes == 0:
                 message = (
@@ -413,26 +453,47 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
 
     def FINAL_VAR(name: str) -> None:  # noqa: N802 - the RLM reference name
         """Give the value of the variable called `name` (a string) as the final answer, like FINAL."""
-        if not isinstance(name, str):
+        if type(name) is not str:
             raise ReplError(
                 "FINAL_VAR takes the variable's name as a string, e.g. FINAL_VAR('answer')"
             ) from None
-        if name not in ns or name.startswith("_"):
+        if name.startswith("_") or not name.isidentifier() or name not in ns:
             raise ReplError(
                 f"FINAL_VAR: there is no variable named {name!r}; set it first or use FINAL(value)"
             ) from None
         finish(ns[name], "FINAL_VAR")
 
-    def load_context(source: object, kind: str = "auto", encoding: str = "utf-8", errors: str = "strict"):
+    def load_context(
+        source: object,
+        kind: str = "auto",
+        encoding: str = "utf-8",
+        errors: str = "strict",
+        allow_secrets: bool = False,
+    ):
         """Load `context` (and `ctx`, `context_files`) from a string, a file, a directory or a glob.
 
-        load_context(source, kind="auto", encoding="utf-8", errors="strict") -> summary
+        load_context(source, kind="auto", encoding="utf-8", errors="strict", allow_secrets=False) -> summary
         A directory or glob becomes a corpus: files joined with `=== path ===` lines; `context_files` maps
         each path to its (start, end) offsets. Only paths under the allowed roots (the notebook's directory by
         default, or RLM_CONTEXT_ROOTS) are read. kind: auto, text, file, dir, glob or data.
+        Secret files (.env*, .netrc, .pypirc, .git-credentials, *.pem, *.key, ssh keys, .git/) are refused
+        (skipped in a directory or glob) unless your own cell passes allow_secrets=True; model code cannot.
         """
         try:
-            loaded = ctxmod.load(source, kind=kind, encoding=encoding, errors=errors)
+            source = _context_source(source)
+            kind = exact_str(kind, "load_context: kind")
+            encoding = exact_str(encoding, "load_context: encoding")
+            errors = exact_str(errors, "load_context: errors")
+        except CoercionError as err:
+            raise ContextError(str(err)) from None
+        if allow_secrets is not False:
+            if allow_secrets is not True:
+                raise ContextError("load_context: allow_secrets must be True or False") from None
+            refuse_in_model_code("load_context(..., allow_secrets=True)")
+        try:
+            loaded = ctxmod.load(
+                source, kind=kind, encoding=encoding, errors=errors, allow_secrets=allow_secrets
+            )
         except ContextError as err:
             raise ContextError(str(err)) from None
         except MemoryError:
@@ -452,8 +513,10 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         was started with RLM_DASK_SCHEDULER. Only paths under the allowed roots are read, as for load_context.
         """
         try:
+            source = exact_str(source, "load_corpus: source")
+            partition_mb = exact_float(partition_mb, "load_corpus: partition_mb")
             return corpusmod.load_corpus(source, partition_mb)
-        except ContextError as err:
+        except (ContextError, CoercionError) as err:
             raise ContextError(str(err)) from None
 
     def rlm_run(question: str, context: object = None, **options: object):
@@ -467,12 +530,21 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         """
         from rlm_kernel.rlm.loop import run_from_namespace
 
-        if not isinstance(question, str) or not question.strip():
+        refuse_in_model_code("rlm_run (use rlm_query for a sub-problem)")
+        if type(question) is not str or not question.strip():
             raise ReplError("rlm_run: the question must be a non-empty str") from None
         try:
+            options = {
+                exact_str(k, "rlm_run option"): plain_data(v, f"rlm_run: {k}") for k, v in options.items()
+            }
             opts = state.options.with_(**options).check()
         except (TypeError, ValueError) as err:
             raise ReplError(f"rlm_run: {err}") from None
+        if context is not None:
+            try:
+                context = _context_source(context)
+            except CoercionError as err:
+                raise ReplError(f"rlm_run: {err}") from None
         return run_from_namespace(state, ns, question, context, opts)
 
     helpers = {

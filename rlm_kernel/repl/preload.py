@@ -13,6 +13,7 @@ from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.helpers import build_helpers, set_context
 from rlm_kernel.repl.state import ReplState
+from rlm_kernel.sandbox.coerce import CoercionError, exact_str, plain_data
 
 __all__ = ["ANALYSIS_NAMES", "install", "notebook", "populate", "repair"]
 
@@ -32,6 +33,14 @@ def _calls_a_model(name: str, args: tuple, kwargs: dict) -> bool:
     return False
 
 
+def _plain_or_corpus(value: object, what: str) -> object:
+    """`plain_data(value)`, except that a `Corpus` (exactly that frozen type, holding plain data only; its
+    partitions are looked up kernel-side) passes as it is."""
+    from rlm_kernel.analysis.corpus import Corpus
+
+    return value if type(value) is Corpus else plain_data(value, what)
+
+
 def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
     """A plain closure around an analysis function: text-only errors, and counted as a child call in a run."""
 
@@ -39,7 +48,15 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
         from rlm_kernel.rlm.trajectory import ChildCall
 
         try:
+            # exact built-ins only: these values reach the LLM thread (a subclass's methods would run there)
+            args = tuple(_plain_or_corpus(a, f"{name}'s arguments") for a in args)
+            kwargs = {
+                exact_str(k, f"{name}: keyword"): _plain_or_corpus(v, f"{name}: {k}")
+                for k, v in kwargs.items()
+            }
             value = fn(*args, **kwargs)
+        except CoercionError as err:
+            raise ReplError(f"{name}: {err}") from None
         except RLMError as err:
             if state.run is not None:
                 state.run.calls.append(ChildCall(name, "", False, failed=1, error=str(err)))

@@ -5,6 +5,7 @@ Ends on an accepted FINAL, a limit (iterations, turns without code, budget), an 
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from rlm_kernel.errors import RLMError
@@ -91,6 +92,7 @@ class _Run:
     def execute(self, code: str, turn: Turn) -> None:
         from rlm_kernel.repl import preload
         from rlm_kernel.sandbox import SandboxSession, repair_namespace, run_source
+        from rlm_kernel.sandbox.origin import model_code
 
         if self.state.session is None:
             self.state.session = SandboxSession()
@@ -102,7 +104,8 @@ class _Run:
         saved = (getattr(session, "output_used", 0), getattr(session, "output_dropped", 0))
         session.output_used, session.output_dropped = 0, 0
         try:
-            outcome = run_source(code, self.ns, session, filename=f"<rlm turn {turn.index}>")
+            with model_code():  # model-written: may not run magics or change settings (sandbox/origin.py)
+                outcome = run_source(code, self.ns, session, filename=f"<rlm turn {turn.index}>")
             dropped = session.output_dropped
         finally:
             session.output_used, session.output_dropped = saved
@@ -268,6 +271,7 @@ def run_rlm(
     gets a fresh sandboxed namespace whose `context` is `loaded`. The run's budget is a child of
     `parent_budget` (or of the session budget) limited to `options.budget_usd`.
     """
+    from rlm_kernel.llm.budget import budget_scope
     from rlm_kernel.repl import preload
     from rlm_kernel.repl.helpers import set_context
     from rlm_kernel.sandbox import SandboxSession, new_namespace
@@ -296,7 +300,9 @@ def run_rlm(
     run = _Run(question, loaded, ns, state, options, display)
     _active += 1
     try:
-        answer, reason, message = run.run()
+        # calls made in the run without an explicit budget (map_reduce, find_relevant) are charged to it
+        with budget_scope(budget) if budget is not None else contextlib.nullcontext():  # type: ignore[arg-type]
+            answer, reason, message = run.run()
     finally:
         _active -= 1
         if saved is not None:

@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 import builtins as _py
+import itertools
 import operator
+import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from rlm_kernel.sandbox.errors import LimitExceeded, refusal
+from rlm_kernel.sandbox.errors import LimitExceeded, SandboxTypeError, refusal
 from rlm_kernel.sandbox.policy import REFUSED_NAMES
 
 if TYPE_CHECKING:
@@ -25,13 +27,14 @@ PLAIN_BUILTINS = (
 ).split()
 
 EXCEPTIONS = (
-    "ArithmeticError AssertionError AttributeError BaseException BufferError BytesWarning DeprecationWarning "
-    "EOFError EncodingWarning Exception FloatingPointError FutureWarning GeneratorExit ImportError "
-    "ImportWarning IndentationError IndexError KeyError KeyboardInterrupt LookupError MemoryError "
-    "ModuleNotFoundError NameError NotImplementedError OSError OverflowError PendingDeprecationWarning "
-    "RecursionError ReferenceError RuntimeError RuntimeWarning StopAsyncIteration StopIteration SyntaxError "
-    "SyntaxWarning TabError TimeoutError TypeError UnboundLocalError UnicodeDecodeError UnicodeEncodeError "
-    "UnicodeError UnicodeTranslateError UnicodeWarning UserWarning ValueError Warning ZeroDivisionError"
+    "ArithmeticError AssertionError AttributeError BaseException BaseExceptionGroup BufferError BytesWarning "
+    "DeprecationWarning EOFError EncodingWarning Exception ExceptionGroup FloatingPointError FutureWarning "
+    "GeneratorExit ImportError ImportWarning IndentationError IndexError KeyError KeyboardInterrupt "
+    "LookupError MemoryError ModuleNotFoundError NameError NotImplementedError OSError OverflowError "
+    "PendingDeprecationWarning RecursionError ReferenceError RuntimeError RuntimeWarning StopAsyncIteration "
+    "StopIteration SyntaxError SyntaxWarning TabError TimeoutError TypeError UnboundLocalError "
+    "UnicodeDecodeError UnicodeEncodeError UnicodeError UnicodeTranslateError UnicodeWarning UserWarning "
+    "ValueError Warning ZeroDivisionError"
 ).split()
 
 
@@ -78,6 +81,63 @@ def _iter_callable(fn: Callable[[], Any], sentinel: Any) -> Iterator[Any]:
         if value == sentinel:
             return
         yield value
+
+
+_CHUNK = 1024  # items a C consumer handles between two chances for the time limit to stop it
+
+
+def runs_python(fn: Any) -> bool:
+    """True if calling `fn` runs Python bytecode (so the time limit can stop a C loop calling it per item)."""
+    return isinstance(fn, (types.FunctionType, types.MethodType))
+
+
+def python_level(fn: Any) -> Any:
+    """`fn`, or a Python wrapper around it when it is C code: per-item callbacks of C loops (map, filter,
+    sorted(key=…), max(key=…)) then give the time limit a chance at every item."""
+    if fn is None or runs_python(fn):
+        return fn
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def _map(fn: Any, iterable: Any, *iterables: Any) -> Iterator[Any]:
+    """map() whose items each pass through Python code (a C function mapped over many big items, e.g.
+    map(sum, [range(10**8)] * 100), would otherwise be one uninterruptible C loop)."""
+    return map(python_level(fn), iterable, *iterables)
+
+
+def _filter(fn: Any, iterable: Any) -> Iterator[Any]:
+    """filter() with its predicate run through Python code (see `_map`); filter(None, …) stays native (the
+    truth of a built-in value costs O(1); that of your own objects runs their Python `__bool__`)."""
+    return filter(python_level(fn), iterable)
+
+
+def _keyed(builtin: Callable[..., Any]) -> Callable[..., Any]:
+    """sorted/min/max with a C `key` wrapped in Python code (see `_map`)."""
+
+    def keyed(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("key") is not None:
+            kwargs["key"] = python_level(kwargs["key"])
+        return builtin(*args, **kwargs)
+
+    keyed.__name__ = keyed.__qualname__ = builtin.__name__
+    keyed.__doc__ = builtin.__doc__
+    return keyed
+
+
+def _sum(iterable: Any, /, start: Any = 0) -> Any:
+    """sum() in chunks of _CHUNK items, so the time limit can stop it between chunks (a sum over a list of
+    huge integers, or of a long C iterator, is otherwise one uninterruptible C loop)."""
+    it = iter(iterable)
+    total = start
+    while True:
+        chunk = list(itertools.islice(it, _CHUNK))
+        if not chunk:
+            return total
+        total = sum(chunk, total)
 
 
 def make_builtins(
@@ -141,6 +201,12 @@ def make_builtins(
             raise refusal("vars() without an argument is not available: it would expose the sandbox guards")
         obj = args[0]
         if not session.is_user_object(obj):
+            if not hasattr(obj, "__dict__"):  # plain Python refuses these too, with a TypeError
+                raise refusal(
+                    "vars() is only available for objects of classes defined in cells "
+                    "(and this object has no __dict__)",
+                    SandboxTypeError,
+                )
             raise refusal("vars() is only available for objects of classes defined in cells")
         return {k: v for k, v in _py.vars(obj).items() if not (k.startswith("__") and k.endswith("__"))}
 
@@ -149,6 +215,12 @@ def make_builtins(
     table.update(
         {
             "range": safe_range,
+            "map": _map,
+            "filter": _filter,
+            "sorted": _keyed(sorted),
+            "min": _keyed(min),
+            "max": _keyed(max),
+            "sum": _sum,
             "bytes": sized(bytes),
             "bytearray": sized(bytearray),
             "iter": safe_iter,

@@ -6,6 +6,9 @@
 from __future__ import annotations
 
 import datetime
+import decimal
+import fractions
+import math
 import operator
 import re
 import string
@@ -86,12 +89,33 @@ def make_caps(limits: Limits) -> dict[str, Any]:
             f"{limits.max_int_bits} bits (RLM_MAX_INT_BITS)"
         )
 
+    def check_int_bits(what: str, bits: float) -> None:
+        if limits.max_int_bits and bits > limits.max_int_bits:
+            raise too_big_int(what, int(bits))
+
     def safe_pow(a: Any, b: Any, mod: Any = None) -> Any:
-        if mod is None and isinstance(a, int) and isinstance(b, int) and limits.max_int_bits:
-            base, exp = operator.index(a), operator.index(b)  # exact ints: subclasses cannot lie
-            base_bits = abs(base).bit_length()
-            if exp > 1 and base_bits > 1 and (base_bits - 1) * exp > limits.max_int_bits:
-                raise too_big_int(f"{_short(base)} ** {_short(exp)}", (base_bits - 1) * exp)
+        if not limits.max_int_bits:
+            return a**b if mod is None else pow(a, b, mod)
+        if isinstance(b, fractions.Fraction) and b.denominator == 1:
+            b = b.numerator  # what Fraction.__rpow__ / __pow__ will raise to
+        if mod is None and isinstance(b, int):
+            exp = operator.index(b)  # exact ints: subclasses cannot lie
+            if isinstance(a, int):
+                check_int_bits(
+                    f"{_short(operator.index(a))} ** {_short(exp)}", _pow_bits(operator.index(a), exp)
+                )
+            elif isinstance(a, fractions.Fraction):
+                biggest = max(abs(a.numerator), a.denominator)
+                check_int_bits(f"Fraction ** {_short(exp)}", _pow_bits(biggest, abs(exp)))
+        elif mod is not None and isinstance(a, int) and isinstance(b, int) and isinstance(mod, int):
+            exp_bits, mod_bits = operator.index(b).bit_length(), operator.index(mod).bit_length()
+            check_int_bits("pow() with a modulus", mod_bits)
+            if exp_bits * float(mod_bits) ** 1.585 > _POWMOD_WORK:
+                raise LimitExceeded(
+                    f"pow() with a {exp_bits}-bit exponent and a {mod_bits}-bit modulus is over the "
+                    "sandbox's limit of work for one uninterruptible C call (it would run for minutes); "
+                    "use smaller numbers"
+                )
         return a**b if mod is None else pow(a, b, mod)
 
     def safe_lshift(a: Any, b: Any) -> Any:
@@ -103,15 +127,22 @@ def make_caps(limits: Limits) -> dict[str, Any]:
         return a << b
 
     def repeat_check(seq: Any, times: Any) -> None:
-        if isinstance(seq, (str, bytes, bytearray, list, tuple)) and hasattr(type(times), "__index__"):
-            n = operator.index(times)  # what the repetition will use, even for objects defining __index__
-            total = len(seq) * n
-            if limits.max_sequence and total > limits.max_sequence:
-                raise LimitExceeded(
-                    f"repeating a {type(seq).__name__} of length {len(seq)} {n} times "
-                    f"gives {total} items, over the limit of {limits.max_sequence} "
-                    "(RLM_MAX_SEQUENCE)"
-                )
+        """`seq * times` for every sized container (str, bytes, list, deque, UserList, array-likes …)."""
+        if not limits.max_sequence or isinstance(seq, _NUMBERS) or not hasattr(type(times), "__index__"):
+            return
+        if isinstance(times, _NUMBERS) and not isinstance(times, int):
+            return
+        if not hasattr(type(seq), "__len__"):
+            return
+        n = operator.index(times)  # what the repetition will use, even for objects defining __index__
+        size = len(seq)
+        total = size * n
+        if total > limits.max_sequence:
+            raise LimitExceeded(
+                f"repeating a {type(seq).__name__} of length {size} {n} times "
+                f"gives {total} items, over the limit of {limits.max_sequence} "
+                "(RLM_MAX_SEQUENCE)"
+            )
 
     small = 1 << 4096 if limits.max_int_bits >= 8192 or not limits.max_int_bits else 0
 
@@ -126,6 +157,9 @@ def make_caps(limits: Limits) -> dict[str, Any]:
                 bits = operator.index(a).bit_length() + operator.index(b).bit_length()
                 if bits > limits.max_int_bits:
                     raise too_big_int("this multiplication", bits)
+            return a * b
+        if isinstance(a, _RATIONALS) and isinstance(b, _RATIONALS) and limits.max_int_bits:
+            check_int_bits("this multiplication", _rational_bits(a) + _rational_bits(b))
             return a * b
         repeat_check(a, b)
         repeat_check(b, a)
@@ -171,10 +205,25 @@ def make_caps(limits: Limits) -> dict[str, Any]:
     }
 
     def _imul(a: Any, b: Any) -> Any:
-        if isinstance(a, (list, bytearray)) and hasattr(type(b), "__index__"):
-            repeat_check(a, b)
+        if not isinstance(a, _NUMBERS) and hasattr(type(a), "__len__") and hasattr(type(b), "__index__"):
+            repeat_check(a, b)  # in place for list, bytearray, deque, UserList …
             return operator.imul(a, b)
         return safe_mul(a, b)
+
+    def from_bytes(kind: type) -> Callable[..., Any]:
+        """`int.from_bytes` under the integer-size cap (8 bits a byte, counted before it is built)."""
+        real = kind.from_bytes
+
+        def checked(data: Any, byteorder: Any = "big", *, signed: bool = False) -> Any:
+            if isinstance(data, (bytes, bytearray, str)) or hasattr(type(data), "__len__"):
+                check_int_bits("int.from_bytes", 8 * len(data))
+                return real(data, byteorder, signed=signed)
+            data = bytes(data)  # an iterator of byte values: at most RLM_MAX_SEQUENCE of them, as bytes()
+            check_int_bits("int.from_bytes", 8 * len(data))
+            return real(data, byteorder, signed=signed)
+
+        checked.__name__ = checked.__qualname__ = "from_bytes"
+        return checked
 
     return {
         "check_spec": check_spec,
@@ -185,7 +234,28 @@ def make_caps(limits: Limits) -> dict[str, Any]:
         "mul": safe_mul,
         "mod": safe_mod,
         "inplace": _INPLACE,
+        "int_bits": check_int_bits,
+        "from_bytes": from_bytes,
     }
+
+
+# Work allowed in one modular pow(): exponent bits x (modulus bits)**1.585 (about 2-4 s of C at the limit).
+_POWMOD_WORK = 4e10
+_NUMBERS = (int, float, complex, decimal.Decimal, fractions.Fraction)
+_RATIONALS = (int, fractions.Fraction)
+
+
+def _pow_bits(base: int, exp: int) -> float:
+    """Bits of `base ** exp` (exact to a fraction of a bit: exp * log2|base|); 0 when it cannot grow."""
+    if exp <= 1 or abs(base) <= 1:
+        return 0.0
+    return exp * math.log2(abs(base))
+
+
+def _rational_bits(x: Any) -> int:
+    if isinstance(x, int):
+        return operator.index(x).bit_length()
+    return max(abs(x.numerator).bit_length(), x.denominator.bit_length())
 
 
 def _short(n: int) -> str:

@@ -12,7 +12,17 @@ from IPython.core.error import InputRejected
 
 from rlm_kernel.errors import RLMError
 
-__all__ = ["CellTimeout", "LimitExceeded", "ModuleNotAvailable", "SandboxError", "format_refusal", "refusal"]
+__all__ = [
+    "CellTimeout",
+    "LimitExceeded",
+    "ModuleNotAvailable",
+    "SandboxAttributeError",
+    "SandboxError",
+    "SandboxTypeError",
+    "add_name_suggestion",
+    "format_refusal",
+    "refusal",
+]
 
 
 class SandboxError(RLMError, InputRejected):
@@ -29,7 +39,19 @@ class ModuleNotAvailable(SandboxError, ImportError):
     """
 
 
+class SandboxTypeError(SandboxError, TypeError):
+    """A refusal of something plain Python refuses with a TypeError too (`t[0] = 1` on a tuple), so
+    `except TypeError:` behaves as in Python. Shown as `SandboxError`."""
+
+
+class SandboxAttributeError(SandboxError, AttributeError):
+    """A refusal of something plain Python refuses with an AttributeError too (`(1).x = 2`), so
+    `except AttributeError:` behaves as in Python. Shown as `SandboxError`."""
+
+
 ModuleNotAvailable.__name__ = ModuleNotAvailable.__qualname__ = "SandboxError"
+SandboxTypeError.__name__ = SandboxTypeError.__qualname__ = "SandboxError"
+SandboxAttributeError.__name__ = SandboxAttributeError.__qualname__ = "SandboxError"
 
 
 class LimitExceeded(RLMError):
@@ -74,3 +96,80 @@ def refusal(reason: str, kind: type[SandboxError] = SandboxError) -> SandboxErro
     """A run-time `SandboxError` pointing at the user's line that triggered it (when it can be found)."""
     lineno, snippet = _caller_line()
     return kind(format_refusal(lineno, snippet, reason))
+
+
+# -- "Did you mean …" for NameError (CPython 3.11 computes it only in its own exception printer) -----------
+_MOVE_COST = 2  # CPython's Python/suggestions.c: insert/delete/substitute cost 2, a change of case 1
+_CASE_COST = 1
+_MAX_CANDIDATES = 750
+_MAX_NAME = 40
+
+
+def _distance(a: str, b: str, limit: int) -> int:
+    """CPython's weighted Levenshtein distance (more than `limit` once it cannot stay within it)."""
+    if a == b:
+        return 0
+    previous = [i * _MOVE_COST for i in range(len(b) + 1)]
+    for i, ca in enumerate(a, 1):
+        row = [i * _MOVE_COST]
+        for j, cb in enumerate(b, 1):
+            if ca == cb:
+                sub = 0
+            elif ca.lower() == cb.lower():
+                sub = _CASE_COST
+            else:
+                sub = _MOVE_COST
+            row.append(min(previous[j] + _MOVE_COST, row[j - 1] + _MOVE_COST, previous[j - 1] + sub))
+        if min(row) > limit:
+            return limit + 1
+        previous = row
+    return previous[-1]
+
+
+def suggest_name(wrong: str, candidates: list[str]) -> str | None:
+    """The closest of `candidates` to the misspelled `wrong`, by CPython's rule; None if none is close."""
+    if len(candidates) > _MAX_CANDIDATES or len(wrong) > _MAX_NAME:
+        return None
+    best, best_distance = None, len(wrong)
+    for name in candidates:
+        if name == wrong:
+            continue
+        limit = min((len(name) + len(wrong) + 3) * _MOVE_COST // 6, best_distance - 1)
+        distance = _distance(wrong, name, limit)
+        if distance <= limit:
+            best, best_distance = name, distance
+    return best
+
+
+def add_name_suggestion(exc: BaseException) -> None:
+    """Append ". Did you mean: 'x'?" to a NameError from a cell, as plain Python does.
+
+    Candidates are the names visible where the error happened (the innermost cell frame of the traceback):
+    its locals, the cell's namespace and the sandbox's builtins — never hidden names (starting with '_', such
+    as the guards) or names the kernel keeps that are not identifiers."""
+    if type(exc) not in (NameError, UnboundLocalError):
+        return
+    wrong = getattr(exc, "name", None)
+    if type(wrong) is not str or len(exc.args) != 1 or type(exc.args[0]) is not str:
+        return
+    message = exc.args[0]
+    if "Did you mean" in message:
+        return
+    tb = exc.__traceback__
+    if tb is None:
+        return
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    frame = tb.tb_frame
+    from rlm_kernel.sandbox.policy import ALWAYS_REFUSED, is_sandboxed_filename
+
+    if not is_sandboxed_filename(frame.f_code.co_filename):
+        return  # raised in library code: its names are not the cell's
+    names: dict[str, None] = {}
+    for scope in (frame.f_locals, frame.f_globals, frame.f_builtins):
+        for key in list(scope):
+            if type(key) is str and key[:1] != "_" and key.isidentifier() and key not in ALWAYS_REFUSED:
+                names[key] = None
+    suggestion = suggest_name(wrong, list(names))
+    if suggestion is not None:
+        exc.args = (f"{message}. Did you mean: {suggestion!r}?",)

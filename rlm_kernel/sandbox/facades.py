@@ -10,6 +10,7 @@ import bisect
 import cmath
 import collections
 import collections.abc
+import contextlib
 import copy
 import csv
 import dataclasses
@@ -21,6 +22,7 @@ import fractions
 import functools
 import hashlib
 import heapq
+import importlib
 import io
 import itertools
 import json
@@ -40,6 +42,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.sandbox import safe_stdlib as safe
+from rlm_kernel.sandbox.builtins import python_level
 from rlm_kernel.sandbox.errors import ModuleNotAvailable, SandboxError, refusal
 
 if TYPE_CHECKING:
@@ -104,9 +107,9 @@ def _facade(name: str, attrs: dict[str, Any]) -> Facade:
 
 
 ALLOWED_MODULES = (
-    "base64 bisect cmath collections collections.abc copy csv dataclasses datetime decimal difflib enum "
-    "fractions functools hashlib heapq io itertools json math operator pprint random re statistics string "
-    "textwrap time typing unicodedata"
+    "base64 bisect cmath collections collections.abc contextlib copy csv dataclasses datetime decimal "
+    "difflib enum fractions functools hashlib heapq io itertools json math operator pprint random re "
+    "statistics string textwrap time typing unicodedata"
 ).split()
 
 
@@ -122,11 +125,14 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     )
     f["json"] = _pick(json, "loads dumps load dump JSONDecoder JSONEncoder JSONDecodeError")
     f["math"] = {k: v for k, v in vars(math).items() if not k.startswith("_")}
+    int_bits = session.guards["_int_bits_"]
     f["math"].update(
-        prod=safe.prod,
+        prod=safe.prod(session.guards["_mul_"]),
         factorial=safe.capped(math.factorial, 100_000, "math.factorial"),
-        comb=safe.capped(math.comb, 1_000_000, "math.comb"),
-        perm=safe.capped(math.perm, 1_000_000, "math.perm"),
+        comb=safe.combinatoric(safe.capped(math.comb, 1_000_000, "math.comb"), "math.comb", int_bits),
+        perm=safe.combinatoric(safe.capped(math.perm, 1_000_000, "math.perm"), "math.perm", int_bits),
+        gcd=safe.gcd_like(math.gcd, "math.gcd", int_bits),
+        lcm=safe.gcd_like(math.lcm, "math.lcm", int_bits),
     )
     f["cmath"] = {k: v for k, v in vars(cmath).items() if not k.startswith("_")}
     f["statistics"] = _pick(
@@ -145,6 +151,15 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "starmap takewhile tee zip_longest",
     )
     f["itertools"].update(
+        chain=safe.chain,
+        starmap=lambda fn, iterable: itertools.starmap(python_level(fn), iterable),
+        accumulate=lambda iterable, func=None, *, initial=None: itertools.accumulate(
+            iterable, python_level(func), initial=initial
+        ),
+        groupby=lambda iterable, key=None: itertools.groupby(iterable, python_level(key)),
+        filterfalse=lambda fn, iterable: itertools.filterfalse(python_level(fn), iterable),
+        takewhile=lambda fn, iterable: itertools.takewhile(python_level(fn), iterable),
+        dropwhile=lambda fn, iterable: itertools.dropwhile(python_level(fn), iterable),
         count=safe.count,
         cycle=safe.cycle,
         repeat=safe.repeat,
@@ -155,12 +170,13 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     )
     f["functools"] = _pick(
         functools,
-        "partial partialmethod cmp_to_key total_ordering lru_cache cache "
-        "cached_property singledispatch singledispatchmethod",
+        "partial partialmethod cmp_to_key total_ordering lru_cache cache cached_property",
     )
     own_class = _own_class_check(session)
     f["functools"].update(
         reduce=safe.reduce,
+        singledispatch=safe.singledispatch,
+        singledispatchmethod=safe.singledispatchmethod,
         wraps=lambda wrapped: _own_function_decorator(functools.wraps(wrapped), "functools.wraps"),
         total_ordering=own_class(functools.total_ordering, "functools.total_ordering"),
     )
@@ -187,6 +203,10 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "punctuation printable whitespace capwords Template",
     )
     f["textwrap"] = _pick(textwrap, "wrap fill dedent indent shorten TextWrapper")
+    # Not redirect_stdout/redirect_stderr (they swap sys.stdout), chdir, or the async helpers.
+    f["contextlib"] = _pick(
+        contextlib, "contextmanager suppress closing nullcontext ExitStack AbstractContextManager"
+    )
     f["difflib"] = _pick(
         difflib,
         "SequenceMatcher Differ HtmlDiff unified_diff context_diff ndiff "
@@ -216,7 +236,8 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         if hasattr(rng, name)
     }
     f["random"]["Random"] = random.Random
-    f["random"]["getrandbits"] = safe.capped(rng.getrandbits, 1 << 27, "random.getrandbits")
+    bits_cap = session.limits.max_int_bits or 1 << 27
+    f["random"]["getrandbits"] = safe.capped(rng.getrandbits, bits_cap, "random.getrandbits")
     f["random"]["randbytes"] = safe.capped(rng.randbytes, 1 << 24, "random.randbytes")
     f["heapq"] = _pick(heapq, "heappush heappop heapify heapreplace heappushpop nlargest nsmallest merge")
     f["bisect"] = _pick(bisect, "bisect bisect_left bisect_right insort insort_left insort_right")
@@ -393,12 +414,20 @@ def _mod(session: SandboxSession, a: Any, b: Any) -> Any:
     return session.guards["_mod_"](a, b)
 
 
+# Modules that C code of allowed modules imports lazily through the *calling frame's* `__import__` — the
+# cell's: `datetime.strptime` and `time.strptime` import `_strptime`. A cell cannot name them itself
+# (underscore names are refused at compile time), and the module goes only to the C code that asked for it.
+_C_LAZY_IMPORTS = frozenset({"_strptime"})
+
+
 def import_facade(session: SandboxSession, name: Any, fromlist: Any = (), level: int = 0) -> Any:
     """What `import` does in a cell: return a facade from the allowlist, or refuse with the list."""
     if level:
         raise refusal("relative imports are not available in the sandbox")
     if type(name) is not str:
         raise TypeError("module name must be a string")
+    if name in _C_LAZY_IMPORTS and not fromlist:
+        return importlib.import_module(name)
     facade = session.facades.get(name)
     if facade is None:
         raise refusal(

@@ -19,9 +19,17 @@ from typing import TYPE_CHECKING, Any
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
+from rlm_kernel.sandbox import safe_stdlib
 from rlm_kernel.sandbox.caps import SafeFormatter, make_caps
-from rlm_kernel.sandbox.errors import CellTimeout, refusal
-from rlm_kernel.sandbox.policy import ALLOWED_DUNDER_METHODS, READABLE_DUNDERS, is_sandboxed_filename
+from rlm_kernel.sandbox.errors import CellTimeout, SandboxAttributeError, SandboxTypeError, refusal
+from rlm_kernel.sandbox.policy import (
+    ALLOWED_DUNDER_METHODS,
+    EXCEPTION_DUNDERS,
+    RANGE_BITS,
+    READABLE_DUNDERS,
+    is_sandboxed_filename,
+)
+from rlm_kernel.sandbox.safe_stdlib import CappedContext
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -122,6 +130,7 @@ WRITABLE_TYPES = frozenset(
         collections.UserList,
         io.StringIO,
         io.BytesIO,
+        CappedContext,  # decimal.localcontext()'s context: its precision setter enforces the cap
     }
 )
 
@@ -149,8 +158,24 @@ _SHARED_CONTAINERS: dict[type, Callable[[Any], Any]] = {
     bytearray: bytes,
 }
 
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (not a C type)
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: a type whose attributes cannot be set (int, str, ...)
+
 _NAMEDTUPLE_PRIVATE = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
 _PRIVATE_ATTR = re.compile(r"_[A-Za-z0-9]\w*\Z")
+
+
+_RANGE_BOUND = 1 << RANGE_BITS
+
+
+def range_ok(obj: Any) -> bool:
+    """The flag of a `for` loop's fast path (policy.visit_For): `obj` is an exact range whose items are all
+    ints within ±2**RANGE_BITS (a range's start and stop are exact ints; no user code runs here)."""
+    return (
+        type(obj) is range
+        and -_RANGE_BOUND < obj.start < _RANGE_BOUND
+        and -_RANGE_BOUND < obj.stop < _RANGE_BOUND
+    )
 
 
 def _is_dunder(name: str) -> bool:
@@ -164,9 +189,35 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     limits = session.limits
     denied = {"bases": _denied_bases(), "modules": len(sys.modules)}
 
+    cell_thread = session.cell_thread
+    outside_reason = (
+        "code from a cell was called by the kernel outside the cell's limits (from a finalizer, "
+        "completion or another thread); it was not run"
+    )
+
+    def outside_cell() -> None:
+        raise refusal(outside_reason)
+
+    def mark_class(cls: Any) -> Any:
+        """`_mark_class_`: record a class a cell defined (session.mark_user_class), refusing exception-group
+        subclasses: CPython's `except*` calls a group's own `split`, and kernel code reads `.exceptions`; a
+        cell's override could hand a handler a non-exception, raise an object no `except` catches, or run
+        while a traceback is shown."""
+        if isinstance(cls, type) and issubclass(cls, BaseExceptionGroup):
+            raise refusal(
+                "subclassing ExceptionGroup is not available in the sandbox; raise ExceptionGroup(...) "
+                "or BaseExceptionGroup(...) itself"
+            )
+        return session.mark_user_class(cls)
+
     def cancel_check() -> None:
+        """Called first in every function, lambda, `except` and `finally` of a cell: re-raises a time-out,
+        and refuses to run cell code outside `cell_limits` (a finalizer run by garbage collection or
+        namespace repair, completion, another thread such as the LLM event loop)."""
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
+        if not cell_thread.in_cell:
+            raise refusal(outside_reason)
 
     def check_value(value: Any, what: str) -> Any:
         kind = type(value)
@@ -224,6 +275,15 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                     f"attribute {name!r} of this object is not a string; the sandbox only hands out "
                     "names and docstrings"
                 )
+            if name in EXCEPTION_DUNDERS and isinstance(obj, BaseException):
+                notes = getattr(obj, name, _RAISE)  # add_note() keeps them: a list of str
+                if notes is _RAISE:
+                    if default is not _RAISE:
+                        return default
+                    raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
+                if type(notes) is list and all(isinstance(note, str) for note in notes):
+                    return [str.__str__(note) for note in notes]  # plain copies: no str subclass
+                raise refusal(f"this exception's {name} is not a list of strings")
             if type(obj) is super and name in ALLOWED_DUNDER_METHODS:
                 return getattr(obj, name)
             if not private_allowed(obj, name):
@@ -305,6 +365,20 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             )
         return _RAISE
 
+    def special_elements(obj: Any, name: str) -> Any:
+        if isinstance(obj, collections.Counter):
+            from rlm_kernel.sandbox.safe_stdlib import counter_elements
+
+            return counter_elements(obj)
+        return _RAISE
+
+    def special_from_bytes(obj: Any, name: str) -> Any:
+        if isinstance(obj, type) and issubclass(obj, int):
+            return caps["from_bytes"](obj)
+        if isinstance(obj, int):
+            return caps["from_bytes"](type(obj))
+        return _RAISE
+
     _SPECIAL: dict[str, Callable[[Any, str], Any]] = {
         "format": special_format,
         "format_map": special_format,
@@ -319,6 +393,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "args": special_partial,
         "keywords": special_partial,
         "register": special_register,
+        "from_bytes": special_from_bytes,
+        "elements": special_elements,
     }
     slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)
 
@@ -351,18 +427,41 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         return check_value(value, "this item")
 
     def guarded_write(obj: Any) -> Any:
+        """`obj[k] = v` / `del obj[k]`."""
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
         if type(obj) in WRITABLE_TYPES or session.is_user_object(obj):
             return obj
-        if type(obj) is types.FunctionType and is_sandboxed_filename(obj.__code__.co_filename):
+        return refused_write(obj, attribute=False)
+
+    def guarded_write_attr(obj: Any) -> Any:
+        """`obj.a = v` / `del obj.a` / `setattr(obj, 'a', v)`."""
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        if type(obj) in WRITABLE_TYPES or session.is_user_object(obj):
+            return obj
+        return refused_write(obj, attribute=True)
+
+    def refused_write(obj: Any, *, attribute: bool) -> Any:
+        kind = type(obj)
+        if kind is types.FunctionType and is_sandboxed_filename(obj.__code__.co_filename):
             return obj  # attributes of your own functions (f.calls = 0)
+        if attribute and kind is safe_stdlib.CappedContext:
+            return obj  # a decimal context the cell made (Context(), localcontext()); precision is capped
         from rlm_kernel.sandbox.facades import Facade
 
         if isinstance(obj, Facade):
             raise refusal("modules are read-only in the sandbox; keep your own state in variables")
+        name = kind.__name__
+        # What plain Python raises for the same write, so honest `try`/`except` code behaves the same.
+        if not attribute and not hasattr(kind, "__setitem__"):
+            raise refusal(f"{name!r} object does not support item assignment or deletion", SandboxTypeError)
+        if attribute and isinstance(obj, type) and obj.__flags__ & _IMMUTABLE_TYPE:
+            raise refusal(f"cannot set attributes of the built-in type {obj.__name__!r}", SandboxTypeError)
+        if attribute and not kind.__flags__ & _HEAP_TYPE and not hasattr(obj, "__dict__"):
+            raise refusal(f"{name!r} object has no attributes that can be set", SandboxAttributeError)
         raise refusal(
-            f"cannot modify this {type(obj).__name__} object: only your own variables, lists, "
+            f"cannot modify this {name} object: only your own variables, lists, "
             "dicts, sets and instances of classes defined in cells can be changed"
         )
 
@@ -371,14 +470,14 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             raise TypeError("attribute name must be a string")
         if name.startswith("_") and not (private_allowed(obj, name)):
             raise refusal(f"attribute {name!r} starts with '_': it cannot be set in the sandbox")
-        setattr(guarded_write(obj), name, value)
+        setattr(guarded_write_attr(obj), name, value)
 
     def guarded_delattr(obj: Any, name: str) -> None:
         if type(name) is not str:
             raise TypeError("attribute name must be a string")
         if name.startswith("_") and not (private_allowed(obj, name)):
             raise refusal(f"attribute {name!r} starts with '_': it cannot be deleted in the sandbox")
-        delattr(guarded_write(obj), name)
+        delattr(guarded_write_attr(obj), name)
 
     def guarded_getiter(obj: Any) -> Any:
         if session.cancelled is not None:
@@ -419,10 +518,11 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     class Printer:
         """What `print(...)` calls in a cell: writes to the kernel's stdout under the per-cell output cap."""
 
-        __slots__ = ("parts",)
+        __slots__ = ("parts", "kept")
 
         def __init__(self, _getattr_: Any = None) -> None:
             self.parts: list[str] = []
+            self.kept = 0  # characters in `parts`, kept as a count: each print costs O(1), not O(output)
 
         def _call_print(
             self,
@@ -443,8 +543,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                 guarded_getattr(file, "write")(text)
                 return
             session.write_output(text)
-            if sum(map(len, self.parts)) < (limits.output_bytes or 1_000_000):
+            if self.kept < (limits.output_bytes or 1_000_000):
                 self.parts.append(text)
+                self.kept += len(text)
 
         def __call__(self) -> str:
             return "".join(self.parts)
@@ -453,6 +554,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_getattr_": guarded_getattr,
         "_getitem_": guarded_getitem,
         "_write_": guarded_write,
+        "_write_attr_": guarded_write_attr,
         "_getiter_": guarded_getiter,
         "_iter_unpack_sequence_": iter_unpack_sequence,
         "_unpack_sequence_": unpack_sequence,
@@ -460,17 +562,22 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_apply_": guarded_apply,
         "_print_": Printer,
         "_cancel_check_": cancel_check,
-        "_mark_class_": session.mark_user_class,
+        # lambdas: `body if _cell_thread_.in_cell else _outside_cell_()` (policy.visit_Lambda)
+        "_cell_thread_": cell_thread,
+        "_outside_cell_": outside_cell,
+        "_mark_class_": mark_class,
         "_class_of_": SafeType,
         "_pow_": safe_pow,
         "_mul_": safe_mul,
         "_lshift_": safe_lshift,
         "_mod_": safe_mod,
         "_format_": fstring_format,
+        "_int_bits_": caps["int_bits"],
         # the numeric fast paths' type test (policy._fast_test): exact int/float only, by identity
         "_type_": type,
         "_int_": int,
         "_float_": float,
+        "_range_ok_": range_ok,
         # builtins built on the guards
         "getattr": guarded_getattr_builtin,
         "hasattr": guarded_hasattr,

@@ -52,13 +52,15 @@ class Limits:
     cpu_backstop_seconds: float = (
         30.0  # extra CPU before the process is killed in a C loop (RLM_CPU_BACKSTOP_SECONDS)
     )
-    memory_mb: int = 8192  # address-space cap of the kernel process (RLM_MEMORY_MB)
+    memory_mb: int = 8192  # memory cells may allocate, above the kernel's start-up size (RLM_MEMORY_MB)
     output_bytes: int = 1_000_000  # printed output per cell (RLM_OUTPUT_BYTES)
     max_source_bytes: int = 500_000  # size of one cell's source (RLM_MAX_SOURCE_BYTES)
     max_ast_nodes: int = 200_000  # syntax-tree nodes in one cell (RLM_MAX_AST_NODES)
     max_range: int = 100_000_000  # len(range(...)) (RLM_MAX_RANGE)
     max_sequence: int = 200_000_000  # items produced by sequence repetition 'a' * n (RLM_MAX_SEQUENCE)
-    max_int_bits: int = 10_000_000  # bits of an integer built by ** or << (RLM_MAX_INT_BITS)
+    # bits of an integer built by **, <<, *, pow(), int.from_bytes, math, Fraction (RLM_MAX_INT_BITS); low
+    # enough that CPython's quadratic integer routines (division, gcd, Decimal(int)) finish in seconds
+    max_int_bits: int = 2_000_000
     max_format_width: int = 100_000  # width/precision in format specs (RLM_MAX_FORMAT_WIDTH)
 
     @classmethod
@@ -87,10 +89,29 @@ def check_source_size(source: str, limits: Limits) -> None:
             )
 
 
+_MEMORY_BASELINE: list[int] = []  # address space the kernel had mapped when it first applied the cap
+
+
+def _mapped_bytes() -> int:
+    """The process's address-space size now (VmSize in /proc/self/status), 0 if unknown."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return 0
+    return 0
+
+
 def _apply_memory_cap(limits: Limits) -> None:
+    """RLIMIT_AS = what the kernel had mapped after start-up (measured once, at the first cell) + the limit,
+    so RLM_MEMORY_MB counts what cells allocate, not the ~1 GB an idle kernel already maps."""
     if not limits.memory_mb:
         return
-    want = limits.memory_mb * 1024 * 1024
+    if not _MEMORY_BASELINE:
+        _MEMORY_BASELINE.append(_mapped_bytes())
+    want = _MEMORY_BASELINE[0] + limits.memory_mb * 1024 * 1024
     with contextlib.suppress(ValueError, OSError):
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard != resource.RLIM_INFINITY:
@@ -111,8 +132,7 @@ def consume_backstop_note(marker: Path | str) -> str | None:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    with contextlib.suppress(OSError):
-        path.unlink()
+    _forget(path)
     seconds = data.get("backstop_seconds")
     return (
         "The previous kernel stopped while running a cell, so the kernel was restarted; variables were "
@@ -120,6 +140,29 @@ def consume_backstop_note(marker: Path | str) -> str | None:
         "(for example sum(range(10**12))), which the sandbox cannot interrupt, or crashed the interpreter "
         "(for example hashing a tuple nested a million levels deep). Make the operation smaller."
     )
+
+
+_MARKER_BYTES = 256
+
+
+def _mark(path: Path, text: str) -> None:
+    """Write the marker in place, padded to a fixed size: never truncated, so no blocks are freed per cell."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.pwrite(fd, text.encode("utf-8").ljust(_MARKER_BYTES), 0)
+    finally:
+        os.close(fd)
+
+
+def _forget(path: Path) -> None:
+    """Delete the marker; where the OS layer allows writing it but not deleting it, blank it in place."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        with contextlib.suppress(OSError):
+            _mark(path, "")
 
 
 def _is_user_stack(frame: Any) -> bool:
@@ -248,21 +291,28 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
     Resets the per-cell output count and cancellation, arms CPU/wall timers (sticky: once fired they re-fire
     every 50 ms while user code runs, and every guard and `except` handler re-raises), lowers RLIMIT_CPU's
     soft limit as a backstop for C loops (the process dies; the kernel manager restarts it), caps memory.
+    The code inside runs under the audit hook's guard (`audit.guarding`).
     """
+    from rlm_kernel.sandbox.audit import guarding  # audit -> policy -> caps -> limits
+
     if session.active_depth and session.owner_thread != threading.get_ident():
         # Another thread runs restricted code while a cell is active (e.g. a sub-RLM worker): it gets its
         # own watchdog so that its loops stop too; output accounting stays with the cell.
         watchdog = _ThreadWatchdog(session, session.limits)
+        was_in_cell, session.cell_thread.in_cell = session.cell_thread.in_cell, True
         watchdog.start()
         try:
-            yield
+            with guarding():
+                yield
         finally:
             watchdog.stop()
+            session.cell_thread.in_cell = was_in_cell
         return
     if session.active_depth:
         session.active_depth += 1
         try:
-            yield
+            with guarding():
+                yield
         finally:
             session.active_depth -= 1
         return
@@ -278,21 +328,24 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
     marker = session.backstop_marker
     if marker is not None and saved_cpu is not None:
         with contextlib.suppress(OSError):
-            Path(marker).write_text(
-                json.dumps({"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds})
+            _mark(
+                Path(marker),
+                json.dumps({"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds}),
             )
     session.active_depth = 1
     session.owner_thread = threading.get_ident()
+    session.cell_thread.in_cell = True
     timers.start()
     try:
-        yield
+        with guarding():
+            yield
     finally:
         timers.stop()
+        session.cell_thread.in_cell = False
         session.active_depth = 0
         if saved_cpu is not None:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(resource.RLIMIT_CPU, saved_cpu)
         if marker is not None:
-            with contextlib.suppress(OSError):
-                Path(marker).unlink()
+            _forget(Path(marker))
         session.end_cell()

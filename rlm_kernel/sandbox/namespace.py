@@ -18,6 +18,7 @@ GUARD_NAMES = (
     "_getattr_",
     "_getitem_",
     "_write_",
+    "_write_attr_",
     "_getiter_",
     "_iter_unpack_sequence_",
     "_unpack_sequence_",
@@ -25,6 +26,8 @@ GUARD_NAMES = (
     "_apply_",
     "_print_",
     "_cancel_check_",
+    "_cell_thread_",
+    "_outside_cell_",
     "_mark_class_",
     "_pow_",
     "_mul_",
@@ -35,6 +38,7 @@ GUARD_NAMES = (
     "_type_",
     "_int_",
     "_float_",
+    "_range_ok_",
 )
 
 

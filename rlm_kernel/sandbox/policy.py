@@ -21,7 +21,9 @@ from rlm_kernel.sandbox.limits import Limits
 __all__ = [
     "ALLOWED_DUNDER_METHODS",
     "READABLE_DUNDERS",
+    "EXCEPTION_DUNDERS",
     "ALWAYS_REFUSED",
+    "RANGE_BITS",
     "REFUSED_NAMES",
     "RLMTransformer",
     "is_sandboxed_filename",
@@ -37,12 +39,23 @@ ALLOWED_DUNDER_METHODS = frozenset(
         "eq ne lt le gt ge hash bool call enter exit index int float complex round abs neg pos invert "
         "add sub mul truediv floordiv mod divmod pow matmul and or xor lshift rshift "
         "radd rsub rmul rtruediv rfloordiv rmod rdivmod rpow rmatmul rand ror rxor rlshift rrshift "
-        "iadd isub imul itruediv ifloordiv imod ipow imatmul iand ior ixor ilshift irshift"
+        "iadd isub imul itruediv ifloordiv imod ipow imatmul iand ior ixor ilshift irshift "
+        "fspath"  # os.PathLike objects for load_context (their method runs inside the cell)
     ).split()
 ) | frozenset(f"_repr_{n}_" for n in "html markdown latex json svg png jpeg pdf mimebundle".split())
 
+# Private hooks an Enum subclass defined in a cell may implement (the enum machinery calls them).
+ENUM_HOOKS = frozenset({"_missing_", "_generate_next_value_"})
+
+# Dunder names a cell may assign: `__slots__` in a class body, `__all__` at module level (read back too).
+CLASS_BODY_DUNDERS = frozenset({"__slots__"})
+MODULE_DUNDERS = frozenset({"__all__"})
+
 # Dunder attributes that may be *read* anywhere: they hold names and docs (checked to be str at run time).
 READABLE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__"})
+
+# Dunder attributes of exceptions that may be read (checked at run time: an exception's list of str notes).
+EXCEPTION_DUNDERS = frozenset({"__notes__"})
 
 # Builtins a cell may not use, with the reason given.
 REFUSED_NAMES = {
@@ -107,6 +120,7 @@ class RLMTransformer(RestrictingNodeTransformer):
         self.trusted_names = frozenset(trusted_names)
         self.first_error: tuple[ast.AST | None, str] | None = None
         self.scopes: list[str] = ["module"]
+        self.class_names: list[str] = []  # enclosing class statements, innermost last (for name mangling)
         self.reported: set[tuple[int | None, int | None]] = set()
         # Bits of the largest integer ** / << / * may build (Limits.max_int_bits; 0 = uncapped); used to
         # prove that a numeric fast path cannot exceed the cap the guards enforce.
@@ -114,6 +128,9 @@ class RLMTransformer(RestrictingNodeTransformer):
         self.max_format_width = max_format_width  # Limits.max_format_width: literal '%' formats within it
         self.fast_paths = fast_paths
         self._guarded_only = 0  # > 0 while building the guarded branch of a fast path
+        # id(node) → (loop variable, flag name): the first statement of a `for` loop whose variable is an
+        # exact int below 2**RANGE_BITS when the flag is true (see visit_For)
+        self._loop_proofs: dict[int, tuple[str, str]] = {}
 
     # -- reporting ------------------------------------------------------------------------------------------
     def error(self, node: ast.AST, info: str) -> None:
@@ -137,6 +154,17 @@ class RLMTransformer(RestrictingNodeTransformer):
         in_class_body = self.scopes[-1] == "class"
         if allow_magic_methods and name in ALLOWED_DUNDER_METHODS and in_class_body:
             return
+        if allow_magic_methods and name in ENUM_HOOKS and in_class_body:
+            return
+        storing = isinstance(getattr(node, "ctx", None), ast.Store)
+        if name in CLASS_BODY_DUNDERS and in_class_body and storing:
+            return
+        if (
+            name in MODULE_DUNDERS
+            and self.scopes[-1] == "module"
+            and isinstance(getattr(node, "ctx", None), (ast.Store, ast.Load))
+        ):
+            return
         if (
             in_class_body
             and PRIVATE_NAME.match(name)
@@ -155,7 +183,17 @@ class RLMTransformer(RestrictingNodeTransformer):
             return
         super().check_name(node, name, allow_magic_methods)
 
+    def mangle(self, name: str) -> str:
+        """Python's private name mangling (`__x` in class C → `_C__x`), done here so the checks see the
+        name the attribute really has; such names are private names, readable only on your own objects."""
+        if not self.class_names or not name.startswith("__") or name.endswith("__"):
+            return name
+        stripped = self.class_names[-1].lstrip("_")
+        return f"_{stripped}{name}" if stripped else name
+
     def visit_Name(self, node: ast.Name) -> ast.AST:
+        if self.scopes[-1] == "class" and isinstance(node.ctx, ast.Store):
+            node.id = self.mangle(node.id)  # `__count = 0` in a class body
         if isinstance(node.ctx, ast.Load):
             if node.id in ALWAYS_REFUSED:
                 self.refuse(node, REFUSED_NAMES[node.id])
@@ -181,6 +219,7 @@ class RLMTransformer(RestrictingNodeTransformer):
 
     # -- attributes -----------------------------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        node.attr = self.mangle(node.attr)
         attr = node.attr
         inner = node.value
         if (
@@ -196,6 +235,7 @@ class RLMTransformer(RestrictingNodeTransformer):
             return call
         allowed_dunder = isinstance(node.ctx, ast.Load) and (
             attr in READABLE_DUNDERS
+            or attr in EXCEPTION_DUNDERS
             or (attr in ALLOWED_DUNDER_METHODS and _is_super_call(node.value))
             or (attr in ALLOWED_DUNDER_METHODS and attr.startswith("_repr_"))  # run time: own objects only
         )
@@ -214,7 +254,7 @@ class RLMTransformer(RestrictingNodeTransformer):
                 copy_locations(call, node)
                 copy_locations(call.func, node)
                 return call
-            wrapped = _call("_write_", node.value)
+            wrapped = _call("_write_attr_", node.value)
             copy_locations(wrapped, node.value)
             copy_locations(wrapped.func, node.value)
             node.value = wrapped
@@ -230,7 +270,14 @@ class RLMTransformer(RestrictingNodeTransformer):
                 node, f"attribute {attr!r} reaches frames or code objects, which the sandbox does not allow"
             )
             return node
-        return super().visit_Attribute(node)
+        new = super().visit_Attribute(node)
+        if not isinstance(node.ctx, ast.Load) and isinstance(new, ast.Attribute):
+            # `_write_(a).b = c` → `_write_attr_(a).b = c`: the guard then refuses with the built-in type
+            # plain Python would raise (AttributeError for `(1).x = 2`, TypeError for `t[0] = 1`).
+            call = new.value
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "_write_":
+                call.func.id = "_write_attr_"
+        return new
 
     # -- statements the kernel refuses with its own reasons -------------------------------------------------
     def visit_AsyncFunctionDef(self, node: ast.AST) -> None:
@@ -242,8 +289,19 @@ class RLMTransformer(RestrictingNodeTransformer):
 
     visit_Await = visit_AsyncFor = visit_AsyncWith = visit_AsyncFunctionDef
 
-    def visit_TryStar(self, node: ast.AST) -> None:
-        self.refuse(node, "except* is not available in the sandbox; use a plain except clause")
+    def visit_TryStar(self, node: ast.TryStar) -> ast.AST:
+        """`try: … except* E as g: …`, like `try`, wrapped in `try: … except: _cancel_check_(); raise` so
+        that a time-out raised in a handler never leaves the statement wrapped in an exception group (CPython
+        groups what handlers raise): the cell still ends with the plain `CellTimeout`. The groups `except*`
+        handles are built-in ones: cells cannot subclass `BaseExceptionGroup` (guards.mark_class)."""
+        new = self.node_contents_visit(node)
+        if new.finalbody:
+            new.finalbody.insert(0, self._cancel_check(new.finalbody[0]))
+        handler = ast.ExceptHandler(type=None, name=None, body=[self._cancel_check(node), ast.Raise()])
+        outer = ast.Try(body=[new], handlers=[handler], orelse=[], finalbody=[])
+        for sub in (outer, handler, handler.body[1]):
+            copy_locations(sub, node)
+        return outer
 
     def visit_Match(self, node: ast.AST) -> None:
         self.refuse(
@@ -255,9 +313,20 @@ class RLMTransformer(RestrictingNodeTransformer):
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         self.scopes.append("function")
         try:
-            return super().visit_Lambda(node)
+            new = super().visit_Lambda(node)
         finally:
             self.scopes.pop()
+        if isinstance(new, ast.Lambda):
+            # `lambda x: body if _cell_thread_.in_cell else _outside_cell_()`: like the check that starts
+            # every function, a lambda refuses to run outside a cell (one attribute read, no call)
+            test = ast.Attribute(value=ast.Name("_cell_thread_", ast.Load()), attr="in_cell", ctx=ast.Load())
+            new.body = ast.IfExp(test=test, body=new.body, orelse=_call("_outside_cell_"))
+            for sub in ast.walk(new.body):
+                if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                    copy_locations(sub, node)
+            for sub in (new.body, test, test.value):
+                copy_locations(sub, node)
+        return new
 
     def _comprehension(self, node: ast.AST) -> ast.AST:
         self.scopes.append("function")
@@ -279,12 +348,14 @@ class RLMTransformer(RestrictingNodeTransformer):
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
         self.check_name(node, node.name)
         self.scopes.append("class")
+        self.class_names.append(node.name)
         try:
             node.name, saved = "C", node.name  # the name was checked above, in the enclosing scope
             new = super().visit_ClassDef(node)
             new.name = saved
         finally:
             self.scopes.pop()
+            self.class_names.pop()
         # Marked before any decorator runs (so class decorators can tell it is yours) and after the last
         # (a decorator such as dataclass(slots=True) may return a new class).
         first, last = ast.Name("_mark_class_", ast.Load()), ast.Name("_mark_class_", ast.Load())
@@ -296,6 +367,8 @@ class RLMTransformer(RestrictingNodeTransformer):
         return new
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        if self.scopes[-1] == "class":
+            node.name = self.mangle(node.name)  # `def __helper(self)` → `_C__helper`
         self.check_name(node, node.name, allow_magic_methods=True)
         self.scopes.append("function")
         try:
@@ -312,6 +385,80 @@ class RLMTransformer(RestrictingNodeTransformer):
         )
         new.body.insert(1 if has_docstring else 0, self._cancel_check(node))
         return new
+
+    def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
+        """`for i in <iterable>:` whose first statement is numeric (`total += i * i % 7`):
+
+            _tmpA = <iterable>
+            _tmpB = _range_ok_(_tmpA)          # an exact range within ±2**RANGE_BITS
+            for i in _getiter_(_tmpA):
+                total += i * i % 7 if _tmpB or <the usual test of i> else <guarded>
+
+        Only the first statement of the body uses the flag: it runs right after the loop bound `i` to the
+        next item of the range, before anything else can run, and its fast path is the whole statement
+        (a pure arithmetic expression whose other names are still tested), so no user code can rebind `i`
+        in between — not even a function declaring `global i`.
+        """
+        target = self._loop_proof_target(node)
+        if target is None:
+            return super().visit_For(node)
+        flag, iterable = self.gen_tmp_name(), self.gen_tmp_name()
+        assert isinstance(node.target, ast.Name)
+        self._loop_proofs[id(target)] = (node.target.id, flag)
+        try:
+            new = super().visit_For(node)
+        finally:
+            self._loop_proofs.pop(id(target), None)
+        guarded_iter = new.iter
+        assert isinstance(guarded_iter, ast.Call)
+        stmts: list[ast.stmt] = [
+            ast.Assign(targets=[ast.Name(iterable, ast.Store())], value=guarded_iter.args[0]),
+            ast.Assign(
+                targets=[ast.Name(flag, ast.Store())],
+                value=_call("_range_ok_", ast.Name(iterable, ast.Load())),
+            ),
+        ]
+        guarded_iter.args[0] = ast.Name(iterable, ast.Load())
+        for stmt in stmts:
+            for sub in ast.walk(stmt):
+                if "lineno" in sub._attributes:
+                    copy_locations(sub, node.iter)
+        copy_locations(guarded_iter.args[0], node.iter)
+        return [*stmts, new]
+
+    def _loop_proof_target(self, node: ast.For) -> ast.AST | None:
+        """The node of the loop's first statement that gets the loop's flag (see visit_For), or None."""
+        if not (
+            self.fast_paths and not self._guarded_only and node.body and isinstance(node.target, ast.Name)
+        ):
+            return None
+        name = node.target.id
+        if name.startswith("_") or name in _FAST_NAME_EXCLUDED:
+            return None
+        first = node.body[0]
+        target: ast.AST
+        if isinstance(first, ast.AugAssign) and isinstance(first.target, ast.Name):
+            if first.target.id.startswith("_") or first.target.id in _FAST_NAME_EXCLUDED:
+                return None
+            capped = type(first.op) in self._CAPPED_BINOPS
+            if capped and not _harmless_binop(_as_binop(first), self.max_format_width):
+                expr, target = _as_binop(first), first
+            else:
+                expr = target = first.value
+        elif (
+            isinstance(first, ast.Assign)
+            and len(first.targets) == 1
+            and isinstance(first.targets[0], ast.Name)
+        ):
+            expr = target = first.value
+        else:
+            return None
+        if not isinstance(expr, ast.BinOp):
+            return None
+        limits = (self.max_int_bits, self.max_format_width)
+        if _fast_plan(expr, *limits) is None or _fast_plan(expr, *limits, proven={name: RANGE_BITS}) is None:
+            return None
+        return target
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
         new = super().visit_ExceptHandler(node)
@@ -340,8 +487,21 @@ class RLMTransformer(RestrictingNodeTransformer):
         if self.fast_paths and not self._guarded_only:
             plan = _fast_plan(node, self.max_int_bits, self.max_format_width)
             if plan is not None:
-                return self._fast_path(node, plan, self._guarded_binop)
+                return self._fast_path(node, plan, self._guarded_binop, self._loop_proof_test(node, node))
         return self._guarded_binop(node)
+
+    def _loop_proof_test(self, node: ast.AST, expr: ast.BinOp) -> ast.expr | None:
+        """`flag and <tests of the other names>` when `node` is the first statement of a `for` loop over an
+        exact range (visit_For): the loop variable then needs no test of its own."""
+        proof = self._loop_proofs.get(id(node))
+        if proof is None:
+            return None
+        name, flag = proof
+        plan = _fast_plan(expr, self.max_int_bits, self.max_format_width, proven={name: RANGE_BITS})
+        if plan is None:
+            return None
+        flag_test = ast.Name(flag, ast.Load())
+        return ast.BoolOp(op=ast.And(), values=[flag_test, _fast_test(plan)]) if plan else flag_test
 
     def _guarded_binop(self, node: ast.BinOp) -> ast.AST:
         node = self.node_contents_visit(node)
@@ -353,7 +513,9 @@ class RLMTransformer(RestrictingNodeTransformer):
         copy_locations(call.func, node)
         return call
 
-    def _fast_path(self, node: ast.AST, plan: list[tuple[str, int]], guarded: Any) -> Any:
+    def _fast_path(
+        self, node: ast.AST, plan: list[tuple[str, int]], guarded: Any, proof: ast.expr | None = None
+    ) -> Any:
         """`<native> if <every name is an exact int/float (small enough)> else <guarded>`.
 
         `plan` lists the names of a pure arithmetic expression in evaluation order, each with whether its
@@ -368,6 +530,8 @@ class RLMTransformer(RestrictingNodeTransformer):
         finally:
             self._guarded_only -= 1
         test = _fast_test(plan)
+        if proof is not None:
+            test = ast.BoolOp(op=ast.Or(), values=[proof, test])  # the loop's flag, else the usual test
         if isinstance(node, ast.stmt):
             new: ast.AST = ast.If(test=test, body=[native], orelse=slow if isinstance(slow, list) else [slow])
         else:
@@ -393,9 +557,11 @@ class RLMTransformer(RestrictingNodeTransformer):
                 node.value = self.visit(node.value)
                 return node
             if self.fast_paths and not self._guarded_only:
-                plan = _fast_plan(_as_binop(node), self.max_int_bits, self.max_format_width)
+                binop = _as_binop(node)
+                plan = _fast_plan(binop, self.max_int_bits, self.max_format_width)
                 if plan is not None:
-                    return self._fast_path(node, plan, self._guarded_augassign)
+                    proof = self._loop_proof_test(node, binop)
+                    return self._fast_path(node, plan, self._guarded_augassign, proof)
             return self._guarded_augassign(node)
         op = ast.Constant(_IOP[type(node.op)])
         if isinstance(target, ast.Subscript):
@@ -426,7 +592,7 @@ class RLMTransformer(RestrictingNodeTransformer):
                 ),
             ]
         elif isinstance(target, ast.Attribute):
-            attr = target.attr
+            attr = target.attr = self.mangle(target.attr)
             if (attr.startswith("_") and not PRIVATE_NAME.match(attr)) or attr in INSPECT_ATTRIBUTES:
                 self.refuse(
                     node,
@@ -442,7 +608,9 @@ class RLMTransformer(RestrictingNodeTransformer):
                 ast.Assign(
                     targets=[
                         ast.Attribute(
-                            value=_call("_write_", ast.Name(t_obj, ast.Load())), attr=attr, ctx=ast.Store()
+                            value=_call("_write_attr_", ast.Name(t_obj, ast.Load())),
+                            attr=attr,
+                            ctx=ast.Store(),
                         )
                     ],
                     value=_call(
@@ -559,6 +727,7 @@ def _as_binop(node: ast.AugAssign) -> ast.BinOp:
 # integers bounded by 2**_FAST_BITS where their size matters. Integer sizes are bounded statically, so the
 # fast path is only emitted when no `*`, `**` or `<<` in it could reach the limit the guards enforce.
 _FAST_BITS = (64, 16)  # candidate magnitude bounds (bits) for names, largest first
+RANGE_BITS = 64  # a `for` loop's flag (`_range_ok_`) proves its variable is an int below 2**RANGE_BITS
 _UNBOUNDED = 1 << 62  # "any size": a name whose magnitude is not checked
 _ARITH_OPS = (
     ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift,
@@ -644,8 +813,14 @@ def _needs_guard(node: ast.AST, width_limit: int) -> bool:
     )
 
 
-def _fast_plan(node: ast.BinOp, limit: int, width_limit: int) -> list[tuple[str, int]] | None:
-    """The names of `node`, each with the magnitude bound (bits) to check or 0; None if no fast path."""
+def _fast_plan(
+    node: ast.BinOp, limit: int, width_limit: int, proven: dict[str, int] | None = None
+) -> list[tuple[str, int]] | None:
+    """The names of `node`, each with the magnitude bound (bits) to check or 0; None if no fast path.
+
+    `proven`: names already known to hold exact ints of at most that many bits; they get no test (and the
+    plan may then be empty) but the proof still counts their size."""
+    proven = proven or {}
     names: list[str] = []
     try:
         _arith_names(node, names)
@@ -653,6 +828,10 @@ def _fast_plan(node: ast.BinOp, limit: int, width_limit: int) -> list[tuple[str,
         return None
     if not names or not _needs_guard(node, width_limit):
         return None
+    if proven and not any(name in proven for name in names):
+        return None
+    known = {name: bits for name, bits in proven.items() if name in names}
+    names = [name for name in names if name not in known]
     guarded_here = type(node.op) in RLMTransformer._CAPPED_BINOPS and not _harmless_binop(node, width_limit)
     if not guarded_here and not (
         _needs_guard(node.left, width_limit) and _needs_guard(node.right, width_limit)
@@ -662,12 +841,12 @@ def _fast_plan(node: ast.BinOp, limit: int, width_limit: int) -> list[tuple[str,
         return None
     for bound in _FAST_BITS:
         try:
-            _bits(node, dict.fromkeys(names, bound), limit)
+            _bits(node, {**dict.fromkeys(names, bound), **known}, limit)
         except _NotFast:
             continue
         plan = []
         for name in names:
-            sizes = dict.fromkeys(names, bound)
+            sizes = {**dict.fromkeys(names, bound), **known}
             sizes[name] = _UNBOUNDED  # does the proof still hold whatever the size of this one name?
             try:
                 _bits(node, sizes, limit)
@@ -732,10 +911,16 @@ def _post_check(tree: ast.AST) -> None:
                 not isinstance(node.ctx, ast.Load)
                 and isinstance(node.value, ast.Call)
                 and isinstance(node.value.func, ast.Name)
-                and node.value.func.id == "_write_"
+                and node.value.func.id == "_write_attr_"
             )
             if guarded_write and (PRIVATE_NAME.match(node.attr) or not node.attr.startswith("_")):
                 continue
+            if (
+                node.attr == "in_cell"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "_cell_thread_"
+            ):
+                continue  # the lambda check visit_Lambda inserts
             if node.attr.startswith("_") and node.attr not in _GENERATED_ATTRS:
                 raise _Refusal(node, f"attribute {node.attr!r} survived the policy")
             if isinstance(node.ctx, ast.Load) and node.attr not in _GENERATED_ATTRS:

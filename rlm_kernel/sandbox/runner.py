@@ -90,10 +90,12 @@ def run_source(
     try:
         with cell_limits(session):
             try:
-                code = compile(tree, name, "exec")
+                # dont_inherit: not this module's `from __future__ import annotations` (string annotations)
+                code = compile(tree, name, "exec", dont_inherit=True)
                 exec(code, namespace)  # noqa: S102 - restricted code, checked above
                 if last is not None:
-                    value = eval(compile(ast.Expression(last), name, "eval"), namespace)  # noqa: S307
+                    expr = compile(ast.Expression(last), name, "eval", dont_inherit=True)
+                    value = eval(expr, namespace)  # noqa: S307
                     if value is not None:
                         value_repr = repr(value)
                         if len(value_repr) > _MAX_REPR:

@@ -1,6 +1,8 @@
 """Safe stand-ins for a few standard-library callables the facades serve instead of the originals.
 
-Interruptible itertools producers, guarded attrgetter/methodcaller, capped decimal contexts, checked enums.
+Interruptible itertools producers, guarded attrgetter/methodcaller, capped decimal contexts, checked enums,
+and `singledispatch` whose `register` never evaluates a string annotation (typing.get_type_hints would
+`eval` it in the cell's globals, outside the policy).
 """
 
 from __future__ import annotations
@@ -8,7 +10,10 @@ from __future__ import annotations
 import decimal
 import enum
 import functools
+import math
 import operator
+import types
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -25,14 +30,21 @@ __all__ = [
     "SafeMethodcaller",
     "StrEnum",
     "capped",
+    "chain",
+    "combinatoric",
+    "counter_elements",
+    "gcd_like",
     "count",
     "cycle",
     "enum_names",
     "interruptible",
+    "LocalContext",
     "localcontext",
     "prod",
     "reduce",
     "repeat",
+    "singledispatch",
+    "singledispatchmethod",
 ]
 
 
@@ -67,6 +79,23 @@ def repeat(obj: Any, times: int | None = None) -> Iterator[Any]:
             yield obj
 
 
+def chain(*iterables: Iterable[Any]) -> Iterator[Any]:
+    """itertools.chain (interruptible: chaining many big iterables is otherwise one long C loop)."""
+    for iterable in iterables:
+        for item in iterable:  # noqa: UP028 - `yield from` resumes without a check for pending signals
+            yield item
+
+
+def _chain_from_iterable(iterables: Iterable[Iterable[Any]]) -> Iterator[Any]:
+    """itertools.chain.from_iterable (interruptible)."""
+    for iterable in iterables:
+        for item in iterable:  # noqa: UP028 - as in chain()
+            yield item
+
+
+chain.from_iterable = _chain_from_iterable  # type: ignore[attr-defined]
+
+
 def interruptible(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
@@ -93,12 +122,16 @@ def reduce(function: Callable[[Any, Any], Any], iterable: Iterable[Any], *initia
     return value
 
 
-def prod(iterable: Iterable[Any], *, start: Any = 1) -> Any:
-    """math.prod (interruptible)."""
-    value = start
-    for item in iterable:
-        value = value * item
-    return value
+def prod(mul: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    """math.prod (interruptible), multiplying with the sandbox's size-checked `*`."""
+
+    def prod(iterable: Iterable[Any], *, start: Any = 1) -> Any:
+        value = start
+        for item in iterable:
+            value = mul(value, item)
+        return value
+
+    return prod
 
 
 def capped(fn: Callable[..., Any], limit: int, what: str) -> Callable[..., Any]:
@@ -113,6 +146,62 @@ def capped(fn: Callable[..., Any], limit: int, what: str) -> Callable[..., Any]:
         return fn(*args)
 
     return wrapper
+
+
+def combinatoric(
+    fn: Callable[..., Any], what: str, check_bits: Callable[[str, float], None]
+) -> Callable[..., Any]:
+    """math.comb / math.perm, refused when the result would be over the integer-size cap (estimated with
+    lgamma before the C code starts: it cannot be interrupted)."""
+
+    @functools.wraps(fn)
+    def wrapper(n: Any, k: Any = None) -> Any:
+        big_n = operator.index(n)
+        big_k = big_n if k is None else operator.index(k)
+        if 0 <= big_k <= big_n:
+            ln = math.lgamma(big_n + 1) - math.lgamma(big_n - big_k + 1)
+            if what == "math.comb":
+                ln -= math.lgamma(big_k + 1)
+            check_bits(f"{what}({big_n}, {big_k})", ln / math.log(2))
+        return fn(n) if k is None else fn(n, k)
+
+    return wrapper
+
+
+def gcd_like(
+    fn: Callable[..., Any], what: str, check_bits: Callable[[str, float], None]
+) -> Callable[..., Any]:
+    """math.gcd / math.lcm one pair at a time (a Python loop timers can stop), each under the integer-size
+    cap: CPython's gcd is quadratic in the size of its arguments."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any) -> Any:
+        numbers = [operator.index(a) for a in args]
+        if len(numbers) < 2:
+            return fn(*numbers)
+        value = numbers[0]
+        for item in numbers[1:]:
+            bits = (
+                value.bit_length() + item.bit_length()
+                if what == "math.lcm"
+                else max(value.bit_length(), item.bit_length())
+            )
+            check_bits(what, bits)
+            value = fn(value, item)
+        return value
+
+    return wrapper
+
+
+def counter_elements(counter: Any) -> Callable[[], Iterator[Any]]:
+    """Counter.elements as a Python-level loop (the C one repeats each key count times uninterruptibly)."""
+
+    def elements() -> Iterator[Any]:
+        for key, times in counter.items():
+            for _ in range(operator.index(times)) if operator.index(times) > 0 else ():
+                yield key
+
+    return elements
 
 
 class SafeAttrgetter:
@@ -169,24 +258,92 @@ class SafeMethodcaller:
         return f"operator.methodcaller({self._name!r}, ...)"
 
 
-class CappedContext(decimal.Context):
-    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted)."""
+def _capped_prec(prec: Any) -> int:
+    """`prec` as an exact int within `CappedContext.MAX_PREC` (converted once: no second `__index__`)."""
+    value = operator.index(prec)
+    if value > CappedContext.MAX_PREC:
+        raise LimitExceeded(
+            f"decimal precision {value} is over the sandbox's limit of {CappedContext.MAX_PREC}"
+        )
+    return value
 
-    MAX_PREC = 100_000
+
+class CappedContext(decimal.Context):
+    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted: ln() at
+    10 000 digits takes seconds, at 100 000 minutes).
+
+    The only context type a cell can hold (`Context()`, `localcontext()`, `.copy()`), so cells may set its
+    attributes; `ctx.prec = n` is capped like the constructor's argument (converted once: no second
+    `__index__`).
+    """
+
+    MAX_PREC = 5_000
 
     def __init__(self, prec: int | None = None, *args: Any, **kwargs: Any) -> None:
-        if prec is not None and operator.index(prec) > self.MAX_PREC:
-            raise LimitExceeded(f"decimal precision {prec} is over the sandbox's limit of {self.MAX_PREC}")
-        super().__init__(prec, *args, **kwargs)
+        super().__init__(None if prec is None else _capped_prec(prec), *args, **kwargs)
+
+    @property  # type: ignore[override]
+    def prec(self) -> int:
+        return _CONTEXT_PREC.__get__(self)
+
+    @prec.setter
+    def prec(self, value: Any) -> None:
+        _CONTEXT_PREC.__set__(self, _capped_prec(value))
+
+    def copy(self) -> CappedContext:
+        return _capped_copy(self)
 
 
-def localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> Any:
-    prec = kwargs.get("prec")
-    if prec is not None and operator.index(prec) > CappedContext.MAX_PREC:
-        raise LimitExceeded(
-            f"decimal precision {prec} is over the sandbox's limit of {CappedContext.MAX_PREC}"
-        )
-    return decimal.localcontext(ctx, **kwargs)
+_CONTEXT_PREC = decimal.Context.prec
+_CONTEXT_FIELDS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp")
+
+
+def _capped_copy(ctx: decimal.Context) -> CappedContext:
+    """A CappedContext with `ctx`'s settings (its precision brought under the cap), flags and traps."""
+    return CappedContext(
+        prec=min(ctx.prec, CappedContext.MAX_PREC),
+        rounding=ctx.rounding,
+        Emin=ctx.Emin,
+        Emax=ctx.Emax,
+        capitals=ctx.capitals,
+        clamp=ctx.clamp,
+        flags=[signal for signal, on in ctx.flags.items() if on],
+        traps=[signal for signal, on in ctx.traps.items() if on],
+    )
+
+
+class LocalContext:
+    """What `decimal.localcontext()` returns in a cell: inside the block the thread's context is a fresh
+    `CappedContext` (a copy), the one `as ctx` binds, so `ctx.prec = 50` works and stays capped; the
+    previous context is restored on exit. The kernel's own context is never handed out."""
+
+    __slots__ = ("_rlm_new", "_rlm_saved")
+
+    def __init__(self, new: CappedContext) -> None:
+        self._rlm_new = new
+        self._rlm_saved: decimal.Context | None = None
+
+    def __enter__(self) -> CappedContext:
+        self._rlm_saved = decimal.getcontext()
+        decimal.setcontext(self._rlm_new)
+        return self._rlm_new
+
+    def __exit__(self, *exc: Any) -> None:
+        saved, self._rlm_saved = self._rlm_saved, None
+        if saved is not None:
+            decimal.setcontext(saved)
+
+
+def localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> LocalContext:
+    """decimal.localcontext for cells (see `LocalContext`)."""
+    if ctx is not None and not isinstance(ctx, decimal.Context):
+        raise TypeError(f"localcontext() argument must be a decimal.Context, not {type(ctx).__name__}")
+    new = _capped_copy(decimal.getcontext() if ctx is None else ctx)
+    for name, value in kwargs.items():
+        if name not in _CONTEXT_FIELDS and name not in ("flags", "traps"):
+            raise TypeError(f"{name!r} is an invalid keyword argument for localcontext()")
+        setattr(new, name, value)  # `prec` goes through CappedContext's capped setter
+    return LocalContext(new)
 
 
 class SafeEnumType(enum.EnumType):
@@ -241,3 +398,63 @@ class Flag(enum.Flag, metaclass=SafeEnumType):
 
 class IntFlag(enum.IntFlag, metaclass=SafeEnumType):
     """enum.IntFlag for cells."""
+
+
+# -- functools.singledispatch: `register` without typing.get_type_hints -------------------------------------
+def _is_dispatch_type(cls: Any) -> bool:
+    """A class, or a union whose every member is a class (what functools accepts, with no evaluation)."""
+    if isinstance(cls, type):
+        return True
+    is_union = isinstance(cls, types.UnionType) or typing.get_origin(cls) is typing.Union
+    return is_union and all(isinstance(arg, type) for arg in typing.get_args(cls))
+
+
+def _safe_register(real_register: Callable[..., Any]) -> Callable[..., Any]:
+    """`register` of a singledispatch function that reads an annotation as the object it already is.
+
+    functools resolves `@f.register` on an annotated function with `typing.get_type_hints`, which `eval`s
+    string annotations (and strings inside `list['...']`, `Optional['...']`) in the function's globals — the
+    cell's namespace, outside the policy. Here the first annotation must already be a class or a union of
+    classes; a string is refused and nothing is ever evaluated.
+    """
+
+    def register(cls: Any, func: Any = None) -> Any:
+        if _is_dispatch_type(cls):
+            return real_register(cls) if func is None else real_register(cls, func)
+        if func is not None:
+            raise TypeError(f"Invalid first argument to `register()`. {cls!r} is not a class or union type.")
+        annotations = getattr(cls, "__annotations__", None)
+        if type(annotations) is not dict or not annotations:
+            raise TypeError(
+                f"Invalid first argument to `register()`: {cls!r}. Use either `@register(some_class)` or "
+                "plain `@register` on an annotated function."
+            )
+        argname, annotation = next(iter(annotations.items()))
+        if annotation is None:
+            annotation = type(None)
+        if isinstance(annotation, str) or not _is_dispatch_type(annotation):
+            shown = "a string" if isinstance(annotation, str) else f"{type(annotation).__name__}, not a class"
+            raise refusal(
+                f"singledispatch register: the annotation of {str(argname)!r} is {shown}; the sandbox never "
+                "evaluates annotations, so write the class itself (def f(x: int)) or use "
+                "@f.register(SomeClass)"
+            )
+        return real_register(annotation, cls)
+
+    register.__doc__ = "f.register(cls, func) or @f.register(cls) or @f.register on `def g(x: SomeClass)`."
+    return register
+
+
+def singledispatch(func: Any) -> Any:
+    """functools.singledispatch whose `register` never evaluates string annotations (see `_safe_register`)."""
+    dispatcher = functools.singledispatch(func)
+    dispatcher.register = _safe_register(dispatcher.register)  # type: ignore[attr-defined]
+    return dispatcher
+
+
+class singledispatchmethod(functools.singledispatchmethod):  # noqa: N801 - mirrors functools
+    """functools.singledispatchmethod whose `register` never evaluates string annotations."""
+
+    def __init__(self, func: Any) -> None:
+        super().__init__(func)
+        self.dispatcher = singledispatch(func)

@@ -18,6 +18,12 @@ from rlm_kernel.sandbox.limits import Limits
 __all__ = ["SandboxSession"]
 
 
+class _CellThread(threading.local):
+    """Per thread: is this thread inside `cell_limits` of the session? (False in every new thread.)"""
+
+    in_cell = False
+
+
 class SandboxSession:
     """State shared by every cell of one kernel: never reachable from a cell (guards hold it in closures)."""
 
@@ -34,6 +40,10 @@ class SandboxSession:
         self.cancelled: str | None = None  # reason once the running cell hit a time limit
         self.active_depth = 0
         self.owner_thread: int | None = None  # thread running the active cell
+        # `cell_thread.in_cell` is True in a thread while it runs restricted code under `cell_limits`: a
+        # cell's code (functions, lambdas, finally/except blocks) refuses to run anywhere else (finalizers,
+        # completion, other threads). A thread-local flag: one attribute read on the hot path.
+        self.cell_thread = _CellThread()
         self.output_used = 0
         self.output_dropped = 0
         self.user_classes: weakref.WeakSet[type] = weakref.WeakSet()

@@ -197,7 +197,8 @@ class BudgetMonitor:
         if entry[0] is not view:
             view.widget.close()
             return entry[0]
-        weakref.finalize(budget, view.widget.close)
+        closer = weakref.finalize(budget, view.widget.close)
+        closer.atexit = False  # at shutdown the kernel's sockets are gone: closing the comm there only fails
         return view
 
     def close(self) -> None:

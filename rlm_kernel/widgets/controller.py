@@ -25,7 +25,11 @@ class Sink(Protocol):
 
     def parent_for(self, owner: str | None) -> Any: ...
 
-    def show(self, widget: Any, parent: Any, fallback: str = "") -> None: ...
+    def show(self, widget: Any, parent: Any, fallback: str = "") -> Any:
+        """Display `widget` in the cell; returns a handle for `finish` (or None)."""
+
+    def finish(self, widget: Any, parent: Any, handle: Any, summary: str) -> None:
+        """Make `summary` the text form of the display `handle` (what a frontend without widgets shows)."""
 
     def write(self, text: str, parent: Any) -> None: ...
 
@@ -37,13 +41,16 @@ class _Live:
     parent: Any
     view: FanoutView | None = None
     coalescer: Coalescer | None = None
+    handle: Any = None
 
 
 class FanoutController:
     """Shows each root fan-out (a batch with no known parent batch) in the cell that started it.
 
     widgets mode: a `FanoutView` displayed at batch_start, updated at most every `interval` seconds, given its
-    final state at batch_end; text mode: nothing live; both then write the one-line summary. off: nothing.
+    final state at batch_end, when the one-line summary becomes the display's text form (shown only where
+    widgets cannot render, e.g. in an nbconvert export — never as a second line under the widget); text mode:
+    nothing live, the summary is written as a line. off: nothing.
     """
 
     def __init__(
@@ -112,7 +119,9 @@ class FanoutController:
                 live.coalescer = Coalescer(
                     lambda: self._refresh(root_id, view), interval=self.interval, scheduler=self.scheduler
                 )
-                self.sink.show(view.widget, live.parent, f"[fan-out widget: {snap.total} calls]")
+                live.handle = self.sink.show(
+                    view.widget, live.parent, f"[fan-out widget: {snap.total} calls]"
+                )
         with self._lock:
             self._live[root_id] = live
         if live.coalescer is not None:
@@ -144,8 +153,13 @@ class FanoutController:
             live.coalescer.close(final_flush=True)
         snap = self.tracker.snapshot(live.root_id)
         self.tracker.forget(live.root_id)
-        if snap is not None and live.mode in ("text", "widgets"):
-            self.sink.write(fanout_summary(snap, timing=self.timing), live.parent)
+        if snap is None or live.mode not in ("text", "widgets"):
+            return
+        summary = fanout_summary(snap, timing=self.timing)
+        if live.mode == "widgets" and live.view is not None and live.handle is not None:
+            self.sink.finish(live.view.widget, live.parent, live.handle, summary)
+        else:
+            self.sink.write(summary, live.parent)
 
     @property
     def live_count(self) -> int:

@@ -71,8 +71,11 @@ class _LazySink:
     def parent_for(self, owner: str | None) -> Any:
         return self._get().parent_for(owner)
 
-    def show(self, widget: Any, parent: Any, fallback: str = "") -> None:
-        self._get().show(widget, parent, fallback)
+    def show(self, widget: Any, parent: Any, fallback: str = "") -> Any:
+        return self._get().show(widget, parent, fallback)
+
+    def finish(self, widget: Any, parent: Any, handle: Any, summary: str) -> None:
+        self._get().finish(widget, parent, handle, summary)
 
     def write(self, text: str, parent: Any) -> None:
         self._get().write(text, parent)

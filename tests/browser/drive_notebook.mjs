@@ -60,16 +60,6 @@ try {
     { timeout: cfg.timeout_ms },
   );
   result.fanout_count = (await page.textContent(countSel)).trim();
-  // The one-line text summary is written as the cell's stream output once the batch ends.
-  const summaryHandle = await page.waitForFunction(
-    () =>
-      [...document.querySelectorAll(".jp-OutputArea-output")]
-        .map((e) => e.textContent.trim())
-        .find((t) => /^fan-out( \(.*\))?: \d+\/\d+ done/.test(t)),
-    null,
-    { timeout: cfg.timeout_ms },
-  );
-  result.fanout_summary = (await summaryHandle.jsonValue()).split("\n")[0];
   result.fanout_bar_classes = await page.evaluate(() =>
     [...document.querySelectorAll(".rlm-fanout .rlm-fanout-bar *")].map((e) => e.className).join(" "),
   );

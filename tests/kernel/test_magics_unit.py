@@ -12,6 +12,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from rlm_kernel import magics
 from rlm_kernel.sandbox.errors import SandboxError
+from rlm_kernel.sandbox.policy import register_sandboxed_filename
 
 _transform = TransformerManager().transform_cell
 
@@ -72,6 +73,13 @@ def test_unknown_magic_lists_what_is_available() -> None:
     assert "%frobnicate" in text and "%time" in text and "%rlm" in text
 
 
+def from_cell(helper: object, *args: str) -> object:
+    """Call a hidden helper the way a rewritten cell does: from code compiled under a sandboxed filename."""
+    register_sandboxed_filename("<magics-unit-cell>")
+    code = compile("helper(*args)", "<magics-unit-cell>", "eval")
+    return eval(code, {"helper": helper, "args": args})  # noqa: S307 - test code
+
+
 def test_registered_magics_join_the_allowlist() -> None:
     seen: list[tuple] = []
     magics.register_line_magic("unit_probe", lambda line: seen.append(("line", line)) or "L", "probe")
@@ -83,11 +91,11 @@ def test_registered_magics_join_the_allowlist() -> None:
     assert "unit_probe_cell" in magics.allowed_cell_magics()
     assert helper_calls(rewrite("%unit_probe a b")) == [(magics.HIDDEN_LINE_MAGIC, ["unit_probe", "a b"])]
     helpers = magics.make_magic_helpers(shell=None)
-    assert helpers[magics.HIDDEN_LINE_MAGIC]("unit_probe", "a b") == "L"
-    helpers[magics.HIDDEN_CELL_MAGIC]("unit_probe_cell", "x", "body\n")
+    assert from_cell(helpers[magics.HIDDEN_LINE_MAGIC], "unit_probe", "a b") == "L"
+    from_cell(helpers[magics.HIDDEN_CELL_MAGIC], "unit_probe_cell", "x", "body\n")
     assert seen == [("line", "a b"), ("cell", "x", "body\n")]
-    assert helpers[magics.HIDDEN_LINE_MAGIC]("rlm", "unit_probe  hello ") == "sub:hello"
-    assert "unit_probe" in repr(helpers[magics.HIDDEN_LINE_MAGIC]("rlm", "help"))
+    assert from_cell(helpers[magics.HIDDEN_LINE_MAGIC], "rlm", "unit_probe  hello ") == "sub:hello"
+    assert "unit_probe" in repr(from_cell(helpers[magics.HIDDEN_LINE_MAGIC], "rlm", "help"))
 
 
 def test_register_rejects_private_names() -> None:
@@ -100,6 +108,20 @@ def test_register_rejects_private_names() -> None:
 def test_helpers_refuse_names_not_on_the_allowlist() -> None:
     helpers = magics.make_magic_helpers(shell=None)
     with pytest.raises(SandboxError):
-        helpers[magics.HIDDEN_LINE_MAGIC]("run", "x.py")
+        from_cell(helpers[magics.HIDDEN_LINE_MAGIC], "run", "x.py")
     with pytest.raises(SandboxError):
-        helpers[magics.HIDDEN_CELL_MAGIC]("bash", "", "ls")
+        from_cell(helpers[magics.HIDDEN_CELL_MAGIC], "bash", "", "ls")
+
+
+def test_helpers_refuse_callers_other_than_cell_code() -> None:
+    """Called from kernel (non-cell) code, with non-str arguments, or while model code runs: refused."""
+    from rlm_kernel.sandbox.origin import model_code
+
+    helpers = magics.make_magic_helpers(shell=None)
+    line = helpers[magics.HIDDEN_LINE_MAGIC]
+    with pytest.raises(SandboxError, match="magic syntax"):
+        line("rlm", "help")  # this test's frame is not a cell's
+    with pytest.raises(SandboxError, match="magic syntax"):
+        from_cell(line, "rlm", type("S", (str,), {})("help"))
+    with model_code(), pytest.raises(SandboxError, match="model-written code"):
+        from_cell(line, "rlm", "help")

@@ -61,3 +61,31 @@ def test_interrupt_while_waiting_cancels_and_next_call_works(
     assert not llm_loop._active  # noqa: SLF001
     llm_server.latency = 0
     assert client.complete("after interrupt").text == "after interrupt"
+
+
+def test_an_interrupt_queued_behind_a_busy_loop_spares_later_calls() -> None:
+    """The interrupt names the calls in flight when it happened; calls submitted after it run to the end."""
+    import asyncio
+    import concurrent.futures
+
+    async def hold_the_loop() -> None:
+        time.sleep(0.5)  # blocks the loop thread, as a slow synchronous step would
+
+    async def later_call() -> str:
+        await asyncio.sleep(0.3)
+        return "finished"
+
+    async def interrupted_call() -> str:
+        await asyncio.sleep(30)
+        return "never"
+
+    victim = llm_loop.submit(interrupted_call())
+    time.sleep(0.1)
+    blocker = llm_loop.submit(hold_the_loop())
+    time.sleep(0.1)  # the loop is now blocked
+    assert llm_loop.cancel_all_soon()  # what the kernel's SIGINT handler calls
+    spared = llm_loop.submit(later_call())  # the next cell's call, submitted after the interrupt
+    assert spared.result(5) == "finished"
+    concurrent.futures.wait([victim], timeout=5)
+    assert victim.cancelled()
+    blocker.result(5)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rlm_kernel.llm import ProviderError
+from rlm_kernel.llm import LLMError, ProviderError
 from rlm_kernel.llm.retry import backoff_delay, is_retryable_status, server_delay
 from tests.llm.conftest import MakeClient
 from tests.llm_server import Fault, LLMTestServer
@@ -110,3 +110,14 @@ def test_policy_helpers() -> None:
     assert server_delay({}) is None
     delays = [backoff_delay(n) for n in range(8)]
     assert 0.375 <= delays[0] <= 0.5 and all(d <= 8.0 for d in delays) and delays[7] >= 6.0
+
+
+def test_a_trickling_body_cannot_hold_a_call_past_its_deadline(
+    make_client: MakeClient, llm_server: LLMTestServer
+) -> None:
+    llm_server.queue(Fault.trickle(seconds=30))
+    client = make_client(timeout=2, connect_timeout=1, max_retries=0)
+    t0 = time.monotonic()
+    with pytest.raises(LLMError, match="did not answer in time"):
+        client.complete("slowly")
+    assert time.monotonic() - t0 < 10  # one attempt's total deadline is 3 s; the body would take 30 s

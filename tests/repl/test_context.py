@@ -85,12 +85,31 @@ def test_refused_path_names_the_rule(root: Path, tmp_path_factory: pytest.TempPa
         ctxmod.load("fifo/pipe")
 
 
-def test_env_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RLM_CONTEXT_ROOTS", str(tmp_path))
+def test_env_roots_add_to_the_notebook_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"{tmp_path}{os.pathsep}{other}")
+    monkeypatch.delenv("RLM_CONTEXT_ROOTS_ONLY", raising=False)
     ctxmod.set_allowed_roots(None)
-    assert ctxmod.allowed_roots() == [tmp_path.resolve()]
+    assert ctxmod.allowed_roots() == [ctxmod._start_dir, tmp_path.resolve(), other.resolve()]
     (tmp_path / "f.txt").write_text("hello")
     assert ctxmod.load(str(tmp_path / "f.txt")).value == "hello"
+
+
+@pytest.mark.parametrize("how", ["leading =", "RLM_CONTEXT_ROOTS_ONLY"])
+def test_env_roots_replace_the_notebook_directory_only_when_asked(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if how == "leading =":
+        monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")
+        monkeypatch.delenv("RLM_CONTEXT_ROOTS_ONLY", raising=False)
+    else:
+        monkeypatch.setenv("RLM_CONTEXT_ROOTS", str(tmp_path))
+        monkeypatch.setenv("RLM_CONTEXT_ROOTS_ONLY", "1")
+    ctxmod.set_allowed_roots(None)
+    assert ctxmod.allowed_roots() == [tmp_path.resolve()]
+    with pytest.raises(ContextError, match="outside the allowed roots"):
+        ctxmod.check_allowed(ctxmod._start_dir / "README.md")
 
 
 def test_missing_path_suggests_text_kind(root: Path) -> None:

@@ -208,3 +208,22 @@ def test_time_limit_ends_the_run_and_keeps_turns(rlm_kernel_factory) -> None:
         assert "CellTimeout" in probe(kernel, "r.trajectory[1].error")
     finally:
         server.stop()
+
+
+def test_map_reduce_in_a_run_is_charged_to_the_run_budget(served, kernel: KernelHarness) -> None:
+    script(
+        served,
+        Script(
+            root=[
+                repl("parts = map_reduce(context, 'summarise this part', 'combine the parts', n_chunks=30)"),
+                repl("after = 1"),
+            ]
+        ),
+    )
+    # each map call reserves 1024 output tokens at $10/M ≈ $0.01: 30 of them cannot fit in the run's $0.05
+    code = "import json\nr = rlm_run('q', context='word ' * 30000, budget_usd=0.05)"
+    ok(kernel, code, timeout=120)
+    error = probe(kernel, "r.trajectory[0].error")
+    assert "MapReduceError" in error and "of budget 'rlm run' would be exceeded" in error, error
+    mapped = [r for r in served[0].requests if "summarise this part" in r.prompt]
+    assert 0 < len(mapped) < 30, len(mapped)  # refused at the run's budget, not sent on the session's

@@ -158,9 +158,10 @@ def test_no_file_writes_from_inside_a_run(client_on_server: LLMTestServer, tmp_p
             ]
         )
         result = run(client_on_server, script, max_iterations=1)
-        assert "not available inside a root-loop run" in result.trajectory[0].error
+        # model code may not start a root loop with options of its own (rlm_query is its way down)
+        assert "not available to model-written code" in result.trajectory[0].error
         assert not (tmp_path / "evil.ipynb").exists()
-        assert result.namespace["inner"].termination == "max_iterations"
+        assert "inner" not in result.namespace
         assert all(not k.startswith("_") for k in result.namespace)
     finally:
         ctxmod.set_allowed_roots(None)

@@ -145,8 +145,24 @@ PAYLOADS: list[Payload] = [
     _P("pivot", "difflib_builtins", "import difflib\ngetattr(difflib.SequenceMatcher, '__module__')", REFUSED),
     _P("pivot", "datetime_sys", "import datetime\ndatetime.sys.modules", BLOCKED),
     _P("pivot", "decimal_getcontext", "import decimal\ndecimal.getcontext().prec = 10**9", BLOCKED),
-    _P("pivot", "decimal_context_write", "import decimal\nc = decimal.Context()\nc.prec = 10**9", REFUSED),
+    _P("pivot", "decimal_context_write", "import decimal\nc = decimal.Context()\nc.prec = 10**9", LIMIT),
     _P("pivot", "fractions_math", "import fractions\nfractions.math", BLOCKED),
+    _P("pivot", "contextlib_sys", "import contextlib\ncontextlib.sys.modules", BLOCKED),
+    _P("pivot", "contextlib_redirect", "import contextlib\ncontextlib.redirect_stdout", BLOCKED),
+    _P("pivot", "contextlib_chdir", "from contextlib import chdir", BLOCKED),
+    _P("pivot", "contextlib_async", "import contextlib\ncontextlib.AsyncExitStack", BLOCKED),
+    _P("pivot", "contextlib_private", "import contextlib\ncontextlib._GeneratorContextManager", REFUSED),
+    _P("pivot", "contextlib_wrapped",
+       "import contextlib\ndef g():\n    yield\ngetattr(contextlib.contextmanager(g), '__wrap' + 'ped__')", REFUSED),
+    _P("pivot", "contextlib_gen_frame",
+       "import contextlib\n@contextlib.contextmanager\ndef g():\n    yield\ncm = g()\ngetattr(cm.gen, 'gi_' + 'frame')", REFUSED),
+    _P("pivot", "contextlib_exit_traceback",
+       "import contextlib\ngot = []\ntry:\n    with contextlib.ExitStack() as st:\n        st.push(lambda t, v, tb: got.append(tb))\n"
+       "        1 / 0\nexcept ZeroDivisionError:\n    pass\ngetattr(got[0], 'tb_' + 'frame')", REFUSED),
+    _P("pivot", "contextlib_exit_callbacks", "import contextlib\ncontextlib.ExitStack()._exit_callbacks", REFUSED),
+    _P("pivot", "contextlib_register", "import contextlib\ncontextlib.AbstractContextManager.register(int)", REFUSED),
+    _P("pivot", "contextlib_suppress_timeout",
+       "import contextlib\nwhile True:\n    with contextlib.suppress(BaseException):\n        while True:\n            pass", LIMIT),
     _P("pivot", "random_self", "import random\nrandom.random.__self__", REFUSED),
     _P("pivot", "random_os", "import random\nrandom._os", REFUSED),
     _P("pivot", "random_systemrandom", "import random\nrandom.SystemRandom", BLOCKED),
@@ -282,10 +298,89 @@ PAYLOADS: list[Payload] = [
     _P("shadow", "del_guard", "del _write_", REFUSED),
     _P("shadow", "class_named_guard", "class _getitem_: pass", REFUSED),
     _P("shadow", "match_statement", "match 1:\n    case int(real=r):\n        pass", REFUSED),
-    # -- except* --------------------------------------------------------------------------------------
-    _P("except_star", "except_star", "try:\n    raise ValueError\nexcept* ValueError:\n    pass", REFUSED),
-    _P("except_star", "except_star_group",
-       "try:\n    raise ExceptionGroup('g', [ValueError()])\nexcept* ValueError as eg:\n    eg", REFUSED),
+    # -- except* and exception groups (allowed: each handler starts with a time-out check; a time-out never
+    #    leaves the statement wrapped in a group) -------------------------------------------------------
+    _P("except_star", "handler_not_a_class", "try:\n    raise ValueError\nexcept* 1:\n    pass", BLOCKED),
+    _P("except_star", "handler_group_type",
+       "try:\n    raise ValueError\nexcept* ExceptionGroup:\n    pass", BLOCKED),
+    _P("except_star", "handler_underscore_name", "try:\n    raise ValueError\nexcept* ValueError as _g:\n    pass", REFUSED),
+    _P("except_star", "group_traceback",
+       "try:\n    raise ExceptionGroup('g', [ValueError()])\nexcept* ValueError as eg:\n    eg.__traceback__", REFUSED),
+    _P("except_star", "member_traceback",
+       "try:\n    raise ExceptionGroup('g', [ValueError()])\nexcept* ValueError as eg:\n    getattr(eg.exceptions[0], '__trace' + 'back__')", REFUSED),
+    _P("except_star", "group_context",
+       "try:\n    1/0\nexcept* ZeroDivisionError as eg:\n    getattr(eg, '__con' + 'text__')", REFUSED),
+    _P("except_star", "swallow_timeout",
+       "while True:\n    try:\n        while True:\n            pass\n    except* BaseException:\n        pass", LIMIT),
+    _P("except_star", "timeout_in_handler_with_rest",
+       "try:\n    raise ExceptionGroup('g', [ValueError(), KeyError()])\nexcept* ValueError:\n    while True:\n        pass", LIMIT),
+    _P("except_star", "timeout_swallowed_by_finally",
+       "try:\n    try:\n        while True:\n            pass\n    except* BaseException:\n        pass\nfinally:\n    while True:\n        pass", LIMIT),
+    _P("except_star", "group_of_timeouts",
+       "g = []\nwhile True:\n    try:\n        while True:\n            pass\n    except* BaseException as e:\n        g.append(e)", LIMIT),
+    # exception-group subclasses: except* would call their own split (handing a handler a non-exception and
+    # raising an object no except catches); the kernel reads .exceptions while showing a traceback
+    _P("except_star", "split_override",
+       "class G(ExceptionGroup):\n    def split(self, t):\n        return (object(), object())\n"
+       "try:\n    raise G('g', [ValueError(1)])\nexcept* ValueError as g:\n    print(type(g))", REFUSED),
+    _P("except_star", "exceptions_property_in_traceback",
+       "class G(ExceptionGroup):\n    @property\n    def exceptions(self):\n        while True:\n            pass\n"
+       "raise G('g', [ValueError()])", REFUSED),
+    _P("except_star", "base_group_subclass", "class G(Exception, BaseExceptionGroup):\n    pass", REFUSED),
+    _P("except_star", "group_subclass_of_subclass",
+       "class E(ExceptionGroup):\n    pass", REFUSED),
+    _P("except_star", "builtin_group_split_write", "g = ExceptionGroup('g', [ValueError()])\ng.split = len", REFUSED),
+    _P("except_star", "builtin_group_setattr", "g = ExceptionGroup('g', [ValueError()])\nsetattr(g, 'exceptions', 1)", REFUSED),
+    _P("except_star", "deeply_nested_groups",
+       "g = ValueError()\nfor n in range(150):\n    g = ExceptionGroup('x', [g])\ntry:\n    raise g\nexcept* ValueError as e:\n"
+       "    print('caught', type(e).__name__)", OK, match="caught ExceptionGroup"),
+    _P("except_star", "notes_write", "e = ValueError()\ne.__notes__ = [1]", REFUSED),
+    _P("except_star", "notes_setattr", "e = ValueError()\nsetattr(e, '__notes__', [object()])", REFUSED),
+    _P("except_star", "notes_not_exception", "class A:\n    pass\nA().__notes__", REFUSED),
+    _P("except_star", "notes_library_object", "import json\njson.__notes__", REFUSED),
+    _P("except_star", "add_note_not_str", "e = ValueError()\ne.add_note(1)", BLOCKED),
+    # -- name mangling, __slots__, __all__, Enum hooks: private names of your own classes only ----------
+    _P("mangle", "other_object", "class C:\n    def f(self, o):\n        return o.__x\nC().f(1)", REFUSED),
+    _P("mangle", "library_object", "class C:\n    def f(self):\n        return [].__x\nC().f()", REFUSED),
+    _P("mangle", "class_named_like_library",
+       "import fractions\nclass Fraction:\n    def f(self):\n        return fractions.Fraction(1).__numerator\nFraction().f()", REFUSED),
+    _P("mangle", "facade", "import json\nclass C:\n    def f(self):\n        return json.__x\nC().f()", REFUSED),
+    _P("mangle", "outside_class", "class C:\n    pass\nC().__x", REFUSED),
+    _P("mangle", "underscore_class", "class __:\n    def f(self):\n        return self.__x", REFUSED),
+    _P("mangle", "dunder_not_mangled", "class C:\n    def f(self):\n        return self.__class__", REFUSED),
+    _P("mangle", "mangled_name_load", "class C:\n    __k = 1\n    j = __k", REFUSED),
+    _P("mangle", "mangled_global", "class C:\n    def f(self):\n        global __g\n        __g = 1", REFUSED),
+    _P("mangle", "slots_read", "class C:\n    __slots__ = ('a',)\nC.__slots__", REFUSED),
+    _P("mangle", "slots_outside_class", "__slots__ = ('a',)", REFUSED),
+    _P("mangle", "slots_in_method", "class C:\n    def f(self):\n        __slots__ = 1", REFUSED),
+    _P("mangle", "other_dunder_in_class", "class C:\n    __dict__ = {}", REFUSED),
+    _P("mangle", "all_in_class", "class C:\n    __all__ = []", REFUSED),
+    _P("mangle", "all_in_function", "def f():\n    return __all__", REFUSED),
+    _P("mangle", "builtins_assign", "__builtins__ = {}", REFUSED),
+    _P("mangle", "enum_hook_outside_class", "def _missing_(cls, v):\n    return 1", REFUSED),
+    _P("mangle", "enum_hook_read",
+       "import enum\nclass E(enum.Enum):\n    A = 1\n    @classmethod\n    def _missing_(cls, v):\n        return cls.A\nE._missing_", REFUSED),
+    _P("mangle", "enum_hook_computed", "import enum\ngetattr(enum.Enum, '_missing_')", REFUSED),
+    _P("mangle", "other_sunder_hook", "class C:\n    def _ignore_(self):\n        pass", REFUSED),
+    # -- decimal local contexts: only the cell's own (capped) copy can be changed -------------------------
+    _P("decimal", "localcontext_prec_bomb",
+       "import decimal\nwith decimal.localcontext() as c:\n    c.prec = 10**9", LIMIT),
+    _P("decimal", "localcontext_kwarg_bomb", "import decimal\nwith decimal.localcontext(prec=10**9):\n    pass", LIMIT),
+    _P("decimal", "index_toctou",
+       "import decimal\nclass I:\n    n = 0\n    def __index__(self):\n        I.n += 1\n        return 5 if I.n == 1 else 10**9\n"
+       "with decimal.localcontext() as c:\n    c.prec = I()\nprint(c.prec)", OK, match="5"),
+    _P("decimal", "saved_context", "import decimal\ncm = decimal.localcontext()\ncm._rlm_saved", REFUSED),
+    _P("decimal", "saved_context_computed",
+       "import decimal\ncm = decimal.localcontext()\nwith cm:\n    getattr(cm, '_rlm_' + 'saved')", REFUSED),
+    _P("decimal", "signal_dict_write",
+       "import decimal\nwith decimal.localcontext() as c:\n    c.traps[decimal.Inexact] = True", REFUSED),
+    _P("decimal", "decimal_attribute", "import decimal\ndecimal.Decimal(1).x = 2", REFUSED),
+    _P("decimal", "not_a_context", "import decimal\ndecimal.localcontext(1)", BLOCKED),
+    # -- errors keep Python's types; refusals of what Python allows stay SandboxError -------------------
+    _P("errors", "facade_write_not_attributeerror",
+       "import json\ntry:\n    json.dumps = 1\nexcept (AttributeError, TypeError):\n    print('caught')", REFUSED),
+    _P("errors", "library_write_not_typeerror",
+       "import collections\nm = collections.abc.Mapping\ntry:\n    m.x = 1\nexcept (AttributeError, TypeError):\n    print('caught')", REFUSED),
     # -- resource bombs ---------------------------------------------------------------------------------
     _P("bomb", "python_loop", "while True:\n    pass", LIMIT),
     _P("bomb", "swallow_bare_except",
@@ -496,5 +591,52 @@ PAYLOADS: list[Payload] = [
     _P("control", "try_finally_ok", "def f():\n    try:\n        return 1\n    finally:\n        print('cleanup')\nprint(f())",
        OK, match="cleanup\n1"),
     _P("control", "history_underscore", "40 + 2", OK, match="42", kernel_only=True),
+    # honest code that used to be refused
+    _P("control", "mangled_private",
+       "class Account:\n    __count = 0\n    __slots__ = ('__balance', 'name')\n    def __init__(self, n):\n"
+       "        self.__balance = n\n        self.name = 'a'\n    def __check(self, x):\n        return x <= self.__balance\n"
+       "    def take(self, x):\n        if not self.__check(x):\n            raise ValueError('no')\n        self.__balance -= x\n"
+       "        Account.__count += 1\n        return (lambda: self.__balance)()\nclass Sub(Account):\n    def peek(self):\n"
+       "        return self._Account__balance\na = Sub(10)\nprint(a.take(3), a.peek(), Account._Account__count)",
+       OK, match="7 7 1"),
+    _P("control", "dunder_all", "__all__ = ['f']\n__all__ += ['g']\nprint(__all__)", OK, match="['f', 'g']"),
+    _P("control", "decimal_localcontext",
+       "import decimal\nwith decimal.localcontext() as ctx:\n    ctx.prec = 50\n    ctx.rounding = decimal.ROUND_DOWN\n"
+       "    a = decimal.Decimal(1) / decimal.Decimal(7)\nb = decimal.Decimal(1) / decimal.Decimal(7)\n"
+       "with decimal.localcontext(prec=5) as c2:\n    c = decimal.Decimal(2).sqrt()\nprint(len(str(a)), b, c, c2.prec)",
+       OK, match="52 0.1428571428571428571428571429 1.4142 5"),
+    _P("control", "exception_notes",
+       "try:\n    try:\n        raise ValueError('bad')\n    except ValueError as e:\n        e.add_note('while parsing row 3')\n        raise\n"
+       "except ValueError as e:\n    print(e.__notes__, getattr(e, '__notes__', None), getattr(KeyError(), '__notes__', 'none'))",
+       OK, match="['while parsing row 3'] ['while parsing row 3'] none"),
+    _P("control", "except_star",
+       "seen = []\ntry:\n    raise ExceptionGroup('many', [ValueError(1), TypeError(2), ValueError(3)])\n"
+       "except* ValueError as g:\n    seen.append(('V', [e.args[0] for e in g.exceptions]))\nexcept* TypeError as g:\n"
+       "    seen.append(('T', len(g.exceptions)))\ntry:\n    raise KeyError('k')\nexcept* KeyError as g:\n"
+       "    seen.append(type(g).__name__)\neg = ExceptionGroup('m', [ValueError(1), TypeError(2)])\n"
+       "m, rest = eg.split(ValueError)\nprint(seen, m.message, len(rest.exceptions), eg.subgroup(TypeError).exceptions)",
+       OK, match="[('V', [1, 3]), ('T', 1), 'ExceptionGroup'] m 1 (TypeError(2),)"),
+    _P("control", "enum_hooks",
+       "import enum\nclass Color(enum.Enum):\n    RED = 'red'\n    @classmethod\n    def _missing_(cls, value):\n"
+       "        return cls(value.lower()) if isinstance(value, str) else None\nclass Auto(enum.Enum):\n"
+       "    def _generate_next_value_(name, start, count, last_values):\n        return name.lower()\n    NORTH = enum.auto()\n"
+       "print(Color('RED'), Auto.NORTH.value)", OK, match="Color.RED north"),
+    _P("control", "contextlib",
+       "import contextlib\nlog = []\n@contextlib.contextmanager\ndef tag(n):\n    log.append('<' + n)\n    yield n\n"
+       "    log.append(n + '>')\nwith tag('a') as t, contextlib.suppress(KeyError):\n    {}['missing']\n"
+       "with contextlib.ExitStack() as st:\n    for n in 'xy':\n        st.enter_context(tag(n))\n    st.callback(log.append, 'cb')\n"
+       "with contextlib.nullcontext(5) as five:\n    pass\nclass R:\n    def close(self):\n        log.append('closed')\n"
+       "with contextlib.closing(R()):\n    pass\nprint(t, five, log)",
+       OK, match="a 5 ['<a', 'a>', '<x', '<y', 'cb', 'y>', 'x>', 'closed']"),
+    _P("control", "name_error_suggestion", "total_count = 1\ntotal_cont", BLOCKED, match="Did you mean: 'total_count'?",
+       kernel_only=True),
+    _P("control", "builtin_suggestion", "lenn([1])", BLOCKED, match="Did you mean: 'len'?", kernel_only=True),
+    _P("control", "errors_keep_types",
+       "out = []\nt = (1, 2)\n"
+       "try:\n    t[0] = 1\nexcept TypeError:\n    out.append('tuple')\ntry:\n    del t[0]\nexcept TypeError:\n    out.append('del')\n"
+       "try:\n    'abc'[0] = 'x'\nexcept TypeError:\n    out.append('str')\ntry:\n    (1).x = 2\nexcept AttributeError:\n    out.append('int')\n"
+       "try:\n    setattr(5, 'x', 1)\nexcept AttributeError:\n    out.append('setattr')\ntry:\n    setattr(int, 'x', 1)\nexcept TypeError:\n    out.append('type')\n"
+       "try:\n    len.x = 1\nexcept AttributeError:\n    out.append('builtin')\nprint(out)",
+       OK, match="['tuple', 'del', 'str', 'int', 'setattr', 'type', 'builtin']"),
 ]
 # fmt: on

@@ -11,16 +11,26 @@ import itertools
 
 import pytest
 
-from rlm_kernel.sandbox import Limits, SandboxSession, new_namespace, restrict_ast
+from rlm_kernel.sandbox import (
+    Limits,
+    SandboxSession,
+    cell_limits,
+    new_namespace,
+    register_sandboxed_filename,
+    restrict_ast,
+)
 from rlm_kernel.sandbox.errors import LimitExceeded, SandboxError
 from tests.sandbox.conftest import TEST_LIMITS
 
 
 def _run(session: SandboxSession, source: str, *, fast: bool = True, **names: object) -> dict:
     tree = restrict_ast(ast.parse(source), filename="<fast-test>", limits=session.limits, fast_paths=fast)
+    register_sandboxed_filename("<fast-test>")  # checked code, as the kernel registers every cell's
+    code = compile(tree, "<fast-test>", "exec")
     ns = new_namespace(session)
     ns.update(names)
-    exec(compile(tree, "<fast-test>", "exec"), ns)  # noqa: S102 - restricted code under test
+    with cell_limits(session):  # as the kernel runs every cell (cell code refuses to run outside limits)
+        exec(code, ns)  # noqa: S102 - restricted code under test
     return ns
 
 
@@ -198,3 +208,59 @@ def test_only_names_of_guarded_operations_are_tested(session: SandboxSession) ->
     text = ast.unparse(restrict_ast(ast.parse("t += x * i - t * 0.5"), filename="<t>", limits=session.limits))
     assert "_type_(x)" in text and "_type_(i)" in text and "_type_(t)" not in text
     assert _run(session, "t = 1.0\nx = 2\ni = 3\nt += x * i - t * 0.5")["t"] == 6.5
+
+
+# -- `for i in range(...)`: the loop's flag proves `i` for the first statement only -------------------------
+def _text(source: str, **limits: object) -> str:
+    return ast.unparse(restrict_ast(ast.parse(source), filename="<fast-test>", limits=Limits(**limits)))
+
+
+def test_range_loop_flag_replaces_the_test_of_the_loop_variable() -> None:
+    text = _text("total = 0\nfor i in range(10):\n    total += i * i % 7")
+    assert "_range_ok_(" in text and "if _tmp0 or (" in text, text
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "for i in range(3):\n    f()\n    x = i * i",  # not the first statement
+        "for i in range(3):\n    x = f() + i * i",  # the fast path is not the whole statement
+        "for i in range(3):\n    x = t * 0.5 - i * i",  # ...nor here: `t * 0.5` may run user code first
+        "for i, j in range(3):\n    x = i * i",  # not a plain name
+        "for i in range(3):\n    x = (i := 5) * i",  # not pure arithmetic
+        "for i in range(3):\n    x = 2 * 3",  # does not use the loop variable
+    ],
+)
+def test_range_loop_flag_only_where_it_is_sound(source: str) -> None:
+    assert "_range_ok_" not in _text(source)
+
+
+def test_range_loop_results_match_guarded(session: SandboxSession) -> None:
+    source = (
+        "r = []\nfor i in seq:\n    t = i * i % 7 + i ** 3\n    r.append(t)\n"
+        "for i in seq:\n    acc *= i\nr.append(acc)\n"
+    )
+    for seq in (range(-5, 6), range(2**63, 2**63 + 3), range(-(2**64) + 1, -(2**64) + 3), [1.5, 2, True]):
+        fast = _run(session, source, seq=seq, acc=1)["r"]
+        slow = _run(session, source, fast=False, seq=seq, acc=1)["r"]
+        assert fast == slow and [type(v) for v in fast] == [type(v) for v in slow]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a shadowed `range` returning huge ints: the flag is false, the usual test and the guard apply
+        "def range(n):\n    return [2 ** 600] * n\nfor i in range(2):\n    x = i ** 8",
+        # a range beyond ±2**64: the flag is false
+        "for i in range(2 ** 600, 2 ** 600 + 1):\n    x = i ** 8",
+        # a function rebinding the loop variable runs before the use: no flag for that statement
+        "def f():\n    global i\n    i = 2 ** 600\nfor i in range(2):\n    f()\n    x = i ** 8",
+    ],
+)
+def test_range_loop_flag_cannot_be_abused(source: str) -> None:
+    # i ** 8 is proved within 4096 bits for |i| < 2**64 (so it runs natively under the flag); each payload
+    # makes i a 601-bit int, whose 8th power is over the cap and must hit the guard.
+    session = SandboxSession(Limits(**{**TEST_LIMITS, "max_int_bits": 4096}), seed=1)
+    assert "_range_ok_" in _text("for i in range(2):\n    x = i ** 8", max_int_bits=4096)
+    with pytest.raises(LimitExceeded):
+        _run(session, source)

@@ -162,7 +162,7 @@ def test_cpu_backstop_kills_c_loop_in_subprocess(tmp_path) -> None:
         from rlm_kernel.sandbox import Limits, SandboxSession, new_namespace, run_source
         s = SandboxSession(Limits(cpu_seconds=1, cpu_backstop_seconds=1, max_range=0, memory_mb=0),
                            backstop_marker={str(marker)!r})
-        run_source("sum(range(10**13))", new_namespace(s), s)
+        run_source("a = [0] * 10**7\\nb = [0] * 10**7\\n[a] * 10**4 == [b] * 10**4", new_namespace(s), s)
         print("not reached")
         """
     )

@@ -19,13 +19,18 @@ class RecordingSink:
         self.shown: list[tuple[Any, Any]] = []
         self.written: list[tuple[str, Any]] = []
         self.fallbacks: list[str] = []
+        self.finished: list[tuple[str, Any, Any]] = []
 
     def parent_for(self, owner: str | None) -> Any:
         return {"cell": owner}
 
-    def show(self, widget: Any, parent: Any, fallback: str = "") -> None:
+    def show(self, widget: Any, parent: Any, fallback: str = "") -> Any:
         self.shown.append((widget, parent))
         self.fallbacks.append(fallback)
+        return len(self.shown)
+
+    def finish(self, widget: Any, parent: Any, handle: Any, summary: str) -> None:
+        self.finished.append((summary, parent, handle))
 
     def write(self, text: str, parent: Any) -> None:
         self.written.append((text, parent))
@@ -40,7 +45,7 @@ def make(mode: str, sched: ManualScheduler | None = None) -> tuple[FanoutControl
     return ctl, sink
 
 
-def test_widgets_mode_shows_in_owner_cell_and_writes_summary() -> None:
+def test_widgets_mode_shows_in_owner_cell_and_puts_the_summary_in_the_display() -> None:
     ctl, sink = make("widgets")
     for e in batch_events("b", 5, owner="cell-7", cached=frozenset({0})):
         ctl.handle(e)
@@ -49,8 +54,10 @@ def test_widgets_mode_shows_in_owner_cell_and_writes_summary() -> None:
     assert parent == {"cell": "cell-7"}
     assert sink.fallbacks == ["[fan-out widget: 5 calls]"]
     assert "rlm-fanout" in widget._dom_classes
-    assert sink.written == [
-        ("fan-out: 5/5 done · 0 failed · 1 cached · 40 in / 12 out tokens · $0.0000", {"cell": "cell-7"})
+    # the summary becomes the widget display's text form, never a second line under the widget
+    assert sink.written == []
+    assert sink.finished == [
+        ("fan-out: 5/5 done · 0 failed · 1 cached · 40 in / 12 out tokens · $0.0000", {"cell": "cell-7"}, 1)
     ]
     assert ctl.live_count == 0 and len(ctl.tracker) == 0
 
@@ -107,9 +114,9 @@ def test_nested_fanouts_render_under_their_root_only() -> None:
             ctl.handle(e)
     ctl.handle(CallEvent(kind="batch_end", batch_id="root", owner="c"))
     assert len(sink.shown) == 1  # nested fan-outs never open their own widget
-    assert len(sink.written) == 1
-    assert "12 nested fan-outs" in sink.written[0][0]
-    assert "380 in / 114 out tokens" in sink.written[0][0]  # 2 + 36 calls × (10 in, 3 out)
+    assert sink.written == [] and len(sink.finished) == 1
+    assert "12 nested fan-outs" in sink.finished[0][0]
+    assert "380 in / 114 out tokens" in sink.finished[0][0]  # 2 + 36 calls × (10 in, 3 out)
     root = sink.shown[0][0]
     nested_box = root.children[2]
     assert len(nested_box.children) == 11  # 10 nested views + "… and 2 more"
@@ -157,7 +164,7 @@ def test_two_concurrent_roots_go_to_their_own_cells() -> None:
             if i < len(seq):
                 ctl.handle(seq[i])
     assert [p for _, p in sink.shown] == [{"cell": "cell-a"}, {"cell": "cell-b"}]
-    assert sorted((t.split(" · ")[0], p["cell"]) for t, p in sink.written) == [
+    assert sorted((t.split(" · ")[0], p["cell"]) for t, p, _ in sink.finished) == [
         ("fan-out: 2/2 done", "cell-b"),
         ("fan-out: 4/4 done", "cell-a"),
     ]
@@ -168,7 +175,8 @@ def test_summary_written_even_when_batch_has_zero_items(mode: str) -> None:
     ctl, sink = make(mode)
     for e in batch_events("empty", 0):
         ctl.handle(e)
-    assert sink.written[0][0] == "fan-out: 0/0 done · 0 failed · 0 cached · 0 in / 0 out tokens · $0.0000"
+    summaries = [t for t, *_ in sink.written + sink.finished]
+    assert summaries == ["fan-out: 0/0 done · 0 failed · 0 cached · 0 in / 0 out tokens · $0.0000"]
 
 
 def test_live_view_keeps_ticking_while_calls_are_slow() -> None:

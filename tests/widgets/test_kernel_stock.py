@@ -9,6 +9,7 @@ import json
 import queue
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -69,7 +70,7 @@ def test_fanout_widget_comms_and_summary(widgets_kernel: KernelHarness) -> None:
     assert r.ok, r
     assert r.result == "30"
     # the fan-out widget was displayed in this cell …
-    views = [d for d in r.display if WIDGET_VIEW in d]
+    views = [d for d in r.display if WIDGET_VIEW in d and d not in display_summaries(r, whole=True)]
     assert len(views) == 1
     assert views[0]["text/plain"] == "[fan-out widget: 30 calls]"  # what a frontend without widgets shows
     # … its models were opened and updated over comms in this cell, ending at 30/30 with a success bar
@@ -79,9 +80,10 @@ def test_fanout_widget_comms_and_summary(widgets_kernel: KernelHarness) -> None:
     assert 30 in values
     assert "success" in comm_state_values(r.messages, "bar_style")
     assert any("30/30" in str(v) for v in values)
-    # … and the one-line summary was written as plain text (count mode: 3 words in, 3 words out)
-    summary = [line for line in r.stdout.splitlines() if line.startswith("fan-out")]
-    assert len(summary) == 1, r.stdout
+    # … and the one-line summary became the widget display's text form, not a second line under the widget
+    assert "fan-out" not in r.stdout
+    summary = display_summaries(r)
+    assert len(summary) == 1, r.display
     assert summary[0].startswith("fan-out: 30/30 done · 0 failed · 0 cached · 90 in / ")
     assert "took " in summary[0]
 
@@ -183,11 +185,19 @@ def test_background_batch_reports_to_its_starting_cell(
         server.latency = 0.0
     assert any_summary(by_parent[a_id]), json.dumps([m["content"] for m in by_parent[a_id]])[:2000]
     assert not any_summary(by_parent[b_id])
-    assert not any(m["msg_type"] == "display_data" for m in by_parent[b_id])
+    assert not any(m["msg_type"] in ("display_data", "update_display_data") for m in by_parent[b_id])
 
 
 def any_summary(messages: list[dict]) -> bool:
-    return any(m["msg_type"] == "stream" and "fan-out: 6/6 done" in m["content"]["text"] for m in messages)
+    """The summary reached these messages: as a line (text mode) or as the widget display's text form."""
+    return any(
+        (m["msg_type"] == "stream" and "fan-out: 6/6 done" in m["content"]["text"])
+        or (
+            m["msg_type"] == "update_display_data"
+            and "fan-out: 6/6 done" in m["content"]["data"].get("text/plain", "")
+        )
+        for m in messages
+    )
 
 
 NESTED = """
@@ -207,7 +217,9 @@ def test_nested_fanouts_show_under_their_parent(widgets_kernel: KernelHarness, s
     since = len(server.requests)
     r = widgets_kernel.execute(NESTED, timeout=60)
     assert r.ok, r
-    assert len([d for d in r.display if WIDGET_VIEW in d]) == 1  # inner fan-outs open no widget of their own
+    assert (
+        len([d for d in r.display if WIDGET_VIEW in d and d not in display_summaries(r, whole=True)]) == 1
+    )  # inner fan-outs open no widget of their own
     nested = [
         m
         for m in r.messages
@@ -218,8 +230,15 @@ def test_nested_fanouts_show_under_their_parent(widgets_kernel: KernelHarness, s
     inner = server.requests[since:]
     assert len(inner) == 12
     tin = sum(len(q.prompt.split()) for q in inner)
-    summary = [line for line in r.stdout.splitlines() if line.startswith("fan-out")]
+    summary = display_summaries(r)
     assert len(summary) == 1
     assert summary[0].startswith(
         f"fan-out (sub-RLMs): 3/3 done · 0 failed · 0 cached · 3 nested fan-outs · {tin} in"
     )
+
+
+def display_summaries(r: Any, whole: bool = False) -> list[Any]:
+    """Fan-out summaries a widgets-mode cell carries as its widget display's text form (update_display);
+    with `whole`, the display bundles themselves."""
+    found = [d for d in r.display if str(d.get("text/plain", "")).startswith("fan-out")]
+    return found if whole else [d["text/plain"] for d in found]

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse, load_json, missing
+from rlm_kernel.llm.providers.base import (
+    ChatRequest,
+    ChatResponse,
+    join_text,
+    load_json,
+    missing,
+    no_content_error,
+    token_count,
+    usage_of,
+)
 
 __all__ = ["API_VERSION", "build", "name", "parse"]
 
@@ -45,16 +54,16 @@ def parse(body: bytes, headers: dict[str, str], model: str) -> ChatResponse:
     content = data.get("content")
     if not isinstance(content, list):
         raise missing(name, model, "`content`")
-    text = "".join(
-        b.get("text", "") for b in content if isinstance(b, dict) and b.get("type", "text") == "text"
-    )
-    usage = data.get("usage") or {}
+    text = join_text([b for b in content if isinstance(b, dict) and b.get("type", "text") == "text"])
+    usage = usage_of(data, "usage")
     stop = data.get("stop_reason")
+    if not text:
+        raise no_content_error(name, model, _STOP.get(stop, stop))
     return ChatResponse(
         text=text,
         model=str(data.get("model") or model),
-        input_tokens=int(usage.get("input_tokens") or 0),
-        output_tokens=int(usage.get("output_tokens") or 0),
+        input_tokens=token_count(usage.get("input_tokens")),
+        output_tokens=token_count(usage.get("output_tokens")),
         finish_reason=_STOP.get(stop, stop),
         request_id=headers.get("request-id") or data.get("id"),
     )

@@ -11,7 +11,18 @@ from typing import Any, Protocol
 
 from rlm_kernel.llm.errors import ProviderError
 
-__all__ = ["ChatRequest", "ChatResponse", "WireFormat", "error_text", "load_json", "missing"]
+__all__ = [
+    "ChatRequest",
+    "ChatResponse",
+    "WireFormat",
+    "error_text",
+    "join_text",
+    "load_json",
+    "missing",
+    "no_content_error",
+    "token_count",
+    "usage_of",
+]
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,48 @@ def missing(provider: str, model: str, what: str) -> ProviderError:
         provider=provider,
         model=model,
     )
+
+
+def no_content_error(provider: str, model: str, finish_reason: str | None) -> ProviderError:
+    """The error for a 2xx reply that holds no answer text (a refusal, a content filter, a tool call)."""
+    why = f" (finish reason {finish_reason!r})" if finish_reason else ""
+    return ProviderError(
+        f"{provider} returned no answer text for model {model!r}{why} — a refusal, a content filter or a "
+        "tool call; this call failed and nothing was recorded in the cache",
+        retryable=False,
+        provider=provider,
+        model=model,
+    )
+
+
+def token_count(value: Any) -> int:
+    """A usage count from a reply: whole numbers (also "11" or 11.0) count; anything else ("n/a", null) is 0,
+    so the client estimates the usage instead."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0
+    return int(number) if number.is_integer() and number >= 0 else 0
+
+
+def usage_of(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """The usage table of a reply, or {} when it is missing or not a table."""
+    usage = data.get(key)
+    return usage if isinstance(usage, dict) else {}
+
+
+def join_text(parts: Any) -> str | None:
+    """The text of a list of content parts (`{"text": ...}`; other parts and null texts skipped), of a
+    string, or None when `parts` is neither (e.g. content given as an object)."""
+    if isinstance(parts, str):
+        return parts
+    if not isinstance(parts, list):
+        return None
+    return "".join(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
 
 
 def error_text(body: bytes) -> str:

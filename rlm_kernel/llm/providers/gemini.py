@@ -8,7 +8,16 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse, load_json, missing
+from rlm_kernel.llm.providers.base import (
+    ChatRequest,
+    ChatResponse,
+    join_text,
+    load_json,
+    missing,
+    no_content_error,
+    token_count,
+    usage_of,
+)
 
 __all__ = ["build", "name", "parse"]
 
@@ -50,16 +59,19 @@ def parse(body: bytes, headers: dict[str, str], model: str) -> ChatResponse:
                 "", model, 0, 0, f"blocked: {feedback['blockReason']}", data.get("responseId")
             )
         raise missing(name, model, "`candidates`")
-    parts = (candidates[0].get("content") or {}).get("parts") or []
-    text = "".join(p.get("text", "") for p in parts if isinstance(p, dict))
-    usage = data.get("usageMetadata") or {}
+    content = candidates[0].get("content")
+    text = join_text(content.get("parts") if isinstance(content, dict) else None)
+    usage = usage_of(data, "usageMetadata")
     stop = candidates[0].get("finishReason")
+    if not text:
+        raise no_content_error(name, model, stop.lower() if isinstance(stop, str) else stop)
     return ChatResponse(
         text=text,
         model=str(data.get("modelVersion") or model),
-        input_tokens=int(usage.get("promptTokenCount") or 0),
+        input_tokens=token_count(usage.get("promptTokenCount")),
         # thinking tokens are billed as output
-        output_tokens=int(usage.get("candidatesTokenCount") or 0) + int(usage.get("thoughtsTokenCount") or 0),
+        output_tokens=token_count(usage.get("candidatesTokenCount"))
+        + token_count(usage.get("thoughtsTokenCount")),
         finish_reason=_STOP.get(stop, stop.lower() if isinstance(stop, str) else stop),
         request_id=data.get("responseId"),
     )

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse, load_json, missing
+from rlm_kernel.llm.providers.base import (
+    ChatRequest,
+    ChatResponse,
+    join_text,
+    load_json,
+    missing,
+    no_content_error,
+    token_count,
+    usage_of,
+)
 
 __all__ = ["build", "name", "parse"]
 
@@ -49,15 +58,15 @@ def parse(body: bytes, headers: dict[str, str], model: str) -> ChatResponse:
     message = choices[0].get("message")
     if not isinstance(message, dict):
         raise missing(name, model, "`choices[0].message`")
-    content = message.get("content")
-    if isinstance(content, list):
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    usage = data.get("usage") or {}
+    text = join_text(message.get("content"))
+    if not text:
+        raise no_content_error(name, model, choices[0].get("finish_reason"))
+    usage = usage_of(data, "usage")
     return ChatResponse(
-        text=content or "",
+        text=text,
         model=str(data.get("model") or model),
-        input_tokens=int(usage.get("prompt_tokens") or 0),
-        output_tokens=int(usage.get("completion_tokens") or 0),
+        input_tokens=token_count(usage.get("prompt_tokens")),
+        output_tokens=token_count(usage.get("completion_tokens")),
         finish_reason=choices[0].get("finish_reason"),
         request_id=headers.get("x-request-id") or data.get("id"),
     )

@@ -1,0 +1,137 @@
+"""Which key may go to which endpoint: fixed from the broker's environment at start, plus keys typed in cells.
+
+An endpoint is (base URL, proxy). At start the broker records every endpoint the configuration names (the
+resolved default, each provider's official URL whose own key is set, OPENAI_BASE_URL, the local model) with
+the key bound to it. A key typed with `%rlm set api_key=...` is bound to the endpoint set with it. A request
+to any other endpoint is refused before anything is sent.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from rlm_kernel.broker.supervisor import KEY_REF_PREFIX
+from rlm_kernel.llm.config import (
+    DEFAULT_BASE_URLS,
+    PROVIDER_KEY_ENV,
+    LLMConfig,
+    _provider_key,
+    _secret_lookup,
+    load_config,
+)
+from rlm_kernel.llm.errors import ConfigError
+from rlm_kernel.llm.redact import redact, register_secret
+
+__all__ = ["Endpoint", "EndpointPolicy", "EndpointRefused"]
+
+
+class EndpointRefused(ConfigError):
+    """A request or setting names an endpoint that no key was configured for at start."""
+
+
+def _norm(url: str | None) -> str | None:
+    return None if not url else url.strip().rstrip("/")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a call goes: base URL (None: the local model the broker starts) and proxy."""
+
+    base_url: str | None
+    proxy: str | None
+
+    @classmethod
+    def of(cls, base_url: str | None, proxy: str | None) -> Endpoint:
+        return cls(_norm(base_url), _norm(proxy))
+
+    def describe(self) -> str:
+        url = redact(self.base_url) if self.base_url else "the local model"
+        return f"{url}" + (f" through proxy {redact(self.proxy)}" if self.proxy else "")
+
+
+class EndpointPolicy:
+    """The broker's table endpoint → key (None: configured without a key)."""
+
+    def __init__(self) -> None:
+        self._configured: dict[Endpoint, str | None] = {Endpoint(None, None): None}
+        self._typed: dict[Endpoint, str] = {}
+
+    @classmethod
+    def from_environment(cls) -> EndpointPolicy:
+        """The endpoints the environment (and config file) of this process configure."""
+        policy = cls()
+        try:
+            start = load_config(use_settings=False)
+        except ConfigError:
+            start = None
+        proxy = start.proxy if start is not None else None
+        if start is not None:
+            policy._configured[Endpoint.of(start.base_url, start.proxy)] = start.api_key_for_request()
+            if start.base_url is None:
+                policy._configured[Endpoint(None, _norm(start.proxy))] = None
+        secret = _secret_lookup(os.environ, False)
+        for provider in PROVIDER_KEY_ENV:
+            key, _name = _provider_key(provider, secret)
+            if key:
+                register_secret(key)
+                policy._configured.setdefault(Endpoint.of(DEFAULT_BASE_URLS[provider], proxy), key)
+        base = os.environ.get("OPENAI_BASE_URL")
+        okey, _ = _provider_key("openai", secret)
+        if base and okey:
+            policy._configured.setdefault(Endpoint.of(base, proxy), okey)
+        return policy
+
+    def configured(self) -> list[str]:
+        """The configured endpoints, for display (no keys)."""
+        return sorted(e.describe() for e in self._configured)
+
+    def bind_typed(self, endpoint: Endpoint, key: str) -> None:
+        """Bind a key typed in a cell to the endpoint set with it."""
+        register_secret(key)
+        self._typed[endpoint] = key
+
+    def resolve(self, endpoint: Endpoint, presented: str | None) -> str | None:
+        """The key to send to `endpoint` for a request presenting `presented` (a reference, a typed key or
+        None); raises `EndpointRefused` when the endpoint was not configured for it."""
+        if presented is not None and not presented.startswith(KEY_REF_PREFIX):
+            if self._typed.get(endpoint) == presented:
+                return presented
+            raise EndpointRefused(
+                f"refused: the api_key set in this session was not given for {endpoint.describe()}; "
+                "a typed key goes only to the endpoint set with it — set the key and the base_url together "
+                "in one `%rlm set`, or unset the key (an empty api_key)",
+                key="api_key",
+            )
+        if endpoint in self._configured:
+            return self._configured[endpoint] if presented is not None else None
+        raise EndpointRefused(
+            f"refused: {endpoint.describe()} was not configured when the kernel started, so no request goes "
+            "there (a configured API key must not reach an endpoint it was not set for). Configure the "
+            "endpoint at start (RLM_BASE_URL / RLM_PROXY in the environment, the kernelspec env or the "
+            "config file), or give it a key of its own: api_key and base_url together in one `%rlm set`",
+            key="base_url",
+        )
+
+    def config_for(self, fields: dict[str, Any]) -> LLMConfig:
+        """An `LLMConfig` for an engine the kernel describes (`fields`), with the key this policy allows."""
+        endpoint = Endpoint.of(fields.get("base_url"), fields.get("proxy"))
+        key = self.resolve(endpoint, fields.get("api_key"))
+        prices = {str(k): (float(v[0]), float(v[1])) for k, v in (fields.get("prices") or {}).items()}
+        return LLMConfig(
+            provider=str(fields["provider"]),
+            base_url=fields.get("base_url"),
+            models={},
+            concurrency=int(fields["concurrency"]),
+            max_connections=int(fields["max_connections"]),
+            max_retries=int(fields["max_retries"]),
+            timeout=float(fields["timeout"]),
+            connect_timeout=float(fields["connect_timeout"]),
+            retry_after_cap=float(fields["retry_after_cap"]),
+            cache=str(fields["cache"]),
+            cache_dir=str(fields["cache_dir"]),
+            proxy=fields.get("proxy"),
+            prices=prices,
+            _api_key=key,
+        )

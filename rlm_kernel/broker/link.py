@@ -1,0 +1,276 @@
+"""The kernel's side of the broker: one socket, calls multiplexed by id, the broker restarted if it died.
+
+Everything here runs on the LLM layer's loop thread (`rlm_kernel.llm.loop`); `request()` is the blocking form
+for magics. The kernel holds key *references* (`broker-key-ref:NAME`), never keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rlm_kernel.broker import supervisor
+from rlm_kernel.broker.protocol import encode, read_frame, request_to_wire, response_from_wire
+from rlm_kernel.broker.supervisor import KEY_REF_PREFIX, request_broker
+from rlm_kernel.llm.client import HandedOff
+from rlm_kernel.llm.errors import ConfigError, LLMError, ProviderError, ReplayMiss
+from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse
+
+__all__ = ["BrokerLink", "adopt", "current", "detach", "guard_endpoint_settings", "request"]
+
+_link: BrokerLink | None = None
+_ENDPOINT_KEYS = ("provider", "base_url", "proxy", "api_key")
+
+
+def current() -> BrokerLink | None:
+    """This kernel's link to its broker, or None (no broker: this process makes its own calls)."""
+    global _link
+    if _link is None and supervisor.handover is not None:
+        control, sock, pid = supervisor.handover
+        supervisor.handover = None
+        _link = BrokerLink(control, sock, pid)
+    return _link
+
+
+def adopt(control: socket.socket, sock: socket.socket | None, pid: int | None) -> BrokerLink:
+    """Use the broker the launcher started (`sock`, `pid`) and ask `control` for new ones when it dies."""
+    global _link
+    _link = BrokerLink(control, sock, pid)
+    return _link
+
+
+def detach() -> None:
+    """Stop using a broker (clients made afterwards call providers from this process); closes the sockets,
+    so the broker and its supervisor exit."""
+    global _link
+    link, _link = _link, None
+    if link is not None:
+        link.close()
+
+
+def _error(data: dict[str, Any]) -> LLMError:
+    kind = data.get("kind")
+    message = str(data.get("message") or "the LLM broker reported an error without a message")
+    if kind == "config":
+        return ConfigError(message, key=data.get("key"))
+    if kind == "provider":
+        return ProviderError(message, status=data.get("status"), retryable=bool(data.get("retryable")))
+    if kind == "replay_miss":
+        return ReplayMiss(message)
+    return LLMError(message)
+
+
+class _Late(asyncio.Future):  # type: ignore[type-arg]
+    """Waits for the final frame of a call the kernel cancelled."""
+
+
+class BrokerLink:
+    """Frames to and from the broker; a call waits on a future resolved by the reader task."""
+
+    def __init__(self, control: socket.socket, sock: socket.socket | None, pid: int | None) -> None:
+        self._control = control
+        self._sock = sock
+        self.pid = pid
+        self.generation = 0
+        """Increases each time a broker is replaced; engines registered with an older one are gone."""
+        self.restarts = 0
+        self._writer: asyncio.StreamWriter | None = None
+        self._pending: dict[int, tuple[asyncio.Future[dict[str, Any]], Callable[..., None] | None]] = {}
+        self._ids = itertools.count(1)
+        self._connecting: asyncio.Lock | None = None
+
+    async def _ensure(self) -> asyncio.StreamWriter:
+        if self._writer is not None and not self._writer.is_closing():
+            return self._writer
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+        async with self._connecting:
+            if self._writer is not None and not self._writer.is_closing():
+                return self._writer
+            if self._sock is None:
+                try:
+                    self._sock, self.pid = await asyncio.to_thread(request_broker, self._control)
+                except OSError as exc:
+                    raise LLMError(
+                        f"could not start the LLM broker process ({exc}); restart the kernel"
+                    ) from None
+                self.restarts += 1
+            reader, writer = await asyncio.open_unix_connection(sock=self._sock, limit=2**20)
+            self._writer = writer
+            asyncio.get_running_loop().create_task(self._read(reader, self.generation))
+            return writer
+
+    async def _read(self, reader: asyncio.StreamReader, generation: int) -> None:
+        reason = "its socket closed"
+        while True:
+            try:
+                message = await read_frame(reader)
+            except (OSError, ValueError) as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+                message = None
+            if message is None:
+                break
+            entry = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+            if entry is None:
+                continue
+            fut, on_event = entry
+            if "event" in message:
+                if on_event is not None:
+                    try:
+                        on_event(message["event"], **(message.get("fields") or {}))
+                    except Exception:  # noqa: BLE001, S110 - an event subscriber's failure is not the call's
+                        pass
+                continue
+            self._pending.pop(message["id"], None)
+            if fut.done():
+                continue
+            if "error" in message:
+                fut.set_exception(_error(message["error"]))
+            else:
+                fut.set_result(message)
+        self._lost(generation, reason)
+
+    def _lost(self, generation: int, reason: str) -> None:
+        if generation != self.generation:
+            return
+        pid = self.pid
+        self.generation += 1
+        writer, self._writer, self._sock = self._writer, None, None
+        if writer is not None:
+            writer.close()
+        pending, self._pending = self._pending, {}
+        for fut, _on_event in pending.values():
+            if not fut.done():
+                fut.set_exception(
+                    LLMError(
+                        f"the LLM broker process (pid {pid}) exited while this call was running ({reason}); "
+                        "the call failed — the next model call starts a new broker"
+                    )
+                )
+
+    async def call(
+        self,
+        op: str,
+        body: dict[str, Any],
+        on_event: Callable[..., None] | None = None,
+        late: Callable[[dict[str, Any] | None], None] | None = None,
+    ) -> dict[str, Any]:
+        """Send one request and wait for its answer (events go to `on_event`); cancelling cancels it there.
+
+        With `late`, a cancelled request hands its outcome on: `late(reply)` when the broker answers anyway
+        (the answer had arrived), `late(None)` when it confirms the cancel or dies; raises `HandedOff`."""
+        writer = await self._ensure()
+        rid = next(self._ids)
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = (fut, on_event)
+        try:
+            writer.write(encode({"op": op, "id": rid, **body}))
+            return await fut
+        except asyncio.CancelledError:
+            if self._pending.pop(rid, None) is not None and not writer.is_closing():
+                writer.write(encode({"op": "cancel", "id": 0, "target": rid}))
+                if late is not None:
+                    self._hand_off(rid, late)
+                    raise HandedOff from None
+            raise
+        finally:
+            if not isinstance(self._pending.get(rid, (None,))[0], _Late):
+                self._pending.pop(rid, None)
+
+    def _hand_off(self, rid: int, late: Callable[[dict[str, Any] | None], None]) -> None:
+        waiter = _Late(loop=asyncio.get_running_loop())
+
+        def done(f: asyncio.Future[dict[str, Any]]) -> None:
+            reply = None if f.cancelled() or f.exception() is not None else f.result()
+            late(None if reply is None or reply.get("cancelled") else reply)
+
+        waiter.add_done_callback(done)
+        self._pending[rid] = (waiter, None)
+
+    def close(self) -> None:
+        """Close both sockets (from any thread; calls still waiting fail as if the broker had died)."""
+        from rlm_kernel.llm import loop
+
+        async def shut(writer: asyncio.StreamWriter) -> None:
+            writer.close()
+
+        if self._writer is not None:
+            loop.run_on_loop(shut(self._writer)).result(5)
+        elif self._sock is not None:
+            self._sock.close()
+        self._control.close()
+
+    # ---- typed operations
+    async def register_engine(self, fields: dict[str, Any]) -> int:
+        return int((await self.call("engine", {"fields": fields}))["engine"])
+
+    def drop_engine(self, generation: int, engine: int) -> None:
+        """Nothing to do: the broker shares engines between clients with equal settings."""
+
+    async def lookup(self, engine: int, req: ChatRequest) -> tuple[ChatResponse, str] | None:
+        reply = await self.call("lookup", {"engine": engine, "request": request_to_wire(req)})
+        hit = reply.get("hit")
+        if not hit:
+            return None
+        return response_from_wire(hit["response"]), str(hit["recorded_at"])
+
+    async def send(
+        self,
+        engine: int,
+        req: ChatRequest,
+        on_event: Callable[..., None],
+        late: Callable[[ChatResponse | None], None] | None = None,
+    ) -> tuple[ChatResponse, str | None]:
+        def settle(reply: dict[str, Any] | None) -> None:
+            if late is not None:
+                late(response_from_wire(reply["response"]) if reply and "response" in reply else None)
+
+        body = {"engine": engine, "request": request_to_wire(req)}
+        reply = await self.call("send", body, on_event, settle if late is not None else None)
+        return response_from_wire(reply["response"]), reply.get("unrecorded")
+
+
+def request(op: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+    """`BrokerLink.call` from an ordinary thread (e.g. a magic), waiting at most `timeout` seconds."""
+    from rlm_kernel.llm import loop
+
+    link = current()
+    if link is None:
+        raise LLMError("this process has no LLM broker")
+    return loop.submit(link.call(op, body)).result(timeout)
+
+
+@contextmanager
+def guard_endpoint_settings(keys: list[str]) -> Iterator[None]:
+    """Around `%rlm set`: if it changed where calls go, ask the broker; on refusal restore the settings."""
+    from rlm_kernel.llm import config
+
+    if current() is None or not any(k in _ENDPOINT_KEYS for k in keys):
+        yield
+        return
+    with config._settings_lock:  # noqa: SLF001 - the settings' owner module, same layer
+        before = dict(config._settings)  # noqa: SLF001
+    yield
+    try:
+        resolved = config.load_config()
+    except ConfigError:
+        return  # invalid for another reason: that error shows at the next call, as before
+    fields = {
+        "base_url": resolved.base_url,
+        "proxy": resolved.proxy,
+        "api_key": resolved.api_key_for_request(),
+    }
+    key = fields["api_key"]
+    typed = "api_key" in keys and isinstance(key, str) and not key.startswith(KEY_REF_PREFIX)
+    try:
+        request("bind" if typed else "check", fields)
+    except LLMError:
+        with config._settings_lock:  # noqa: SLF001
+            config._settings.clear()  # noqa: SLF001
+            config._settings.update(before)  # noqa: SLF001
+            config._settings_version += 1  # noqa: SLF001
+        raise
