@@ -64,6 +64,24 @@ def test_corpus_helpers_from_a_cell(corpus_dir: Path) -> None:
         assert r.status == "error" and "outside the allowed roots" in (r.error_value or ""), r
 
 
+def test_a_small_corpus_on_a_dask_cluster_from_the_confined_kernel(corpus_dir: Path) -> None:
+    """The OS layer stays on (RLM_CONFINEMENT unset): the kernel still reaches the scheduler."""
+    distributed = pytest.importorskip("distributed", reason="needs the [dask] extra")
+    write_corpus(corpus_dir, 2_000_000, files=2)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        env = {"RLM_CONTEXT_ROOTS": str(corpus_dir), "RLM_DASK_SCHEDULER": cluster.scheduler_address}
+        with KernelHarness(env=env, remove_env=("RLM_CONFINEMENT",)) as k:
+            r = k.execute(
+                f"c = load_corpus({str(corpus_dir)!r}, partition_mb=0.25)\n"
+                "find_relevant(c, 'the_needle_identifier', top_k=1)[0][0].strip()[-60:]",
+                timeout=300,
+            )
+            assert r.ok, r
+            assert NEEDLE in r.result
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_corpus_bigger_than_the_kernel_memory_limit_on_a_dask_cluster(corpus_dir: Path) -> None:
