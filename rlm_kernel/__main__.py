@@ -131,15 +131,28 @@ def _confine_before_threads(calls_models: bool) -> None:
 
     network = calls_models and os.environ.get("RLM_TEST_ONLY_KERNEL_NETWORK") != "off"
     programs = False
+    dask = _dask_scheduler_configured()
     if network:
         from rlm_kernel.llm.local import local_model_available
 
         programs = local_model_available()  # the in-kernel local-model server is a program the kernel starts
     try:
-        confine_process(_connection_file(sys.argv[1:]), network=network, programs=programs)
+        confine_process(_connection_file(sys.argv[1:]), network=network or dask, programs=programs)
     except ConfinementRequired as exc:
         print(f"rlm kernel: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(3) from None
+
+
+def _dask_scheduler_configured() -> bool:
+    """RLM_DASK_SCHEDULER set by the notebook's author: the kernel keeps TCP to reach the scheduler, and
+    dask.distributed is imported now, while /proc is still readable (it reads /proc/meminfo at import)."""
+    if not os.environ.get("RLM_DASK_SCHEDULER", "").strip():
+        return False
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False  # load_corpus then reports the missing [dask] extra in the cell
+    return True
 
 
 def _confine_sockets_after_startup() -> None:

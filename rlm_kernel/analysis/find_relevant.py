@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 
+from rlm_kernel.analysis.corpus import Corpus, partition_top, partitions_of, plain_int, plain_str
 from rlm_kernel.analysis.errors import AnalysisInputError, FindRelevantError
+from rlm_kernel.analysis.executor import imap
 from rlm_kernel.analysis.llm_calls import BatchFailure, complete_batch
 from rlm_kernel.analysis.ranking import get_index, phrase_rerank
 
@@ -23,9 +25,9 @@ SCORE_PROMPT = (
 
 
 def find_relevant(
-    content: str, query: str, top_k: int = 5, use_llm_scoring: bool = False
+    content: str | Corpus, query: str, top_k: int = 5, use_llm_scoring: bool = False
 ) -> list[tuple[str, float]]:
-    """Find the sections of `content` most relevant to `query`.
+    """Find the sections of `content` (a str, or a Corpus from `load_corpus`) most relevant to `query`.
 
     Returns up to `top_k` (chunk, score) tuples, best first. Chunks are ~50-line slices of `content`
     overlapping by 5 lines; only chunks sharing a term with the query are candidates (keyword pre-filter).
@@ -34,7 +36,11 @@ def find_relevant(
     adjacent word pairs in order. With `use_llm_scoring=True` and more than `top_k * 2` candidates,
     the best candidates (2*top_k+1, at least 20, at most 100) are re-scored by the model on a 0-10 scale
     in one batch and that ranking is returned (ties broken by the keyword score).
+    A Corpus is indexed partition by partition (on the Dask cluster when RLM_DASK_SCHEDULER is set) and the
+    partitions' best chunks are merged by score; each partition is scored on its own.
     """
+    if isinstance(content, Corpus):
+        return _find_in_corpus(content, query, top_k, use_llm_scoring)
     _check(content, query, top_k, use_llm_scoring)
     if top_k == 0 or not content or not query.strip():
         return []
@@ -48,6 +54,27 @@ def find_relevant(
     if len(ranked) <= top_k * 2:
         return [(content[slice(*windows[i])], score) for i, score in ranked[:top_k]]
     return _llm_rerank(content, query, [(content[slice(*windows[i])], s) for i, s in ranked], top_k)
+
+
+def _find_in_corpus(corpus: Corpus, query: str, top_k: int, use_llm_scoring: bool) -> list[tuple[str, float]]:
+    parts = partitions_of(corpus, "find_relevant")
+    _check("", query, top_k, use_llm_scoring)
+    query, top_k = plain_str(query), plain_int(top_k)
+    if top_k == 0 or not query.strip():
+        return []
+    pool_size = min(LLM_POOL_MAX, max(top_k * 2 + 1, LLM_POOL_MIN)) if use_llm_scoring else top_k
+    merged: list[tuple[float, int, str]] = []
+    order = 0
+    for hits in imap(partition_top, parts, query, pool_size):
+        for chunk, score in hits:
+            merged.append((score, order, chunk))
+            order += 1
+        merged.sort(key=lambda x: (-x[0], x[1]))
+        del merged[pool_size:]
+    ranked = [(chunk, score) for score, _, chunk in merged]
+    if not use_llm_scoring or len(ranked) <= top_k * 2:
+        return ranked[:top_k]
+    return _llm_rerank("", query, ranked, top_k)
 
 
 def _llm_rerank(
@@ -78,7 +105,8 @@ def _llm_rerank(
 def _check(content: object, query: object, top_k: object, use_llm_scoring: object) -> None:
     if not isinstance(content, str):
         raise AnalysisInputError(
-            f"find_relevant: content must be a str, got {type(content).__name__}; pass text, e.g. str(x)"
+            "find_relevant: content must be a str or a Corpus from load_corpus(), "
+            f"got {type(content).__name__}"
         )
     if not isinstance(query, str):
         raise AnalysisInputError(f"find_relevant: query must be a str, got {type(query).__name__}")

@@ -6,7 +6,9 @@ Map calls use the batched path with role "map", reduce calls role "synthesis" (w
 from __future__ import annotations
 
 from rlm_kernel.analysis.chunking import split_even
+from rlm_kernel.analysis.corpus import Corpus, partition_parts, partitions_of, plain_int
 from rlm_kernel.analysis.errors import AnalysisInputError, MapReduceError
+from rlm_kernel.analysis.executor import imap
 from rlm_kernel.analysis.llm_calls import BatchFailure, complete_batch
 
 __all__ = ["MAX_CHUNK_CHARS", "MAX_REDUCE_CHARS", "fill", "map_reduce"]
@@ -34,7 +36,7 @@ def combine(results: list[str], first_index: int = 0) -> str:
 
 
 def map_reduce(
-    content: str, map_prompt: str, reduce_prompt: str, n_chunks: int = 4, model: str = "auto"
+    content: str | Corpus, map_prompt: str, reduce_prompt: str, n_chunks: int = 4, model: str = "auto"
 ) -> str:
     """Apply `map_prompt` to each of `n_chunks` parts of `content` in parallel, then `reduce_prompt`.
 
@@ -46,7 +48,12 @@ def map_reduce(
     reduce calls the powerful tier. Combined results too long for one reduce call are reduced in groups,
     then again. Returns the reduce answer (str). Raises MapReduceError when calls fail or the budget runs
     out; its `.map_results` keeps every finished map answer (None where a call failed).
+    `content` may be a Corpus from `load_corpus`: each partition is cut as a string would be (into
+    n_chunks / partitions parts at least) by the Dask cluster when RLM_DASK_SCHEDULER is set, and its map
+    calls are made from the kernel before the next partition is read, so the corpus is never in memory whole.
     """
+    if isinstance(content, Corpus):
+        return _map_reduce_corpus(content, map_prompt, reduce_prompt, n_chunks, model)
     _check(content, map_prompt, reduce_prompt, n_chunks, model)
     if not content:
         return ""
@@ -68,6 +75,35 @@ def map_reduce(
             stage="map",
         ) from None
     return _reduce(results, reduce_prompt, model)
+
+
+def _map_reduce_corpus(corpus: Corpus, map_prompt: str, reduce_prompt: str, n_chunks: int, model: str) -> str:
+    parts = partitions_of(corpus, "map_reduce")
+    _check("", map_prompt, reduce_prompt, n_chunks, model)
+    n_chunks = plain_int(n_chunks)
+    per_partition = max(1, -(-n_chunks // max(len(parts), 1)))
+    results: list[str | None] = []
+    for index, texts in enumerate(imap(partition_parts, parts, per_partition, MAX_CHUNK_CHARS), start=1):
+        if not texts:
+            continue
+        prompts = [fill(map_prompt, "{chunk}", t) for t in texts]
+        del texts
+        label = f"map_reduce: map (partition {index} of {len(parts)}, {len(prompts)} parts)"
+        try:
+            results += complete_batch(prompts, model=model, role="map", label=label)
+        except BatchFailure as exc:
+            done = sum(t is not None for t in exc.texts)
+            raise MapReduceError(
+                f"map_reduce: {len(prompts) - done} of {len(prompts)} map calls of partition {index} did not "
+                f"finish ({exc.message}). The finished map results are in the error's .map_results (None "
+                "where a call failed); retry, or raise the budget (%rlm budget) if it ran out.",
+                map_results=results + list(exc.texts),
+                errors=exc.errors,
+                stage="map",
+            ) from None
+    if not results:
+        return ""
+    return _reduce([r or "" for r in results], reduce_prompt, model)
 
 
 def _reduce(results: list[str], reduce_prompt: str, model: str) -> str:
@@ -124,7 +160,7 @@ def _check(
 ) -> None:
     if not isinstance(content, str):
         raise AnalysisInputError(
-            f"map_reduce: content must be a str, got {type(content).__name__}; pass text, e.g. str(x)"
+            f"map_reduce: content must be a str or a Corpus from load_corpus(), got {type(content).__name__}"
         )
     for name, value in (("map_prompt", map_prompt), ("reduce_prompt", reduce_prompt)):
         if not isinstance(value, str):

@@ -14,12 +14,14 @@ from collections.abc import Callable
 
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl import corpus as corpusmod
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.state import ReplState
 from rlm_kernel.rlm.gate import rejection, shares_text
 from rlm_kernel.rlm.trajectory import ChildCall, Usage
 from rlm_kernel.sandbox.coerce import (
     CoercionError,
+    exact_float,
     exact_int,
     exact_list_of_str,
     exact_str,
@@ -32,6 +34,7 @@ __all__ = ["CONTEXT_NAMES", "HELPER_NAMES", "build_helpers", "set_context"]
 
 HELPER_NAMES = (
     "load_context",
+    "load_corpus",
     "llm_query",
     "llm_query_batched",
     "rlm_query",
@@ -516,6 +519,21 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         set_context(state, ns, loaded)
         return loaded.summary()
 
+    def load_corpus(source: object, partition_mb: float = corpusmod.DEFAULT_PARTITION_MB):
+        """A Corpus of the text files of a directory, glob or file, read a partition at a time.
+
+        load_corpus(source, partition_mb=16) -> Corpus
+        For data bigger than memory: pass it to find_relevant(corpus, query) or map_reduce(corpus, ...),
+        which read one partition (about partition_mb MiB) at a time — on the Dask cluster when the kernel
+        was started with RLM_DASK_SCHEDULER. Only paths under the allowed roots are read, as for load_context.
+        """
+        try:
+            source = exact_str(source, "load_corpus: source")
+            partition_mb = exact_float(partition_mb, "load_corpus: partition_mb")
+            return corpusmod.load_corpus(source, partition_mb)
+        except (ContextError, CoercionError) as err:
+            raise ContextError(str(err)) from None
+
     def rlm_run(question: str, context: object = None, **options: object):
         """Run the autonomous root loop on `question`; returns an RLMResult.
 
@@ -546,6 +564,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
 
     helpers = {
         "load_context": load_context,
+        "load_corpus": load_corpus,
         "llm_query": llm_query,
         "llm_query_batched": llm_query_batched,
         "rlm_query": rlm_query,

@@ -33,6 +33,14 @@ def _calls_a_model(name: str, args: tuple, kwargs: dict) -> bool:
     return False
 
 
+def _plain_or_corpus(value: object, what: str) -> object:
+    """`plain_data(value)`, except that a `Corpus` (exactly that frozen type, holding plain data only; its
+    partitions are looked up kernel-side) passes as it is."""
+    from rlm_kernel.analysis.corpus import Corpus
+
+    return value if type(value) is Corpus else plain_data(value, what)
+
+
 def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
     """A plain closure around an analysis function: text-only errors, and counted as a child call in a run."""
 
@@ -41,9 +49,10 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
 
         try:
             # exact built-ins only: these values reach the LLM thread (a subclass's methods would run there)
-            args = plain_data(args, f"{name}'s arguments")
+            args = tuple(_plain_or_corpus(a, f"{name}'s arguments") for a in args)
             kwargs = {
-                exact_str(k, f"{name}: keyword"): plain_data(v, f"{name}: {k}") for k, v in kwargs.items()
+                exact_str(k, f"{name}: keyword"): _plain_or_corpus(v, f"{name}: {k}")
+                for k, v in kwargs.items()
             }
             value = fn(*args, **kwargs)
         except CoercionError as err:

@@ -1,0 +1,78 @@
+"""`load_corpus`: files under the allowed roots as a `Corpus` of partitions, never read whole.
+
+Files are found and checked as `load_context` does (allowed roots, symlinks resolved, binary and secret files
+skipped — a secret file named alone is refused);
+each file becomes one or more partitions of about `partition_mb` MiB, cut later at line breaks.
+"""
+
+from __future__ import annotations
+
+import glob as globmod
+import os
+from pathlib import Path
+
+from rlm_kernel.analysis.corpus import Corpus, Partition, register
+from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl.errors import ContextError
+
+__all__ = ["DEFAULT_PARTITION_MB", "load_corpus"]
+
+DEFAULT_PARTITION_MB = 16
+
+
+def _candidates(source: str) -> list[Path]:
+    expanded = os.path.expanduser(source)
+    if ctxmod._GLOB_CHARS & set(source) and not Path(expanded).exists():
+        pattern = expanded if os.path.isabs(expanded) else str(Path.cwd() / expanded)
+        files = [p for p in sorted(Path(p) for p in globmod.glob(pattern, recursive=True)) if p.is_file()]
+        if not files:
+            raise ContextError(f"the pattern {source!r} matches no files")
+        return files
+    path = ctxmod.check_allowed(expanded)
+    if path.is_dir():
+        return ctxmod._walk(path)
+    if path.is_file():
+        if ctxmod.is_secret_file(path) or ctxmod.is_secret_file(expanded):
+            raise ContextError(f"refused {source!r}: it is a secrets file; load_corpus never reads those")
+        return [path]
+    raise ContextError(f"no such file or directory: {source!r}; give a directory, a glob or a file")
+
+
+def load_corpus(source: object, partition_mb: float = DEFAULT_PARTITION_MB) -> Corpus:
+    """A Corpus of the text files of `source` (a directory, a glob or a file) under the allowed roots.
+
+    Nothing is read but each file's first 8 KiB (to skip binaries): `find_relevant` and `map_reduce` read
+    one partition (about `partition_mb` MiB of whole lines) at a time, on the Dask cluster when
+    RLM_DASK_SCHEDULER is set. Text is decoded as UTF-8 with bad bytes replaced.
+    """
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if not isinstance(source, str) or not source.strip():
+        raise ContextError("load_corpus needs a directory, a glob pattern or a file path as a str")
+    if isinstance(partition_mb, bool) or not isinstance(partition_mb, int | float) or partition_mb <= 0:
+        raise ContextError(f"load_corpus: partition_mb must be a number > 0, got {partition_mb!r}")
+    step = max(1, int(partition_mb * 1024 * 1024))
+    parts: list[Partition] = []
+    names: list[str] = []
+    total = 0
+    refused: str | None = None
+    for path in _candidates(source):
+        try:
+            real = ctxmod.check_allowed(path)
+        except ContextError as err:
+            refused = refused or str(err)
+            continue
+        if ctxmod.is_secret_file(path) or ctxmod.is_secret_file(real):
+            continue  # keys are never part of a corpus (load_context's allow_secrets has no equivalent here)
+        try:
+            if ctxmod._looks_binary(real):
+                continue
+            size = real.stat().st_size
+        except OSError:
+            continue
+        names.append(ctxmod._display_path(path))
+        total += size
+        parts += [Partition(str(real), start, min(start + step, size)) for start in range(0, size, step)]
+    if not names:
+        raise ContextError(refused or f"no readable text files in {source!r}")
+    return register(Corpus(source, tuple(names), len(parts), total), tuple(parts))
