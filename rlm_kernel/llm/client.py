@@ -117,8 +117,8 @@ def _messages(prompt: Prompt, system: str | None) -> tuple[dict[str, str], ...]:
     return tuple(msgs)
 
 
-def _hint(status: int | None, retryable: bool) -> str:
-    """What to do about a failed call, by HTTP status (None: connection or timeout)."""
+def _hint(status: int | None, retryable: bool, timed_out: bool = False) -> str:
+    """What to do about a failed call, by HTTP status (None: no connection, or `timed_out`: a timeout)."""
     if status in (401, 403):
         return " — check the API key (RLM_API_KEY or the provider's *_API_KEY) and its permissions"
     if status == 404:
@@ -127,8 +127,13 @@ def _hint(status: int | None, retryable: bool) -> str:
         return " — rate limited: lower the concurrency (RLM_CONCURRENCY) or try again later"
     if status is not None and status >= 500:
         return " — the provider is failing; try again later"
+    if status is None and retryable and timed_out:
+        return " — the server is slow or overloaded: raise RLM_TIMEOUT, or check it is healthy"
     if status is None and retryable:
-        return " — check that the server at the base URL is up (`%rlm show`), or raise RLM_TIMEOUT"
+        return (
+            " — nothing answered at that address: check the base URL (`%rlm show`) and that the server is "
+            "running"
+        )
     if status in (400, 413, 422):
         return " — the provider rejected this request (e.g. prompt too long, unsupported option)"
     return ""
@@ -760,7 +765,9 @@ class LLMClient:
                         self._cooldown.push(delay)
             if not error.retryable or attempt >= self._policy.max_retries:
                 tried = f" (after {attempt + 1} attempts)" if attempt else ""
-                error.args = (f"{error.args[0]}{tried}{_hint(error.status, error.retryable)}",)
+                timed_out = "did not answer in time" in error.args[0]
+                hint = _hint(error.status, error.retryable, timed_out)
+                error.args = (f"{error.args[0]}{tried}{hint}",)
                 raise error
             if delay is None:
                 delay = backoff_delay(attempt)

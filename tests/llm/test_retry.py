@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import email.utils
+import socket
 import time
+from pathlib import Path
 
 import pytest
 
 from rlm_kernel.llm import LLMError, ProviderError
+from rlm_kernel.llm.client import LLMClient
+from rlm_kernel.llm.config import load_config
 from rlm_kernel.llm.retry import backoff_delay, is_retryable_status, server_delay
 from tests.llm.conftest import MakeClient
 from tests.llm_server import Fault, LLMTestServer
@@ -124,3 +128,37 @@ def test_a_trickling_body_cannot_hold_a_call_past_its_deadline(
     with pytest.raises(LLMError, match="did not answer in time"):
         client.complete("slowly")
     assert time.monotonic() - t0 < 10  # one attempt's total deadline is 3 s; the body would take 30 s
+
+
+def test_a_refused_connection_names_the_url_and_no_timeout_advice(tmp_path: Path) -> None:
+    """Nothing listens at the base URL: the error says so, with the URL; a longer timeout would not help."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again on leaving: nothing listens there
+    config = load_config(
+        environ={},
+        use_settings=False,
+        provider="openai",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        model="m",
+        api_key="sk-test",
+        cache="off",
+        cache_dir=str(tmp_path),
+        max_retries=0,
+    )
+    client = LLMClient(config)
+    try:
+        with pytest.raises(LLMError) as info:
+            client.complete("hello")
+    finally:
+        client.close()
+    text = str(info.value)
+    assert f"127.0.0.1:{port}" in text and "nothing answered at that address" in text, text
+    assert "RLM_TIMEOUT" not in text, text
+
+
+def test_a_timeout_suggests_raising_the_timeout(make_client: MakeClient, llm_server: LLMTestServer) -> None:
+    llm_server.queue(Fault.trickle(seconds=30))
+    with pytest.raises(LLMError) as info:
+        make_client(timeout=1, connect_timeout=1, max_retries=0).complete("slowly")
+    assert "did not answer in time" in str(info.value) and "RLM_TIMEOUT" in str(info.value)
