@@ -32,23 +32,37 @@ def corpus(chars: int) -> str:
     return "\n".join(t for _, t in texts)[:chars]
 
 
+Pick = Callable[[random.Random, list[str]], str | None]
+
+
+def _sample_queries(
+    content: str, windows: list[tuple[int, int]], n: int, seed: int, pick: Pick, tries_per_query: int
+) -> list[tuple[str, int]]:
+    """(query, target chunk) pairs: a random chunk, `pick` makes a query from its interior lines (those not in
+    the overlaps with its neighbours) or gives None to try another chunk."""
+    rng = random.Random(seed)
+    out: list[tuple[str, int]] = []
+    tries = 0
+    while len(out) < n and tries < n * tries_per_query:
+        tries += 1
+        target = rng.randrange(len(windows))
+        a, b = windows[target]
+        query = pick(rng, content[a:b].splitlines()[5:-5])
+        if query is not None:
+            out.append((query, target))
+    return out
+
+
 def known_item_queries(
     content: str, windows: list[tuple[int, int]], n: int, seed: int = 7
 ) -> list[tuple[str, int]]:
     """(query, target chunk) pairs: 3 distinct identifiers from lines only the target chunk holds."""
-    rng = random.Random(seed)
-    out: list[tuple[str, int]] = []
-    tries = 0
-    while len(out) < n and tries < n * 20:
-        tries += 1
-        target = rng.randrange(len(windows))
-        a, b = windows[target]
-        lines = content[a:b].splitlines()[5:-5]  # not in the overlaps with neighbours
+
+    def pick(rng: random.Random, lines: list[str]) -> str | None:
         words = sorted({w for w in _WORD.findall("\n".join(lines)) if len(w) >= 3 and not w.isdigit()})
-        if len(words) < 3:
-            continue
-        out.append((" ".join(rng.sample(words, 3)), target))
-    return out
+        return " ".join(rng.sample(words, 3)) if len(words) >= 3 else None
+
+    return _sample_queries(content, windows, n, seed, pick, 20)
 
 
 def part_word_queries(
@@ -56,20 +70,14 @@ def part_word_queries(
 ) -> list[tuple[str, int]]:
     """(query, target) pairs written in plain words: the snake/camel parts of 2 compound identifiers of the
     target chunk (e.g. "parse header value" for parseHeaderValue) — what a person types."""
-    rng = random.Random(seed)
-    out: list[tuple[str, int]] = []
-    tries = 0
-    while len(out) < n and tries < n * 20:
-        tries += 1
-        target = rng.randrange(len(windows))
-        a, b = windows[target]
-        lines = content[a:b].splitlines()[5:-5]
+
+    def pick(rng: random.Random, lines: list[str]) -> str | None:
         words = sorted({w for w in _WORD.findall("\n".join(lines)) if len(terms_of(w)) >= 3})
         if len(words) < 2:
-            continue
-        parts = [p for w in rng.sample(words, 2) for p in terms_of(w)[1:]]
-        out.append((" ".join(parts), target))
-    return out
+            return None
+        return " ".join(p for w in rng.sample(words, 2) for p in terms_of(w)[1:])
+
+    return _sample_queries(content, windows, n, seed, pick, 20)
 
 
 def rare_word_queries(
@@ -77,28 +85,18 @@ def rare_word_queries(
 ) -> list[tuple[str, int]]:
     """(query, target) pairs as a person types them: 2-3 rare identifiers or words of one chunk (words held by
     at most 1% of the chunks), e.g. "parse_header retry_after backoff"."""
-    chunk_words = [{w.lower() for w in _WORD.findall(content, a, b)} for a, b in windows]
-    df = Counter(w for words in chunk_words for w in words)
+    df = Counter(w for a, b in windows for w in {w.lower() for w in _WORD.findall(content, a, b)})
     rare = max(3, len(windows) // 100)
-    rng = random.Random(seed)
-    out: list[tuple[str, int]] = []
-    tries = 0
-    while len(out) < n and tries < n * 50:
-        tries += 1
-        target = rng.randrange(len(windows))
-        a, b = windows[target]
-        lines = content[a:b].splitlines()[5:-5]
+
+    def pick(rng: random.Random, lines: list[str]) -> str | None:
+        text = "\n".join(lines)
         words = sorted(
-            {
-                w
-                for w in _WORD.findall("\n".join(lines))
-                if len(w) >= 3 and not w.isdigit() and df[w.lower()] <= rare
-            }
+            {w for w in _WORD.findall(text) if len(w) >= 3 and not w.isdigit() and df[w.lower()] <= rare}
         )
         k = rng.choice((2, 3))
-        if len(words) >= k:
-            out.append((" ".join(rng.sample(words, k)), target))
-    return out
+        return " ".join(rng.sample(words, k)) if len(words) >= k else None
+
+    return _sample_queries(content, windows, n, seed, pick, 50)
 
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*)\s*")
@@ -110,23 +108,17 @@ def sentence_queries(
     content: str, windows: list[tuple[int, int]], n: int, seed: int = 6
 ) -> list[tuple[str, int]]:
     """(query, target) pairs: one comment or prose line of 6+ words from the chunk, copied as it stands."""
-    rng = random.Random(seed)
-    out: list[tuple[str, int]] = []
-    tries = 0
-    while len(out) < n and tries < n * 50:
-        tries += 1
-        target = rng.randrange(len(windows))
-        a, b = windows[target]
-        lines = content[a:b].splitlines()[5:-5]
+
+    def pick(rng: random.Random, lines: list[str]) -> str | None:
         texts = [
             _COMMENT.sub("", line)
             for line in lines
             if _COMMENT.match(line) or (line.strip() and not _CODE_PUNCT.search(line))
         ]
         texts = [t for t in texts if len(_WORD.findall(t)) >= 6 and _THREE_WORDS.search(t)]
-        if texts:
-            out.append((rng.choice(texts), target))
-    return out
+        return rng.choice(texts) if texts else None
+
+    return _sample_queries(content, windows, n, seed, pick, 50)
 
 
 def real_projects_corpus() -> str:
