@@ -8,10 +8,9 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-import time
 from pathlib import Path
 
-from benchmarks.common import Figure, start_test_server
+from benchmarks.common import Figure, start_test_server, timed_echo_batch
 from rlm_kernel.llm import Budget, LLMClient, load_config
 
 __all__ = ["run"]
@@ -63,13 +62,11 @@ def _measure_broker(url: str, n: int, cache_dir: str) -> tuple[float, float, flo
         )
         client = LLMClient(config)
         client.complete_batch([f"warm up {i}" for i in range(CONCURRENCY)], budget=Budget())
-        prompts = [f"prompt number {i} with a few words" for i in range(n)]
-        b0, cpu0, t0 = _proc_cpu(pid), time.process_time(), time.perf_counter()
-        out = client.complete_batch(prompts, budget=Budget())
-        wall, cpu, bcpu = time.perf_counter() - t0, time.process_time() - cpu0, _proc_cpu(pid) - b0
-        if [c.text for c in out] != prompts:
-            raise AssertionError("results out of order")
-        return wall, cpu / n, bcpu / n
+        return timed_echo_batch(
+            lambda prompts: [c.text for c in client.complete_batch(prompts, budget=Budget())],
+            n,
+            other_cpu=lambda: _proc_cpu(pid),
+        )
     finally:
         link.detach()
 
@@ -92,13 +89,9 @@ def _measure_rlms(url: str, n: int) -> tuple[float, float] | None:
     handler.start()
     try:
         repl = LocalREPL(lm_handler_address=handler.address)
-        prompts = [f"prompt number {i} with a few words" for i in range(n)]
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        out = repl._llm_query_batched(prompts)  # noqa: SLF001 - the helper its REPL binds to llm_query_batched
-        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-        if out != prompts:
-            raise AssertionError(f"rlms results differ: {out[:2]}")
-        return wall, cpu / n
+        # the helper its REPL binds to llm_query_batched
+        wall, cpu, _ = timed_echo_batch(repl._llm_query_batched, n)  # noqa: SLF001
+        return wall, cpu
     finally:
         handler.stop()
 

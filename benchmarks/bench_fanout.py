@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import math
 import tempfile
-import time
 
-from benchmarks.common import Figure, start_test_server
+from benchmarks.common import Figure, start_test_server, timed_echo_batch
 from rlm_kernel.llm import Budget, LLMClient, load_config
 
 __all__ = ["run"]
 
 LATENCY = 0.05
 CONCURRENCY = 64
-
 
 
 def _measure(url: str, transport: str, n: int, cache_dir: str) -> tuple[float, float]:
@@ -39,13 +37,10 @@ def _measure(url: str, transport: str, n: int, cache_dir: str) -> tuple[float, f
         client.complete_batch(
             [f"warm up {i}" for i in range(CONCURRENCY)], budget=Budget()
         )  # open connections
-        prompts = [f"prompt number {i} with a few words" for i in range(n)]
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        out = client.complete_batch(prompts, budget=Budget())
-        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-        if [c.text for c in out] != prompts:
-            raise AssertionError("results out of order")
-        return wall, cpu / n
+        wall, cpu, _ = timed_echo_batch(
+            lambda prompts: [c.text for c in client.complete_batch(prompts, budget=Budget())], n
+        )
+        return wall, cpu
     finally:
         client.close()
 

@@ -34,7 +34,6 @@ class _NullSink:
         return None
 
 
-
 def _client(url: str, cache_dir: str) -> LLMClient:
     config = load_config(
         environ={}, use_settings=False, provider="openai", base_url=url + "/v1", model="bench", cache="off",

@@ -76,3 +76,19 @@ def start_test_server(latency: float, mode: str = "echo") -> tuple[subprocess.Po
         proc.kill()
         raise RuntimeError(f"test server did not start (printed {url!r})")
     return proc, url
+
+
+def timed_echo_batch(
+    run_batch: Callable[[list[str]], list[str]], n: int, other_cpu: Callable[[], float] | None = None
+) -> tuple[float, float, float]:
+    """Time one batch of `n` prompts against the echo test server: (wall s, this process's CPU s per call,
+    `other_cpu`'s CPU s per call — e.g. a broker process's — or 0). The answers must be the prompts."""
+    prompts = [f"prompt number {i} with a few words" for i in range(n)]
+    other0 = other_cpu() if other_cpu else 0.0
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    texts = run_batch(prompts)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    other = (other_cpu() - other0) if other_cpu else 0.0
+    if texts != prompts:
+        raise AssertionError(f"results differ from the prompts or are out of order: {texts[:2]}")
+    return wall, cpu / n, other / n
