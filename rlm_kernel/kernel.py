@@ -15,7 +15,6 @@ from traitlets import Type
 
 from rlm_kernel import __version__, introspect, magics, security_magic
 from rlm_kernel.sandbox import audit, cell_limits, consume_backstop_note
-from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.shell import RLMCompiler, RLMShell
 
 __all__ = ["RLMKernel", "current_parent"]
@@ -105,8 +104,7 @@ class RLMKernel(IPythonKernel):
     help_links = [{"text": "Python Reference", "url": "https://docs.python.org/3/"}]
 
     def __init__(self, **kwargs: Any) -> None:
-        if not policy_disabled():  # RLM_UNSAFE_DISABLE_POLICY=1 tests the OS layer alone: no in-process lines
-            audit.install()  # the second line while cells run (rlm_kernel/sandbox/audit.py); never removed
+        audit.install()  # the second line while cells run (rlm_kernel/sandbox/audit.py); never removed
         super().__init__(**kwargs)
         self.debugger = None
         _install_comm_cap(self.shell.sandbox_session)

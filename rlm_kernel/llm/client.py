@@ -678,7 +678,10 @@ class LLMClient:
 
         provider = self.config.provider
         cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ is not None else exc
-        if isinstance(cause, TimeoutError) or (cause is exc and isinstance(exc, httpx.TimeoutException)):
+        timed_out = isinstance(cause, TimeoutError) or (
+            cause is exc and isinstance(exc, httpx.TimeoutException)
+        )
+        if timed_out:
             text = (
                 f"{provider} did not answer in time (connect timeout {self.config.connect_timeout:g} s, "
                 f"read timeout {self.config.timeout:g} s, both together per attempt)"
@@ -686,7 +689,7 @@ class LLMClient:
         else:
             detail = redact(cause) or "no detail"
             text = f"connection to {provider} at {redact(base_url)} failed: {type(cause).__name__}: {detail}"
-        return ProviderError(text, retryable=True, provider=provider, model=model)
+        return ProviderError(text, retryable=True, timed_out=timed_out, provider=provider, model=model)
 
     def _parse(self, body: bytes, headers: Any, model: str) -> ChatResponse:
         """The wire format's reading of a 2xx reply; an odd reply or one without an answer fails this call."""
@@ -765,8 +768,7 @@ class LLMClient:
                         self._cooldown.push(delay)
             if not error.retryable or attempt >= self._policy.max_retries:
                 tried = f" (after {attempt + 1} attempts)" if attempt else ""
-                timed_out = "did not answer in time" in error.args[0]
-                hint = _hint(error.status, error.retryable, timed_out)
+                hint = _hint(error.status, error.retryable, error.timed_out)
                 error.args = (f"{error.args[0]}{tried}{hint}",)
                 raise error
             if delay is None:

@@ -40,7 +40,8 @@ class ProviderError(LLMError):
     """The provider answered with an error, an unreadable reply, or could not be reached.
 
     `status` is the HTTP status (None for transport failures), `retryable` whether retrying could help,
-    `provider` and `model` name the call's target.
+    `timed_out` whether a transport failure was a timeout (not a refused or failed connection), `provider` and
+    `model` name the call's target.
     """
 
     def __init__(
@@ -49,12 +50,14 @@ class ProviderError(LLMError):
         *,
         status: int | None = None,
         retryable: bool = False,
+        timed_out: bool = False,
         provider: str | None = None,
         model: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        self.timed_out = timed_out
         self.provider = provider
         self.model = model
 
