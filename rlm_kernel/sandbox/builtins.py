@@ -234,7 +234,7 @@ def make_builtins(
             "format": guards["format"],
             "pow": guards["pow"],
             "__import__": safe_import,
-            "__build_class__": _py.__build_class__,
+            "__build_class__": safe_build_class,
             "__name__": "builtins",
             "_rlm_sandbox_builtins": True,
             "True": True,
@@ -253,3 +253,17 @@ def _count(r: range) -> str:
         return str(len(r))
     except OverflowError:
         return "more than 2**63"
+
+
+def safe_build_class(func: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
+    """`__build_class__` for cells: refuses exception-group bases *before* the class body or its metaclass
+    runs. CPython's `except*` calls a group's own `split` (an override can hand a handler a non-exception or
+    crash the interpreter), and checking after creation is too late: an Enum mixin builds its members — and
+    runs their `__init__` — while the class is being created, so an instance could escape a later refusal."""
+    for base in types.resolve_bases(bases):
+        if isinstance(base, type) and issubclass(base, BaseExceptionGroup):
+            raise refusal(
+                "subclassing ExceptionGroup is not available in the sandbox; raise ExceptionGroup(...) "
+                "or BaseExceptionGroup(...) itself"
+            )
+    return _py.__build_class__(func, name, *bases, **kwargs)

@@ -329,6 +329,16 @@ PAYLOADS: list[Payload] = [
     _P("except_star", "base_group_subclass", "class G(Exception, BaseExceptionGroup):\n    pass", REFUSED),
     _P("except_star", "group_subclass_of_subclass",
        "class E(ExceptionGroup):\n    pass", REFUSED),
+    # refused before the class exists: an Enum mixin runs its members' __init__ while the class is being
+    # created, so a check after creation let an instance (and its split override) escape into a global
+    _P("except_star", "group_subclass_smuggled_out_of_an_enum",
+       "import enum\ntry:\n    class E(ExceptionGroup, enum.Enum):\n        A = ('m', [ValueError(1)])\n"
+       "        def __init__(self, *a):\n            global smuggled\n            smuggled = self\n"
+       "        def split(self, t):\n            return (print, None)\nexcept Exception:\n    pass\n"
+       "try:\n    smuggled\n    print('captured')\nexcept NameError:\n    print('not captured')",
+       OK, match="not captured"),
+    _P("except_star", "group_subclass_as_second_enum_base",
+       "import enum\nclass E(enum.Enum, ExceptionGroup):\n    A = ('m', [ValueError(1)])", REFUSED),
     _P("except_star", "builtin_group_split_write", "g = ExceptionGroup('g', [ValueError()])\ng.split = len", REFUSED),
     _P("except_star", "builtin_group_setattr", "g = ExceptionGroup('g', [ValueError()])\nsetattr(g, 'exceptions', 1)", REFUSED),
     _P("except_star", "deeply_nested_groups",
