@@ -14,6 +14,7 @@ from ipykernel.ipkernel import IPythonKernel
 from traitlets import Type
 
 from rlm_kernel import __version__, introspect, magics, security_magic
+from rlm_kernel.callscope import call_scope
 from rlm_kernel.sandbox import audit, cell_limits, consume_backstop_note
 from rlm_kernel.shell import RLMCompiler, RLMShell
 
@@ -144,7 +145,9 @@ class RLMKernel(IPythonKernel):
         if self._restart_note:
             note, self._restart_note = self._restart_note, None
             print(note, file=sys.stderr, flush=True)
-        return await super().do_execute(code, silent, *args, **kwargs)
+        owner = _current_parent.get("header", {}).get("msg_id") or _current_parent.get("msg_id")
+        with call_scope(owner=owner):  # the model calls this cell makes are tagged (and cancelled) as its own
+            return await super().do_execute(code, silent, *args, **kwargs)
 
     def pre_handler_hook(self) -> None:
         """As ipykernel's (an interrupt raises KeyboardInterrupt in the running request), and the interrupt

@@ -14,13 +14,20 @@ from contextlib import contextmanager
 from typing import Any
 
 from rlm_kernel.broker import supervisor
-from rlm_kernel.broker.protocol import encode, read_frame, request_to_wire, response_from_wire
+from rlm_kernel.broker.protocol import encode, read_frame, request_to_wire
 from rlm_kernel.broker.supervisor import KEY_REF_PREFIX, request_broker
-from rlm_kernel.llm.client import HandedOff
-from rlm_kernel.llm.errors import ConfigError, LLMError, ProviderError, ReplayMiss
-from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse
+from rlm_kernel.llm.errors import BudgetExceeded, ConfigError, LLMError, ProviderError, ReplayMiss
+from rlm_kernel.llm.providers.base import ChatRequest
 
-__all__ = ["BrokerLink", "adopt", "current", "detach", "guard_endpoint_settings", "request"]
+__all__ = [
+    "BrokerLink",
+    "adopt",
+    "current",
+    "detach",
+    "error_from_wire",
+    "guard_endpoint_settings",
+    "request",
+]
 
 _link: BrokerLink | None = None
 _ENDPOINT_KEYS = ("provider", "base_url", "proxy", "api_key")
@@ -52,7 +59,8 @@ def detach() -> None:
         link.close()
 
 
-def _error(data: dict[str, Any]) -> LLMError:
+def error_from_wire(data: dict[str, Any]) -> LLMError:
+    """The kernel-side exception of an error frame (a budget refusal keeps its figures)."""
     kind = data.get("kind")
     message = str(data.get("message") or "the LLM broker reported an error without a message")
     if kind == "config":
@@ -61,11 +69,20 @@ def _error(data: dict[str, Any]) -> LLMError:
         return ProviderError(message, status=data.get("status"), retryable=bool(data.get("retryable")))
     if kind == "replay_miss":
         return ReplayMiss(message)
+    if kind == "budget":
+
+        def number(name: str) -> float:
+            value = data.get(name)
+            return float(value) if isinstance(value, int | float) else 0.0
+
+        return BudgetExceeded(
+            message,
+            limit=str(data.get("limit") or ""),
+            limit_value=number("limit_value"),
+            used=number("used"),
+            requested=number("requested"),
+        )
     return LLMError(message)
-
-
-class _Late(asyncio.Future):  # type: ignore[type-arg]
-    """Waits for the final frame of a call the kernel cancelled."""
 
 
 class BrokerLink:
@@ -80,6 +97,8 @@ class BrokerLink:
         self.restarts = 0
         self._writer: asyncio.StreamWriter | None = None
         self._pending: dict[int, tuple[asyncio.Future[dict[str, Any]], Callable[..., None] | None]] = {}
+        self._streams: dict[int, Callable[[dict[str, Any]], None]] = {}
+        """Batches whose item frames are still expected (also after the kernel cancelled them)."""
         self._ids = itertools.count(1)
         self._connecting: asyncio.Lock | None = None
 
@@ -114,6 +133,17 @@ class BrokerLink:
                 message = None
             if message is None:
                 break
+            stream = self._streams.get(message.get("id"))  # type: ignore[arg-type]
+            if stream is not None:
+                final = "item" not in message and "event" not in message
+                if final:
+                    self._streams.pop(message["id"], None)
+                try:
+                    stream(message)
+                except Exception:  # noqa: BLE001, S110 - a batch's bookkeeping must not stop the reader
+                    pass
+                if not final:
+                    continue
             entry = self._pending.get(message.get("id"))  # type: ignore[arg-type]
             if entry is None:
                 continue
@@ -129,7 +159,7 @@ class BrokerLink:
             if fut.done():
                 continue
             if "error" in message:
-                fut.set_exception(_error(message["error"]))
+                fut.set_exception(error_from_wire(message["error"]))
             else:
                 fut.set_result(message)
         self._lost(generation, reason)
@@ -143,6 +173,12 @@ class BrokerLink:
         if writer is not None:
             writer.close()
         pending, self._pending = self._pending, {}
+        streams, self._streams = self._streams, {}
+        for rid, stream in streams.items():
+            try:
+                stream({"id": rid, "lost": reason})
+            except Exception:  # noqa: BLE001, S110 - bookkeeping of a batch that is failing anyway
+                pass
         for fut, _on_event in pending.values():
             if not fut.done():
                 fut.set_exception(
@@ -157,12 +193,8 @@ class BrokerLink:
         op: str,
         body: dict[str, Any],
         on_event: Callable[..., None] | None = None,
-        late: Callable[[dict[str, Any] | None], None] | None = None,
     ) -> dict[str, Any]:
-        """Send one request and wait for its answer (events go to `on_event`); cancelling cancels it there.
-
-        With `late`, a cancelled request hands its outcome on: `late(reply)` when the broker answers anyway
-        (the answer had arrived), `late(None)` when it confirms the cancel or dies; raises `HandedOff`."""
+        """Send one request and wait for its answer (events go to `on_event`); cancelling cancels it there."""
         writer = await self._ensure()
         rid = next(self._ids)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -173,23 +205,9 @@ class BrokerLink:
         except asyncio.CancelledError:
             if self._pending.pop(rid, None) is not None and not writer.is_closing():
                 writer.write(encode({"op": "cancel", "id": 0, "target": rid}))
-                if late is not None:
-                    self._hand_off(rid, late)
-                    raise HandedOff from None
             raise
         finally:
-            if not isinstance(self._pending.get(rid, (None,))[0], _Late):
-                self._pending.pop(rid, None)
-
-    def _hand_off(self, rid: int, late: Callable[[dict[str, Any] | None], None]) -> None:
-        waiter = _Late(loop=asyncio.get_running_loop())
-
-        def done(f: asyncio.Future[dict[str, Any]]) -> None:
-            reply = None if f.cancelled() or f.exception() is not None else f.result()
-            late(None if reply is None or reply.get("cancelled") else reply)
-
-        waiter.add_done_callback(done)
-        self._pending[rid] = (waiter, None)
+            self._pending.pop(rid, None)
 
     def close(self) -> None:
         """Close both sockets (from any thread; calls still waiting fail as if the broker had died)."""
@@ -211,27 +229,44 @@ class BrokerLink:
     def drop_engine(self, generation: int, engine: int) -> None:
         """Nothing to do: the broker shares engines between clients with equal settings."""
 
-    async def lookup(self, engine: int, req: ChatRequest) -> tuple[ChatResponse, str] | None:
-        reply = await self.call("lookup", {"engine": engine, "request": request_to_wire(req)})
-        hit = reply.get("hit")
-        if not hit:
-            return None
-        return response_from_wire(hit["response"]), str(hit["recorded_at"])
-
-    async def send(
+    async def batch(
         self,
         engine: int,
-        req: ChatRequest,
-        on_event: Callable[..., None],
-        late: Callable[[ChatResponse | None], None] | None = None,
-    ) -> tuple[ChatResponse, str | None]:
-        def settle(reply: dict[str, Any] | None) -> None:
-            if late is not None:
-                late(response_from_wire(reply["response"]) if reply and "response" in reply else None)
-
-        body = {"engine": engine, "request": request_to_wire(req)}
-        reply = await self.call("send", body, on_event, settle if late is not None else None)
-        return response_from_wire(reply["response"]), reply.get("unrecorded")
+        requests: list[ChatRequest],
+        scope: dict[str, Any],
+        concurrency: int,
+        on_frame: Callable[[dict[str, Any]], None],
+    ) -> dict[str, Any]:
+        """Submit a fan-out as one frame; every item, event and the final frame go to `on_frame` (on this
+        loop), also after a cancel (the broker then stops what has not been answered and reports the rest),
+        or a synthetic `{"lost": reason}` frame if the broker dies. Returns the final frame."""
+        writer = await self._ensure()
+        rid = next(self._ids)
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = (fut, None)
+        self._streams[rid] = on_frame
+        body = {
+            "op": "batch",
+            "id": rid,
+            "engine": engine,
+            "scope": scope,
+            "concurrency": concurrency,
+            "items": [request_to_wire(r) for r in requests],
+        }
+        try:
+            writer.write(encode(body))
+            return await fut
+        except asyncio.CancelledError:
+            if self._pending.pop(rid, None) is not None and not writer.is_closing():
+                writer.write(encode({"op": "cancel", "id": 0, "target": rid}))  # its frames still come
+            else:
+                self._streams.pop(rid, None)
+            raise
+        except BaseException:
+            self._streams.pop(rid, None)
+            raise
+        finally:
+            self._pending.pop(rid, None)
 
 
 def request(op: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:

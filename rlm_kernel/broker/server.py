@@ -1,8 +1,10 @@
-"""The broker process: holds the keys, the HTTP clients, the cache and a ledger of what was paid for.
+"""The broker process: holds the keys, the HTTP clients, the cache and the session's budget ledger.
 
-Each request frame runs as its own task, so whatever goes wrong for one call (an odd reply, a MemoryError
-while reading it, a failing cache write) becomes that call's error frame and nothing else. The broker exits
-when its socket to the kernel closes.
+A `batch` frame carries a whole fan-out (one item for a single call) with its call scope: the budget chain
+the ledger charges, the owning cell, the batch and its parent, the run. Each item runs as its own task:
+cache lookup, reserve on the ledger (or a budget refusal), HTTP with retries, settle with the real usage,
+cache write — and whatever goes wrong for one item (an odd reply, a MemoryError reading it, a failing cache
+write) becomes that item's error frame and nothing else. The broker exits when its kernel socket closes.
 """
 
 from __future__ import annotations
@@ -11,18 +13,20 @@ import asyncio
 import json
 import os
 import socket
+from collections import Counter
 from typing import Any
 
 from rlm_kernel.broker.endpoints import Endpoint, EndpointPolicy
+from rlm_kernel.broker.ledger import Ledger, refusal_to_wire
 from rlm_kernel.broker.protocol import (
     encode,
     read_frame,
     request_from_wire,
     response_to_wire,
 )
+from rlm_kernel.llm.budget import Budget
 from rlm_kernel.llm.client import LLMClient
-from rlm_kernel.llm.errors import ConfigError, LLMError, ProviderError, ReplayMiss
-from rlm_kernel.llm.pricing import cost_usd
+from rlm_kernel.llm.errors import BudgetExceeded, ConfigError, LLMError, ProviderError, ReplayMiss
 from rlm_kernel.llm.redact import install_log_redaction, redact
 
 __all__ = ["Broker", "error_frame", "run_broker"]
@@ -30,6 +34,8 @@ __all__ = ["Broker", "error_frame", "run_broker"]
 
 def error_frame(exc: BaseException) -> dict[str, Any]:
     """The wire form of a call's failure: its kind and text only (redacted: the broker knows the keys)."""
+    if isinstance(exc, BudgetExceeded):
+        return {"kind": "budget", "message": str(exc), **refusal_to_wire(exc, getattr(exc, "scope", None))}
     if isinstance(exc, LLMError):
         kind = (
             "config"
@@ -61,11 +67,12 @@ class Broker:
         self._engines: dict[int, LLMClient] = {}
         self._engine_ids: dict[str, int] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
-        self._answered: set[int] = (
-            set()
-        )  # calls whose reply arrived: paid for, so a cancel no longer stops them
         self._writer: asyncio.StreamWriter | None = None
-        self.ledger = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+        self.ledger = Ledger()
+        self.paid = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+        """Every answer this broker paid for (whatever budget it was charged to)."""
+        self.by_owner: Counter[str] = Counter()
+        """Calls paid for per owning cell (msg_id), as the scopes of the requests named them."""
 
     def _write(self, message: dict[str, Any]) -> None:
         if self._writer is not None and not self._writer.is_closing():
@@ -97,8 +104,8 @@ class Broker:
         if op == "cancel":
             target = message.get("target")
             task = self._tasks.get(target)  # type: ignore[arg-type]
-            if task is not None and target not in self._answered:
-                task.cancel()
+            if task is not None:
+                task.cancel()  # items whose answer has arrived still settle and report it (see _item)
             return
         handler = getattr(self, f"_op_{op}", None)
         if handler is None or not isinstance(rid, int):
@@ -106,7 +113,7 @@ class Broker:
             return
         task = asyncio.get_running_loop().create_task(self._run(rid, handler, message))
         self._tasks[rid] = task
-        task.add_done_callback(lambda _t: (self._tasks.pop(rid, None), self._answered.discard(rid)))
+        task.add_done_callback(lambda _t: self._tasks.pop(rid, None))
 
     async def _run(self, rid: int, handler: Any, message: dict[str, Any]) -> None:
         try:
@@ -149,30 +156,98 @@ class Broker:
     async def _op_drop(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
         return {}  # engines are shared between kernel clients with equal settings; they live as long as we do
 
-    async def _op_lookup(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
+    async def _op_batch(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
+        """Run a fan-out: per item a result or error frame (and its events), then the final frame."""
         engine = self._engine(message)
-        hit = await engine.lookup_here(request_from_wire(message["request"]))
-        if hit is None:
-            return {"hit": None}
-        return {"hit": {"response": response_to_wire(hit[0]), "recorded_at": hit[1]}}
+        scope = message.get("scope") or {}
+        wire = scope.get("budgets")
+        budget, names = self.ledger.chain(wire) if wire else (Budget(label="unscoped"), {})
+        owner = scope.get("owner")
+        items = message["items"]
+        if not isinstance(items, list):
+            raise ValueError("a batch's items must be a list")
+        limit = message.get("concurrency", 1)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 4096:
+            raise ValueError(f"concurrency must be a whole number from 1 to 4096, got {limit!r}")
+        sem = asyncio.Semaphore(limit)
 
-    async def _op_send(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
-        engine = self._engine(message)
-        req = request_from_wire(message["request"])
+        async def one(index: int, data: dict[str, Any]) -> None:
+            async with sem:
+                try:
+                    await self._item(rid, index, engine, budget, names, request_from_wire(data), owner)
+                except asyncio.CancelledError:
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - MemoryError included: only this item fails
+                    try:
+                        self._write({"id": rid, "item": index, "error": error_frame(exc)})
+                    except BaseException:  # noqa: BLE001 - even the error could not be framed
+                        self._write({"id": rid, "item": index, "error": {"kind": "llm", "message": "failed"}})
+
+        await asyncio.gather(*(one(i, data) for i, data in enumerate(items)))
+        return {"done": len(items)}
+
+    async def _item(
+        self,
+        rid: int,
+        index: int,
+        engine: LLMClient,
+        budget: Budget,
+        names: dict[int, str],
+        req: Any,
+        owner: Any,
+    ) -> None:
+        prices = engine.config.prices
+        if engine.config.cache != "off":
+            hit = await engine.lookup_here(req)
+            if hit is not None:
+                budget.record_cached()
+                self._write(
+                    {"id": rid, "item": index, "response": response_to_wire(hit[0]), "cached": hit[1]}
+                )
+                return
+        reservation = self.ledger.reserve(budget, req, prices, names)
 
         def event(kind: str, **fields: Any) -> None:
-            self._write({"id": rid, "event": kind, "fields": fields})
+            self._write({"id": rid, "event": kind, "index": index, "fields": fields})
 
-        resp = await engine._send(req, event)  # noqa: SLF001 - the broker drives its engines
-        self._answered.add(rid)  # from here the answer is kept and reported even if the kernel cancels
-        unrecorded = await engine.record_here(req, resp)
-        self.ledger["calls"] += 1
-        self.ledger["input_tokens"] += resp.input_tokens
-        self.ledger["output_tokens"] += resp.output_tokens
-        self.ledger["cost_usd"] += (
-            cost_usd(req.model, resp.input_tokens, resp.output_tokens, engine.config.prices) or 0.0
+        event(
+            "start",
+            extra={"max_tokens": req.max_tokens},
+            reserved=[reservation.input_tokens, reservation.output_tokens, reservation.usd],
         )
-        return {"response": response_to_wire(resp), "unrecorded": unrecorded}
+        try:
+            resp = await engine._send(req, event)  # noqa: SLF001 - the broker drives its engines
+        except BaseException:
+            budget.release(reservation)  # no answer: nothing paid for (a cancel included)
+            raise
+        # the answer arrived: it is paid for, so it is settled and reported even if the batch is cancelled now
+        resp, usd = self.ledger.settle(budget, reservation, req, resp, prices)
+        self.paid["calls"] += 1
+        self.paid["input_tokens"] += resp.input_tokens
+        self.paid["output_tokens"] += resp.output_tokens
+        self.paid["cost_usd"] += usd or 0.0
+        if isinstance(owner, str):
+            self.by_owner[owner] += 1
+        try:
+            unrecorded = await engine.record_here(req, resp)
+        except asyncio.CancelledError:
+            unrecorded = "the call was cancelled before its answer was recorded"
+        except BaseException as exc:  # noqa: BLE001 - a cache that fails only loses this recording
+            unrecorded = f"{type(exc).__name__}: {redact(exc)}"
+        self._write(
+            {
+                "id": rid,
+                "item": index,
+                "response": response_to_wire(resp),
+                "charge": [resp.input_tokens, resp.output_tokens, usd],
+                "unrecorded": unrecorded,
+            }
+        )
+
+    async def _op_budget(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
+        """The budget snapshot frame: the ledger's figures for the named scopes (all if none are named)."""
+        ids = message.get("scopes")
+        return {"budgets": self.ledger.snapshot(None if ids is None else [str(i) for i in ids])}
 
     async def _op_check(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
         self.policy.resolve(
@@ -191,7 +266,8 @@ class Broker:
         return {
             "pid": os.getpid(),
             "endpoints": self.policy.configured(),
-            "ledger": dict(self.ledger),
+            "paid": dict(self.paid),
+            "scopes": len(self.ledger),
             "running": len(self._tasks) - 1,
         }
 

@@ -6,7 +6,6 @@ settled with the provider's usage. A call that would cross a limit raises `Budge
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from rlm_kernel.callscope import call_scope, current_scope
 from rlm_kernel.llm.errors import BudgetExceeded
 
 __all__ = [
@@ -153,15 +153,18 @@ class Budget:
         """Seconds since this budget was created."""
         return time.monotonic() - self._started
 
-    def reserve(self, input_tokens: int, output_tokens: int, usd: float | None) -> Reservation:
+    def reserve(
+        self, input_tokens: int, output_tokens: int, usd: float | None, *, check: bool = True
+    ) -> Reservation:
         """Reserve a call's worst case on this budget and every ancestor, or raise `BudgetExceeded`.
 
-        `usd` None (unknown price) means the call is accounted in tokens only.
+        `usd` None (unknown price) means the call is accounted in tokens only. `check=False` records a
+        reservation another ledger (the LLM broker's) already granted, without checking the limits here.
         """
         usd_value = usd or 0.0
         with self._lock:
             chain = self._chain()
-            for b in chain:
+            for b in chain if check else ():
                 b._check(input_tokens, output_tokens, usd_value)
             for b in chain:
                 b._reserved["calls"] += 1
@@ -225,6 +228,11 @@ class Budget:
         self._reserved["input_tokens"] -= r.input_tokens
         self._reserved["output_tokens"] -= r.output_tokens
         self._reserved["usd"] -= r.usd
+
+    def record_refused(self) -> None:
+        """Count a call another ledger (the LLM broker's) refused at this budget's limit."""
+        with self._lock:
+            self._counts["refused"] += 1
 
     def record_cached(self) -> None:
         """Count a cache hit (free) on this budget and every ancestor."""
@@ -314,24 +322,19 @@ def reset_session_budget(**limits: Any) -> Budget:
         return _session
 
 
-_scope: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("rlm_budget_scope", default=None)
-
-
 @contextmanager
 def budget_scope(budget: Budget) -> Iterator[Budget]:
     """Charge every call made in this context without an explicit `budget=` to `budget` (e.g. a run's).
 
-    `rlm_run(..., budget_usd=...)` opens one around its turns, so helpers that call the LLM layer directly
-    (`map_reduce`, `find_relevant(use_llm_scoring=True)`) are charged to the run, not to the session.
+    Sets the `budget` of the call scope (`rlm_kernel.callscope`); `rlm_run` sets it (and its run) around its
+    turns, so helpers that call the LLM layer directly (`map_reduce`, `find_relevant(use_llm_scoring=True)`)
+    are charged to the run, not to the session.
     """
-    token = _scope.set(budget)
-    try:
+    with call_scope(budget=budget):
         yield budget
-    finally:
-        _scope.reset(token)
 
 
 def current_budget() -> Budget:
-    """The budget of the innermost `budget_scope` of this context, else the session's."""
-    scoped = _scope.get()
+    """The budget of the call scope of this context, else the session's."""
+    scoped = current_scope().budget
     return scoped if scoped is not None else get_session_budget()

@@ -14,24 +14,26 @@ import time
 import uuid
 import warnings
 import weakref
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlm_kernel.callscope import CallScope, current_scope
 from rlm_kernel.llm import loop
-from rlm_kernel.llm.budget import Budget, current_budget
+from rlm_kernel.llm.budget import Budget, Reservation, current_budget
 from rlm_kernel.llm.cache import CacheEntry, ResponseCache
 from rlm_kernel.llm.cache_io import BUSY, CacheIO
 from rlm_kernel.llm.config import LLMConfig, load_config, settings_version
 from rlm_kernel.llm.errors import (
     BatchError,
+    BudgetExceeded,
     LLMCancelled,
     LLMError,
     NoProviderConfigured,
     ProviderError,
 )
-from rlm_kernel.llm.events import CANCELLED, CallEvent, bus, current_batch, current_owner
+from rlm_kernel.llm.events import CANCELLED, CallEvent, bus
 from rlm_kernel.llm.pricing import check_price, cost_usd
 from rlm_kernel.llm.providers import ChatRequest, ChatResponse, error_text, get_wire
 from rlm_kernel.llm.providers.base import no_content_error
@@ -43,7 +45,7 @@ from rlm_kernel.llm.transport import TransportKind, make_http_client
 if TYPE_CHECKING:  # httpx is imported with the first HTTP client (see transport.py), not at kernel start
     import httpx
 
-__all__ = ["Completion", "HandedOff", "LLMClient", "Prompt", "cancel_all", "get_client", "reset_client"]
+__all__ = ["Completion", "LLMClient", "Prompt", "cancel_all", "get_client", "reset_client"]
 
 Prompt = str | Sequence[dict[str, str]]
 log = logging.getLogger("rlm_kernel.llm")
@@ -74,19 +76,11 @@ class Completion:
         return self.text
 
 
-class HandedOff(asyncio.CancelledError):
-    """A call cancelled after its request reached the broker: the broker's final word settles it later."""
-
-
-@dataclass
 class _Item:
     index: int
     request: ChatRequest
     tier: str | None
     est_input: int
-
-
-_owner = current_owner  # the running cell's msg_id inside the kernel (None elsewhere)
 
 
 def _messages(prompt: Prompt, system: str | None) -> tuple[dict[str, str], ...]:
@@ -211,12 +205,20 @@ class LLMClient:
     ) -> Completion:
         """One completion. `model`: a tier (fast|balanced|powerful|auto, default auto) or a model name."""
         item = self._item(0, prompt, model, max_tokens, system, temperature, stop, role)
+        scope = current_scope()  # read here, in the caller's thread: it travels with the request
         chosen = budget if budget is not None else current_budget()  # a run's scope, else the session
-        owner = _owner()
         # inside an item of a fan-out (e.g. one sub-RLM of rlm_query_batched) the call names that fan-out
-        parent = current_batch()
         try:
-            return self._run(self._call(item, chosen, batch_id=None, parent_batch_id=parent, owner=owner))
+            return self._run(
+                self._call(
+                    item,
+                    chosen,
+                    batch_id=None,
+                    parent_batch_id=scope.parent_batch_id,
+                    owner=scope.owner,
+                    run=_run_id(scope),
+                )
+            )
         finally:
             self._warn_unrecorded()
 
@@ -252,13 +254,13 @@ class LLMClient:
         limit = self.config.concurrency if concurrency is None else concurrency
         if not isinstance(limit, int) or limit < 1:
             raise LLMError(f"concurrency must be a whole number ≥ 1, got {limit!r}")
+        scope = current_scope()  # read here, in the caller's thread: it travels with the request
         chosen = budget if budget is not None else current_budget()  # a run's scope, else the session
-        owner = _owner()
         if parent_batch_id is None:
-            parent_batch_id = current_batch()
+            parent_batch_id = scope.parent_batch_id
         try:
             results, errors = self._run(
-                self._batch(items, chosen, limit, batch_label, parent_batch_id, owner)
+                self._batch(items, chosen, limit, batch_label, parent_batch_id, scope.owner, _run_id(scope))
             )
         finally:
             self._warn_unrecorded()
@@ -442,6 +444,7 @@ class LLMClient:
         label: str | None,
         parent_batch_id: str | None,
         owner: str | None,
+        run: str | None = None,
     ) -> tuple[list[Completion | None], dict[int, str]]:
         batch_id = uuid.uuid4().hex[:12]
         t0 = time.monotonic()
@@ -470,7 +473,13 @@ class LLMClient:
                     errors[item.index] = str(exc)
 
         try:
-            await asyncio.gather(*(one(item) for item in items))
+            if self._broker is not None:  # one frame for the whole fan-out; the broker runs the items
+                results, failures = await self._brokered(
+                    items, budget, limit, batch_id, parent_batch_id, owner, run
+                )
+                errors.update({i: str(e) for i, e in failures.items()})
+            else:
+                await asyncio.gather(*(one(item) for item in items))
         finally:
             done = sum(r is not None for r in results)
             bus.emit(
@@ -499,7 +508,15 @@ class LLMClient:
         batch_id: str | None,
         parent_batch_id: str | None,
         owner: str | None,
+        run: str | None = None,
     ) -> Completion:
+        if self._broker is not None:  # a batch of one through the broker (its ledger reserves and settles)
+            results, failures = await self._brokered([item], budget, 1, batch_id, parent_batch_id, owner, run)
+            if failures:
+                raise failures[0]
+            completion = results[0]
+            assert completion is not None
+            return completion
         req = item.request
         provider = self.config.provider
         call_id = uuid.uuid4().hex[:12]
@@ -533,7 +550,7 @@ class LLMClient:
         req = item.request
         provider = self.config.provider
         try:
-            hit = await self._lookup(req)
+            hit = await self._lookup(req)  # this process makes its own calls (no broker, or is the broker)
             if hit is not None:
                 r, recorded_at = hit
                 budget.record_cached()
@@ -551,22 +568,11 @@ class LLMClient:
             raise
         event("start", extra={"max_tokens": req.max_tokens})
 
-        def late(answer: ChatResponse | None) -> None:
-            """The broker's final word on a call cancelled in flight: an answer that arrived is paid for."""
-            if answer is None:
-                budget.release(reservation)
-                return
-            usd = cost_usd(req.model, answer.input_tokens, answer.output_tokens, self.config.prices)
-            budget.settle(reservation, answer.input_tokens, answer.output_tokens, usd)
-
         try:
-            resp, unrecorded = await self._fetch(req, event, late)
+            resp, unrecorded = await self.fetch_here(req, event)
         except LLMError as exc:
             budget.release(reservation)
             event("failed", error=str(exc), latency_s=time.monotonic() - t0)
-            raise
-        except HandedOff:  # cancelled in the broker's hands: `late` settles or releases the reservation
-            event("failed", error=CANCELLED, latency_s=time.monotonic() - t0)
             raise
         except BaseException:
             budget.release(reservation)
@@ -589,6 +595,142 @@ class LLMClient:
         )
         return self._completion(resp, provider, item.tier, usd, cached=False, latency=latency)
 
+    async def _brokered(
+        self,
+        items: list[_Item],
+        budget: Budget,
+        limit: int,
+        batch_id: str | None,
+        parent_batch_id: str | None,
+        owner: str | None,
+        run: str | None,
+    ) -> tuple[list[Completion | None], dict[int, LLMError]]:
+        """Items through the broker as one `batch` frame with the call scope; the broker's ledger decides
+        and settles; `budget` mirrors each reservation and settlement (also those arriving after a cancel)."""
+        from rlm_kernel.broker.ledger import chain_to_wire, scope_ids
+        from rlm_kernel.broker.link import error_from_wire
+        from rlm_kernel.broker.protocol import response_from_wire
+
+        assert self._broker is not None
+        provider = self.config.provider
+        depth = budget.depth
+        results: list[Completion | None] = [None] * len(items)
+        errors: dict[int, LLMError] = {}
+        reserved: dict[int, Reservation] = {}
+        started: dict[int, float] = {}
+        call_ids = [uuid.uuid4().hex[:12] for _ in items]
+        t0 = time.monotonic()
+        names = scope_ids(budget)
+
+        def emit(i: int, kind: str, **fields: Any) -> None:
+            item = items[i]
+            bus.emit(
+                CallEvent(
+                    kind,  # type: ignore[arg-type]
+                    call_id=call_ids[i],
+                    batch_id=batch_id,
+                    parent_batch_id=parent_batch_id,
+                    owner=owner,
+                    index=i if batch_id else None,
+                    tier=item.tier,
+                    model=item.request.model,
+                    provider=provider,
+                    depth=depth,
+                    time=time.time(),
+                    **fields,
+                )
+            )
+
+        def fail(i: int, err: LLMError) -> None:
+            errors[i] = err
+            emit(i, "failed", error=str(err), latency_s=time.monotonic() - started.get(i, t0))
+
+        def on_frame(msg: dict[str, Any]) -> None:
+            if "event" in msg:
+                i, kind, fields = int(msg["index"]), str(msg["event"]), dict(msg.get("fields") or {})
+                if kind == "start":
+                    inp, out, usd = fields.pop("reserved")
+                    reserved[i] = budget.reserve(int(inp), int(out), usd, check=False)
+                    started[i] = time.monotonic()
+                emit(i, kind, **fields)
+            elif "item" in msg:
+                i = int(msg["item"])
+                if "error" in msg:
+                    err = error_from_wire(msg["error"])
+                    res = reserved.pop(i, None)
+                    if res is not None:
+                        budget.release(res)
+                    if isinstance(err, BudgetExceeded):
+                        names.get(msg["error"].get("scope"), budget).record_refused()
+                    fail(i, err)
+                    return
+                resp = response_from_wire(msg["response"])
+                if msg.get("cached") is not None:
+                    budget.record_cached()
+                    emit(
+                        i,
+                        "cached",
+                        input_tokens=resp.input_tokens,
+                        output_tokens=resp.output_tokens,
+                        extra={"recorded_at": msg["cached"]},
+                    )
+                    results[i] = self._completion(
+                        resp, provider, items[i].tier, 0.0, cached=True, latency=0.0
+                    )
+                    return
+                inp, out, usd = msg["charge"]
+                res = reserved.pop(i, None) or budget.reserve(int(inp), int(out), usd, check=False)
+                budget.settle(res, int(inp), int(out), usd)
+                if msg.get("unrecorded"):
+                    self._unrecorded.append(str(msg["unrecorded"]))
+                latency = time.monotonic() - started.get(i, t0)
+                emit(
+                    i,
+                    "finish",
+                    input_tokens=resp.input_tokens,
+                    output_tokens=resp.output_tokens,
+                    cost_usd=usd or 0.0,
+                    latency_s=latency,
+                    extra={"finish_reason": resp.finish_reason},
+                )
+                results[i] = self._completion(
+                    resp, provider, items[i].tier, usd, cached=False, latency=latency
+                )
+            else:  # the final frame (done, cancelled, a failed batch, or the broker lost): nothing more comes
+                for res in reserved.values():
+                    budget.release(res)
+                reserved.clear()
+                if "error" in msg or "lost" in msg or msg.get("cancelled"):
+                    why: LLMError = (
+                        error_from_wire(msg["error"])
+                        if "error" in msg
+                        else LLMError(f"the LLM broker process exited during this call ({msg['lost']})")
+                        if "lost" in msg
+                        else LLMCancelled(CANCELLED)
+                    )
+                    for i in range(len(items)):
+                        if results[i] is None and i not in errors:
+                            fail(i, why)
+
+        scope = {
+            "budgets": chain_to_wire(budget),
+            "owner": owner,
+            "batch_id": batch_id,
+            "parent_batch_id": parent_batch_id,
+            "run": run,
+        }
+        self._inflight += 1
+        try:
+            engine = await self._engine_id()
+            await self._broker.batch(engine, [it.request for it in items], scope, limit, on_frame)
+        except LLMError as exc:  # the batch as a whole failed (e.g. the broker died): every open item fails
+            for i in range(len(items)):
+                if results[i] is None and i not in errors:
+                    errors[i] = exc
+        finally:
+            self._inflight -= 1
+        return results, errors
+
     # ---- where a call is answered: the broker process, or this process (no broker, or inside the broker)
     async def _engine_id(self) -> int:
         assert self._broker is not None
@@ -602,8 +744,6 @@ class LLMClient:
         """A recorded answer (and when it was recorded) or None; raises `ReplayMiss` in replay mode."""
         if self.config.cache == "off":
             return None
-        if self._broker is not None:
-            return await self._broker.lookup(await self._engine_id(), req)
         return await self.lookup_here(req)
 
     async def lookup_here(self, req: ChatRequest) -> tuple[ChatResponse, str] | None:
@@ -625,17 +765,6 @@ class LLMClient:
         if cache.mode == "replay":
             raise cache.miss_error(self.config.provider, req)
         return None
-
-    async def _fetch(
-        self, req: ChatRequest, event: Any, late: Callable[[ChatResponse | None], None] | None = None
-    ) -> tuple[ChatResponse, str | None]:
-        """The provider's answer, and why the cache could not record it (None: recorded or not asked).
-
-        If this call is cancelled after its request reached the broker, the broker's final word (the answer,
-        or None) goes to `late` later, and this raises `HandedOff` (a `CancelledError`)."""
-        if self._broker is not None:
-            return await self._broker.send(await self._engine_id(), req, event, late)
-        return await self.fetch_here(req, event)
 
     async def fetch_here(self, req: ChatRequest, event: Any) -> tuple[ChatResponse, str | None]:
         """`_fetch` in this process: HTTP with retries, then the cache write on a worker thread (bounded)."""
@@ -782,6 +911,11 @@ class LLMClient:
             log.info("retry %d of a %s call in %.2f s: %s", attempt + 1, provider, delay, error)
             await asyncio.sleep(delay)
             attempt += 1
+
+
+def _run_id(scope: CallScope) -> str | None:
+    """The run named in a request's scope (an opaque id: the broker counts by it, never holds the run)."""
+    return None if scope.run is None else f"run-{id(scope.run):x}"
 
 
 def _broker_link() -> Any:

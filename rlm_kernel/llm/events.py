@@ -6,8 +6,6 @@ must not block. Subscribers never receive live clients, keys or httpx objects �
 
 from __future__ import annotations
 
-import contextvars
-import sys
 import threading
 import time
 import uuid
@@ -15,6 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
+
+from rlm_kernel.callscope import call_scope, current_scope
 
 __all__ = [
     "CANCELLED",
@@ -99,41 +99,26 @@ bus = EventBus()
 CANCELLED = "cancelled"
 """The `error` of a `failed` event for a call or item cut short by an interrupt (`cancel_all`)."""
 
-_current_batch: contextvars.ContextVar[str | None] = contextvars.ContextVar("rlm_current_batch", default=None)
-
-
 def current_batch() -> str | None:
     """The fan-out whose item is running in this context (set by `inside_batch`), or None.
 
     `complete_batch` nests the fan-outs it starts under it (`parent_batch_id`), and single calls carry it as
     their `parent_batch_id` (with no `batch_id` of their own), so work done inside one item of a fan-out —
-    e.g. one sub-RLM of `rlm_query_batched` — shows under that fan-out.
+    e.g. one sub-RLM of `rlm_query_batched` — shows under that fan-out. Read from the call scope.
     """
-    return _current_batch.get()
+    return current_scope().parent_batch_id
 
 
 @contextmanager
 def inside_batch(batch_id: str | None) -> Iterator[None]:
-    """Make `batch_id` the current fan-out for the code in the block (restored afterwards)."""
-    token = _current_batch.set(batch_id)
-    try:
+    """Make `batch_id` the current fan-out (the call scope's parent batch) for the block."""
+    with call_scope(parent_batch_id=batch_id):
         yield
-    finally:
-        _current_batch.reset(token)
 
 
 def current_owner() -> str | None:
-    """The running cell's msg_id inside the kernel (None elsewhere; never imports the kernel itself)."""
-    kernel = sys.modules.get("rlm_kernel.kernel")
-    current_parent = getattr(kernel, "current_parent", None)
-    if current_parent is None:
-        return None
-    try:
-        parent = current_parent() or {}
-        header = parent.get("header") or {}
-        return header.get("msg_id") or parent.get("msg_id")
-    except Exception:  # noqa: BLE001
-        return None
+    """The msg_id of the cell that is running in this context (the call scope's owner; None outside cells)."""
+    return current_scope().owner
 
 
 _UNSET: object = object()

@@ -6,9 +6,10 @@ Never handed to sandboxed code: helpers hold it in their closures only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from rlm_kernel.rlm.gate import FinalGate
-from rlm_kernel.rlm.trajectory import ChildCall
+from rlm_kernel.rlm.trajectory import ChildCall, Usage
 
 __all__ = ["ReplState", "RunOptions", "RunTracker"]
 
@@ -59,6 +60,41 @@ class RunTracker:
     budget_error: str | None = None
     interrupted: bool = False
     gate: FinalGate = field(default_factory=FinalGate)
+
+    def note_llm_calls(
+        self, kind: str, label: str, completions: list[Any], errors: dict[int, str], seconds: float
+    ) -> None:
+        """Record model calls made by library code in the run (`map_reduce`, `find_relevant`): one trajectory
+        entry with their usage; a budget refusal among them ends the run as the helpers' do."""
+        usage = Usage()
+        for c in completions:
+            if c is not None:
+                usage.calls += 1
+                usage.input_tokens += int(getattr(c, "input_tokens", 0) or 0)
+                usage.output_tokens += int(getattr(c, "output_tokens", 0) or 0)
+                usage.cost_usd += float(getattr(c, "cost_usd", 0.0) or 0.0)
+        items = max(len(completions), 1)
+        failed = items - usage.calls
+        first = min(errors) if errors else None
+        model = next((getattr(c, "model", None) for c in completions if c is not None), None)
+        self.calls.append(
+            ChildCall(
+                kind,
+                label[:200],
+                failed < items,
+                items=items,
+                failed=failed,
+                error=None if first is None else f"{len(errors)} failed (item {first}: {errors[first]})",
+                model=model,
+                usage=usage,
+                seconds=seconds,
+            )
+        )
+        if failed < items:
+            self.successes += 1
+        refused = next((e for e in errors.values() if "budget" in e.lower()), None)
+        if refused is not None and self.budget_error is None:
+            self.budget_error = refused
 
     def drain(self) -> tuple[list[ChildCall], list[str]]:
         calls, rejections = self.calls, self.rejections

@@ -5,9 +5,9 @@ Ends on an accepted FINAL, a limit (iterations, turns without code, budget), an 
 
 from __future__ import annotations
 
-import contextlib
 import time
 
+from rlm_kernel.callscope import call_scope
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
@@ -384,7 +384,6 @@ def run_rlm(
     gets a fresh sandboxed namespace whose `context` is `loaded`. The run's budget is a child of
     `parent_budget` (or of the session budget) limited to `options.budget_usd`.
     """
-    from rlm_kernel.llm.budget import budget_scope
     from rlm_kernel.repl import preload
     from rlm_kernel.repl.helpers import set_context
     from rlm_kernel.sandbox import SandboxSession, new_namespace
@@ -416,8 +415,9 @@ def run_rlm(
         tracker.gate.code_read_context = True  # nothing loaded: every block works on the question itself
     _active += 1
     try:
-        # calls made in the run without an explicit budget (map_reduce, find_relevant) are charged to it
-        with budget_scope(budget) if budget is not None else contextlib.nullcontext():  # type: ignore[arg-type]
+        # calls made in the run without an explicit budget (map_reduce, find_relevant) are charged to it and
+        # noted in its trajectory: the call scope carries both to the LLM layer
+        with call_scope(budget=budget, run=tracker):
             answer, reason, message = run.run()
     finally:
         _active -= 1

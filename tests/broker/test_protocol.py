@@ -65,12 +65,27 @@ def _fields(base_url: str, api_key: str | None, tmp_path: Path, **over: Any) -> 
 
 
 def _ask(sock: socket.socket, message: dict[str, Any]) -> dict[str, Any]:
+    """The final frame of a request (events and item frames skipped)."""
+    return _collect(sock, message)[-1]
+
+
+def _collect(sock: socket.socket, message: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every frame answering `message`, up to and including its final frame."""
     send_frame(sock, message)
+    frames = []
     while True:
         reply = recv_frame(sock)
         assert reply is not None
-        if "event" not in reply:
-            return reply
+        frames.append(reply)
+        if "event" not in reply and "item" not in reply:
+            return frames
+
+
+def _chain(*budgets: tuple[str, dict[str, Any], dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"id": sid, "label": sid, "limits": limits, "elapsed": 0.0, "used": used}
+        for sid, limits, used in budgets
+    ]
 
 
 def test_unconfigured_endpoint_is_refused_by_the_broker_itself(
@@ -95,9 +110,87 @@ def test_a_configured_endpoint_gets_the_key_and_per_call_frames(
     reply = _ask(broker, {"op": "engine", "id": 1, "fields": fields})
     engine = reply["engine"]
     req = request_to_wire(ChatRequest(model="m", messages=({"role": "user", "content": "hi"},), max_tokens=8))
-    answer = _ask(broker, {"op": "send", "id": 2, "engine": engine, "request": req})
-    assert answer["id"] == 2 and answer["response"]["text"] == "hi"
+    scope = {"budgets": _chain(("s", {}, {}))}
+    frames = _collect(
+        broker, {"op": "batch", "id": 2, "engine": engine, "scope": scope, "concurrency": 1, "items": [req]}
+    )
+    answer = next(f for f in frames if "item" in f)
+    assert answer["id"] == 2 and answer["response"]["text"] == "hi", frames
+    assert frames[-1] == {"id": 2, "done": 1}
     assert llm_server.requests[0].headers["Authorization"] == f"Bearer {KEY}"
     status = _ask(broker, {"op": "status", "id": 3})
-    assert status["ledger"]["calls"] == 1
+    assert status["paid"]["calls"] == 1
     assert KEY not in str(status)
+
+
+def _engine(broker: socket.socket, llm_server: LLMTestServer, tmp_path: Path) -> int:
+    reply = _ask(
+        broker,
+        {"op": "engine", "id": 1, "fields": _fields(llm_server.openai_base_url, key_ref("X"), tmp_path)},
+    )
+    return int(reply["engine"])
+
+
+def _items(n: int) -> list[dict[str, Any]]:
+    return [
+        request_to_wire(
+            ChatRequest(model="m", messages=({"role": "user", "content": f"q{i}"},), max_tokens=8)
+        )
+        for i in range(n)
+    ]
+
+
+def test_the_ledger_refuses_what_the_scope_cannot_pay_for_and_settles_the_rest(
+    broker: socket.socket, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    engine = _engine(broker, llm_server, tmp_path)
+    # a run's budget of 2 calls under an unlimited session: the third item is refused by the run's budget
+    scope = {"budgets": _chain(("session", {}, {}), ("run", {"max_calls": 2}, {})), "owner": "cell-1"}
+    frames = _collect(
+        broker,
+        {"op": "batch", "id": 2, "engine": engine, "scope": scope, "concurrency": 1, "items": _items(3)},
+    )
+    results = {f["item"]: f for f in frames if "item" in f}
+    errors = [f["error"] for f in results.values() if "error" in f]
+    assert sorted(results) == [0, 1, 2] and len(errors) == 1, frames
+    refusal = errors[0]
+    assert refusal["kind"] == "budget" and refusal["limit"] == "max_calls" and refusal["scope"] == "run"
+    assert "the call was not sent" in refusal["message"]
+    assert len(llm_server.requests) == 2  # the refused item never reached the provider
+    starts = [f for f in frames if f.get("event") == "start"]
+    assert len(starts) == 2 and all(len(f["fields"]["reserved"]) == 3 for f in starts)
+    charged = [f["charge"] for f in results.values() if "charge" in f]
+    assert len(charged) == 2 and all(c[0] > 0 and c[1] > 0 for c in charged)
+    # the budget snapshot frame: what the ledger settled, per scope
+    snap = _ask(broker, {"op": "budget", "id": 3, "scopes": ["session", "run"]})["budgets"]
+    assert snap["run"]["calls"] == 2 and snap["run"]["refused"] == 1
+    assert snap["session"]["calls"] == 2 and snap["session"]["refused"] == 0
+    assert snap["run"]["reserved"]["calls"] == 0
+    assert snap["run"]["input_tokens"] == sum(c[0] for c in charged)
+
+
+def test_a_budget_new_to_the_ledger_starts_from_what_the_kernel_settled(
+    broker: socket.socket, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    """A restarted broker has an empty ledger: the kernel's settled figures come with the chain, so a
+    restart cannot reset what a scope has spent."""
+    engine = _engine(broker, llm_server, tmp_path)
+    used = {"calls": 5, "input_tokens": 50, "output_tokens": 50, "usd": 0.0}
+    scope = {"budgets": _chain(("s", {"max_calls": 6}, used))}
+    frames = _collect(
+        broker,
+        {"op": "batch", "id": 2, "engine": engine, "scope": scope, "concurrency": 2, "items": _items(2)},
+    )
+    outcomes = [f for f in frames if "item" in f]
+    assert sum("response" in f for f in outcomes) == 1 and sum("error" in f for f in outcomes) == 1
+    assert _ask(broker, {"op": "budget", "id": 3, "scopes": ["s"]})["budgets"]["s"]["calls"] == 6
+
+
+def test_a_malformed_budget_chain_fails_the_batch_clearly(
+    broker: socket.socket, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    engine = _engine(broker, llm_server, tmp_path)
+    scope = {"budgets": _chain(("s", {"max_usd": "lots"}, {}))}
+    reply = _ask(broker, {"op": "batch", "id": 2, "engine": engine, "scope": scope, "items": _items(1)})
+    assert reply["error"]["kind"] == "llm" and "max_usd must be a number" in reply["error"]["message"]
+    assert llm_server.requests == []
