@@ -76,6 +76,7 @@ class Completion:
         return self.text
 
 
+@dataclass
 class _Item:
     index: int
     request: ChatRequest

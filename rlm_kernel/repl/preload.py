@@ -5,14 +5,17 @@ Policy: rebinding a preloaded name (llm_query, context, …) works inside a cell
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import time
 from collections.abc import Callable
 
+from rlm_kernel.callscope import call_scope
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.helpers import build_helpers, set_context
-from rlm_kernel.repl.state import ReplState
+from rlm_kernel.repl.state import LibraryCalls, ReplState
 from rlm_kernel.sandbox.coerce import CoercionError, exact_str, plain_data
 
 __all__ = ["ANALYSIS_NAMES", "install", "notebook", "populate", "repair"]
@@ -45,8 +48,9 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
     """A plain closure around an analysis function: text-only errors, and counted as a child call in a run."""
 
     def helper(*args: object, **kwargs: object) -> object:
-        from rlm_kernel.rlm.trajectory import ChildCall
-
+        run = state.run
+        calls = LibraryCalls()  # the model calls it makes, with their usage (the call scope's run meanwhile)
+        started = time.monotonic()
         try:
             # exact built-ins only: these values reach the LLM thread (a subclass's methods would run there)
             args = tuple(_plain_or_corpus(a, f"{name}'s arguments") for a in args)
@@ -54,21 +58,21 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
                 exact_str(k, f"{name}: keyword"): _plain_or_corpus(v, f"{name}: {k}")
                 for k, v in kwargs.items()
             }
-            value = fn(*args, **kwargs)
+            with call_scope(run=calls) if run is not None else contextlib.nullcontext():
+                value = fn(*args, **kwargs)
         except CoercionError as err:
             raise ReplError(f"{name}: {err}") from None
         except RLMError as err:
-            if state.run is not None:
-                state.run.calls.append(ChildCall(name, "", False, failed=1, error=str(err)))
+            if run is not None:
+                calls.first_error = str(err)
+                run.add_library_calls(name, "", calls, time.monotonic() - started, ok=False)
             if type(err).__module__.startswith("rlm_kernel.analysis"):
                 raise err from None  # text and plain data only (partial results), by that module's contract
             raise QueryError(f"{name} failed: {err}") from None
         except (TypeError, ValueError) as err:
             raise ReplError(f"{name}: {err}") from None
-        if state.run is not None and _calls_a_model(name, args, kwargs):
-            state.run.calls.append(ChildCall(name, "", True, saw_context=True))
-            state.run.successes += 1
-            state.run.gate.context_calls += 1  # analysis helpers run over the text they are given
+        if run is not None and (calls.items or _calls_a_model(name, args, kwargs)):
+            run.add_library_calls(name, "", calls, time.monotonic() - started, ok=True)
         return value
 
     helper.__name__ = helper.__qualname__ = name

@@ -11,7 +11,7 @@ from typing import Any
 from rlm_kernel.rlm.gate import FinalGate
 from rlm_kernel.rlm.trajectory import ChildCall, Usage
 
-__all__ = ["ReplState", "RunOptions", "RunTracker"]
+__all__ = ["LibraryCalls", "ReplState", "RunOptions", "RunTracker"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,37 @@ class RunOptions:
 
 
 @dataclass
+class LibraryCalls:
+    """The model calls one library helper (`map_reduce`, `find_relevant`) made: the call scope's run while it
+    runs, so its usage lands in the run's trajectory as one entry."""
+
+    usage: Usage = field(default_factory=Usage)
+    items: int = 0
+    model: str | None = None
+    first_error: str | None = None
+    budget_error: str | None = None
+
+    def note_llm_calls(
+        self, kind: str, label: str, completions: list[Any], errors: dict[int, str], seconds: float
+    ) -> None:
+        self.items += max(len(completions), 1)
+        for c in completions:
+            if c is None:
+                continue
+            self.usage.calls += 1
+            self.usage.input_tokens += int(getattr(c, "input_tokens", 0) or 0)
+            self.usage.output_tokens += int(getattr(c, "output_tokens", 0) or 0)
+            self.usage.cost_usd += float(getattr(c, "cost_usd", 0.0) or 0.0)
+            self.model = self.model or getattr(c, "model", None)
+        if errors and self.first_error is None:
+            first = min(errors)
+            self.first_error = f"{label}: {len(errors)} failed (item {first}: {errors[first]})"
+        refused = next((e for e in errors.values() if "budget" in e.lower()), None)
+        if refused is not None and self.budget_error is None:
+            self.budget_error = refused
+
+
+@dataclass
 class RunTracker:
     """What the helpers report to the root loop while one run is in progress."""
 
@@ -64,37 +95,36 @@ class RunTracker:
     def note_llm_calls(
         self, kind: str, label: str, completions: list[Any], errors: dict[int, str], seconds: float
     ) -> None:
-        """Record model calls made by library code in the run (`map_reduce`, `find_relevant`): one trajectory
-        entry with their usage; a budget refusal among them ends the run as the helpers' do."""
-        usage = Usage()
-        for c in completions:
-            if c is not None:
-                usage.calls += 1
-                usage.input_tokens += int(getattr(c, "input_tokens", 0) or 0)
-                usage.output_tokens += int(getattr(c, "output_tokens", 0) or 0)
-                usage.cost_usd += float(getattr(c, "cost_usd", 0.0) or 0.0)
-        items = max(len(completions), 1)
-        failed = items - usage.calls
-        first = min(errors) if errors else None
-        model = next((getattr(c, "model", None) for c in completions if c is not None), None)
-        self.calls.append(
-            ChildCall(
-                kind,
-                label[:200],
-                failed < items,
-                items=items,
-                failed=failed,
-                error=None if first is None else f"{len(errors)} failed (item {first}: {errors[first]})",
-                model=model,
-                usage=usage,
-                seconds=seconds,
-            )
+        """Record model calls made in the run by library code outside the helpers: one trajectory entry
+        with their usage; a budget refusal among them ends the run as the helpers' do."""
+        calls = LibraryCalls()
+        calls.note_llm_calls(kind, label, completions, errors, seconds)
+        self.add_library_calls(kind, label, calls, seconds)
+
+    def add_library_calls(
+        self, kind: str, label: str, calls: LibraryCalls, seconds: float, *, ok: bool | None = None
+    ) -> None:
+        """One trajectory entry for what `calls` collected (`ok` None: ok when any call was answered)."""
+        items = max(calls.items, 1)
+        good = calls.usage.calls > 0 if ok is None else ok
+        entry = ChildCall(
+            kind,
+            label[:200],
+            good,
+            items=items,
+            failed=items - calls.usage.calls if calls.items else (0 if good else 1),
+            error=calls.first_error,
+            model=calls.model,
+            usage=calls.usage,
+            seconds=seconds,
+            saw_context=True,  # library helpers run over the text they are given
         )
-        if failed < items:
+        self.calls.append(entry)
+        if good:
             self.successes += 1
-        refused = next((e for e in errors.values() if "budget" in e.lower()), None)
-        if refused is not None and self.budget_error is None:
-            self.budget_error = refused
+            self.gate.context_calls += 1
+        if calls.budget_error is not None and self.budget_error is None:
+            self.budget_error = calls.budget_error
 
     def drain(self) -> tuple[list[ChildCall], list[str]]:
         calls, rejections = self.calls, self.rejections

@@ -242,3 +242,75 @@ def test_map_reduce_in_a_run_is_charged_to_the_run_budget(served, kernel: Kernel
     assert "MapReduceError" in error and "of budget 'rlm run' would be exceeded" in error, error
     mapped = [r for r in served[0].requests if "summarise this part" in r.prompt]
     assert 0 < len(mapped) < 30, len(mapped)  # refused at the run's budget, not sent on the session's
+
+
+def test_library_calls_in_a_run_are_charged_to_it_and_in_its_trajectory(
+    served, kernel: KernelHarness
+) -> None:
+    """map_reduce and find_relevant(use_llm_scoring=True) reach the LLM layer without the helpers: the call
+    scope (budget and run) carries them to the broker's ledger and into the run's trajectory."""
+    script(
+        served,
+        Script(
+            root=[
+                repl(
+                    "s = map_reduce(context, 'summarise this part', 'combine the parts', n_chunks=4)\n"
+                    "hits = find_relevant(context, 'apples', top_k=2, use_llm_scoring=True)\n"
+                    "print(len(hits))"
+                ),
+                "FINAL(done)",
+            ],
+            child=lambda rec: "7" if "apples" in rec.prompt and "summarise" not in rec.prompt else "ok",
+        ),
+    )
+    text = "\n\n".join(f"Paragraph {i}: apples and pears, " + "filler " * 200 for i in range(40))
+    ok(kernel, f"import json\nr = rlm_run('q', context={text!r}, budget_usd=1.0)", timeout=120)
+    calls = probe(
+        kernel,
+        "[[c.kind, c.ok, c.usage.calls, c.usage.input_tokens, c.usage.cost_usd]"
+        " for c in r.trajectory[0].calls]",
+    )
+    kinds = [c[0] for c in calls]
+    assert "map_reduce" in kinds and "find_relevant" in kinds, calls
+    for kind, good, n, tokens, usd in calls:
+        assert good and n > 0 and tokens > 0 and usd > 0, (kind, calls)
+    scored = [r for r in served[0].requests if "apples" in r.prompt and "summarise" not in r.prompt]
+    mapped = [r for r in served[0].requests if "summarise this part" in r.prompt or "combine" in r.prompt]
+    library = sum(c[2] for c in calls)
+    assert library == len(scored) + len(mapped) - 0, (calls, len(scored), len(mapped))
+    # the run's usage (what its budget was charged) includes them: root turns + the library calls
+    assert probe(kernel, "r.usage.calls") == probe(kernel, "len(r.trajectory)") + library
+
+
+def test_rlm_magic_budget_refuses_map_reduce_with_the_map_calls_counted(
+    served, kernel: KernelHarness
+) -> None:
+    served[0].latency = 0.05
+    script(
+        served,
+        Script(
+            root=[
+                repl("parts = map_reduce(context, 'summarise this part', 'combine the parts', n_chunks=30)"),
+                repl("after = 1"),
+            ]
+        ),
+    )
+    ok(kernel, "import json\nload_context('word ' * 30000)")
+    # each map call reserves 1024 output tokens at $10/M ≈ $0.01: 30 of them cannot fit in the run's $0.05
+    ok(kernel, "%%rlm --budget-usd 0.05\nSummarise", timeout=120)
+    assert probe(kernel, "rlm_result.termination") == "budget"
+    assert "would be exceeded" in probe(kernel, "rlm_result.message")
+    assert not probe(kernel, "'after' in rlm_result.namespace")
+    mapped = [r for r in served[0].requests if "summarise this part" in r.prompt]
+    assert 0 < len(mapped) < 30, len(mapped)
+    entry = probe(
+        kernel,
+        "[[c.kind, c.items, c.failed, c.usage.calls, c.usage.cost_usd]"
+        " for c in rlm_result.trajectory[0].calls]",
+    )
+    assert len(entry) == 1 and entry[0][0] == "map_reduce", entry
+    kind, items, failed, counted, usd = entry[0]
+    assert items == 30 and counted == len(mapped) and failed == 30 - counted and usd > 0, entry
+    # the run paid its root turn and every map call that was answered, and stayed within its budget
+    assert probe(kernel, "rlm_result.usage.calls") == 1 + len(mapped)
+    assert probe(kernel, "rlm_result.usage.cost_usd") <= 0.05
