@@ -85,7 +85,12 @@ _libc: ctypes.CDLL | None = None
 def _syscall() -> ctypes._CFuncPtr:  # type: ignore[name-defined]
     global _libc
     if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        # the interpreter's own C library first: `find_library` runs helper programs (ldconfig), ~20 ms of
+        # every confined start-up; it is only the fallback for a Python not linked against libc
+        libc = ctypes.CDLL(None, use_errno=True)
+        if not hasattr(libc, "syscall"):
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        _libc = libc
     fn = _libc.syscall
     fn.restype = ctypes.c_long
     return fn
