@@ -68,6 +68,7 @@ class Broker:
         self._engine_ids: dict[str, int] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._writer: asyncio.StreamWriter | None = None
+        self._out: list[bytes] = []  # frames waiting for this loop turn's write
         self.ledger = Ledger()
         self.paid = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
         """Every answer this broker paid for (whatever budget it was charged to)."""
@@ -75,8 +76,19 @@ class Broker:
         """Calls paid for per owning cell (msg_id), as the scopes of the requests named them."""
 
     def _write(self, message: dict[str, Any]) -> None:
-        if self._writer is not None and not self._writer.is_closing():
-            self._writer.write(encode(message))
+        """Queue one frame; the frames queued in one turn of the loop go out in one write (a fan-out of 64
+        produces a burst of start and result frames: one system call for all of them, not one each)."""
+        if self._writer is None or self._writer.is_closing():
+            return
+        data = encode(message)
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._out.append(data)
+
+    def _flush(self) -> None:
+        out, self._out = self._out, []
+        if out and self._writer is not None and not self._writer.is_closing():
+            self._writer.write(b"".join(out))
 
     async def serve(self, sock: socket.socket) -> None:
         reader, writer = await asyncio.open_unix_connection(sock=sock, limit=2**20)
@@ -96,6 +108,7 @@ class Broker:
             await asyncio.gather(*self._tasks.values(), return_exceptions=True)
             for engine in self._engines.values():
                 await engine._aclose_when_idle()  # noqa: SLF001 - the broker owns these clients
+            self._flush()
             writer.close()
 
     def _dispatch(self, message: dict[str, Any]) -> None:
