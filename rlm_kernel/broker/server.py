@@ -72,8 +72,8 @@ class Broker:
         self.ledger = Ledger()
         self.paid = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
         """Every answer this broker paid for (whatever budget it was charged to)."""
-        self.by_owner: Counter[str] = Counter()
-        """Calls paid for per owning cell (msg_id), as the scopes of the requests named them."""
+        self.paid_by: Counter[str] = Counter()
+        """Answers paid for per cell (`owner:<msg_id>`) and run (`run:<id>`), as the scopes name them."""
 
     def _write(self, message: dict[str, Any]) -> None:
         """Queue one frame; the frames queued in one turn of the loop go out in one write (a fan-out of 64
@@ -175,7 +175,7 @@ class Broker:
         scope = message.get("scope") or {}
         wire = scope.get("budgets")
         budget, names = self.ledger.chain(wire) if wire else (Budget(label="unscoped"), {})
-        owner = scope.get("owner")
+        owners = [f"{k}:{scope[k]}" for k in ("owner", "run") if isinstance(scope.get(k), str)]
         items = message["items"]
         if not isinstance(items, list):
             raise ValueError("a batch's items must be a list")
@@ -187,7 +187,7 @@ class Broker:
         async def one(index: int, data: dict[str, Any]) -> None:
             async with sem:
                 try:
-                    await self._item(rid, index, engine, budget, names, request_from_wire(data), owner)
+                    await self._item(rid, index, engine, budget, names, request_from_wire(data), owners)
                 except asyncio.CancelledError:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - MemoryError included: only this item fails
@@ -207,7 +207,7 @@ class Broker:
         budget: Budget,
         names: dict[int, str],
         req: Any,
-        owner: Any,
+        owners: list[str],
     ) -> None:
         prices = engine.config.prices
         if engine.config.cache != "off":
@@ -239,8 +239,7 @@ class Broker:
         self.paid["input_tokens"] += resp.input_tokens
         self.paid["output_tokens"] += resp.output_tokens
         self.paid["cost_usd"] += usd or 0.0
-        if isinstance(owner, str):
-            self.by_owner[owner] += 1
+        self.paid_by.update(owners)
         try:
             unrecorded = await engine.record_here(req, resp)
         except asyncio.CancelledError:
@@ -280,6 +279,7 @@ class Broker:
             "pid": os.getpid(),
             "endpoints": self.policy.configured(),
             "paid": dict(self.paid),
+            "paid_by": dict(self.paid_by),
             "scopes": len(self.ledger),
             "running": len(self._tasks) - 1,
         }

@@ -167,6 +167,7 @@ def test_the_ledger_refuses_what_the_scope_cannot_pay_for_and_settles_the_rest(
     assert snap["session"]["calls"] == 2 and snap["session"]["refused"] == 0
     assert snap["run"]["reserved"]["calls"] == 0
     assert snap["run"]["input_tokens"] == sum(c[0] for c in charged)
+    assert _ask(broker, {"op": "status", "id": 4})["paid_by"] == {"owner:cell-1": 2}
 
 
 def test_a_budget_new_to_the_ledger_starts_from_what_the_kernel_settled(
