@@ -623,7 +623,13 @@ class LLMClient:
         t0 = time.monotonic()
         names = scope_ids(budget)
 
+        live = [
+            True
+        ]  # after a cancel, late frames only settle the budget: the call already showed as cancelled
+
         def emit(i: int, kind: str, **fields: Any) -> None:
+            if not live[0]:
+                return
             item = items[i]
             bus.emit(
                 CallEvent(
@@ -724,6 +730,13 @@ class LLMClient:
         try:
             engine = await self._engine_id()
             await self._broker.batch(engine, [it.request for it in items], scope, limit, on_frame)
+        except (
+            asyncio.CancelledError
+        ):  # an interrupt: the calls in flight end as cancelled now (as in-process)
+            for i in list(reserved):
+                fail(i, LLMCancelled(CANCELLED))
+            live[0] = False
+            raise
         except LLMError as exc:  # the batch as a whole failed (e.g. the broker died): every open item fails
             for i in range(len(items)):
                 if results[i] is None and i not in errors:

@@ -183,6 +183,9 @@ def test_auto_without_a_widget_frontend_writes_text_only(
 def test_interrupt_mid_batch_still_reports_in_the_cell(
     auto_kernel: KernelHarness, server: LLMTestServer
 ) -> None:
+    # the kernel's first model call also starts the broker's HTTP stack (seconds on a busy machine): warm it
+    # up first, so that calls are answered before the interrupt below
+    assert auto_kernel.execute("llm_query('warm up')", timeout=60).ok
     server.latency = 0.5
     try:
         msg_id = auto_kernel.kc.execute("answers = llm_query_batched([f'slow {i}' for i in range(64)])")
