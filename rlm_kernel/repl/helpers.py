@@ -59,15 +59,7 @@ def _llm():
 
 
 def _usage(completions: list) -> Usage:
-    u = Usage()
-    for c in completions:
-        if c is None:
-            continue
-        u.calls += 1
-        u.input_tokens += int(getattr(c, "input_tokens", 0) or 0)
-        u.output_tokens += int(getattr(c, "output_tokens", 0) or 0)
-        u.cost_usd += float(getattr(c, "cost_usd", 0.0) or 0.0)
-    return u
+    return Usage.of(completions)
 
 
 def _preview(value: object) -> str:
@@ -214,6 +206,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 usage=_usage([completion]),
                 seconds=time.monotonic() - started,
                 saw_context=sees_context(prompt, system),
+                prompt=prompt,
+                response=text,
             )
         )
         return text
@@ -292,22 +286,24 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 True,
                 items=len(items),
                 response_preview=_preview(texts[0]),
-                model=chosen,
+                model=chosen or completions[0].model,
                 usage=_usage(completions),
                 seconds=time.monotonic() - started,
                 saw_context=sees_context(*items),
+                prompt=items[0],
+                response=texts[0],
             )
         )
         return texts
 
-    def run_child(prompt: str, model: str | None) -> tuple[str, Usage]:
-        from rlm_kernel.rlm.loop import run_rlm
+    def child_steps(prompt: str, model: str | None):  # -> RunSteps
+        from rlm_kernel.rlm.loop import run_rlm_steps
 
         depth = max(state.depth, 0) + 1
         options = state.options.with_(shared=False, budget_usd=None)
         if model:
             options = options.with_(model=model)
-        result = run_rlm(
+        return run_rlm_steps(
             "The task is in `context`: read it, do what it asks, and give the answer with FINAL.",
             ctxmod.load(prompt, kind="text"),
             options=options,
@@ -315,13 +311,36 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             session=state.session,
             parent_budget=state.budget,
         )
-        if result.termination == "interrupted":
+
+    def settle_child(prompt: str, model: str | None, result: object, seconds: float) -> str:
+        """Record a finished sub-RLM as a child call (with its whole run); its answer, or the error."""
+        answer = getattr(result, "answer", None)
+        termination = getattr(result, "termination", "error")
+        call = ChildCall(
+            "rlm_query",
+            _preview(prompt),
+            answer is not None,
+            response_preview=_preview(answer or ""),
+            model=getattr(result, "model", None) or model,
+            usage=getattr(result, "usage", Usage()),
+            seconds=seconds,
+            saw_context=sees_context(prompt),
+            prompt=prompt,
+            response=answer or "",
+            run=result.tree() if hasattr(result, "tree") else None,  # type: ignore[union-attr]
+            error=None if answer is not None else f"{termination}: {getattr(result, 'message', '')}",
+        )
+        record(call)
+        if termination == "interrupted":
             raise interrupted()
-        if result.termination == "budget":
-            raise budget_hit(result.message)
-        if result.answer is None:
-            raise QueryError(f"the sub-RLM ended without an answer ({result.termination}: {result.message})")
-        return result.answer, result.usage
+        if termination == "budget":
+            raise budget_hit(getattr(result, "message", ""))
+        if answer is None:
+            raise QueryError(
+                f"rlm_query failed: the sub-RLM ended without an answer ({termination}: "
+                f"{getattr(result, 'message', '')})"
+            )
+        return answer
 
     def at_max_depth() -> bool:
         return max(state.depth, 0) + 1 > state.options.max_depth
@@ -337,70 +356,82 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         model = _check_options("rlm_query", model)[0]
         if at_max_depth():
             return llm_query(prompt, model=model)
+        from rlm_kernel.rlm.steps import drive
+
         started = time.monotonic()
         try:
-            answer, usage = run_child(prompt, model)
+            result = drive(child_steps(prompt, model))
         except RLMError as err:
-            record(ChildCall("rlm_query", _preview(prompt), False, error=str(err), model=model))
-            raise QueryError(f"rlm_query failed: {err}") from None
-        record(
-            ChildCall(
-                "rlm_query",
-                _preview(prompt),
-                True,
-                response_preview=_preview(answer),
-                model=model,
-                usage=usage,
-                seconds=time.monotonic() - started,
-                saw_context=sees_context(prompt),
+            record(
+                ChildCall("rlm_query", _preview(prompt), False, error=str(err), model=model, prompt=prompt)
             )
-        )
-        return answer
+            raise QueryError(f"rlm_query failed: {err}") from None
+        return settle_child(prompt, model, result, time.monotonic() - started)
 
     def rlm_query_batched(prompts: list[str], model: str | None = None) -> list[str]:
-        """Run one sub-RLM per prompt; returns their answers in input order.
+        """Run one sub-RLM per prompt, several at once; returns their answers in input order.
 
         rlm_query_batched(prompts, model=None) -> list[str]
-        Sub-RLMs run one after another (each one's own llm_query_batched calls fan out concurrently). At the
-        maximum depth this is llm_query_batched. Failures surface like llm_query_batched: QueryBatchError with
-        `.results` (None where failed) and `.errors` {index: reason}, after every prompt has been tried.
+        Up to `subrun_concurrency` sub-RLMs (setting, default 4) run at once: their model calls overlap,
+        their code blocks run one at a time. At the maximum depth this is llm_query_batched. Failures
+        surface like llm_query_batched: QueryBatchError with `.results` (None where failed) and `.errors`
+        {index: reason}, after every prompt has been tried.
         """
+        from rlm_kernel.rlm import subruns
+
         items = _check_prompts(prompts, "rlm_query_batched")
         model = _check_options("rlm_query_batched", model)[0]
         if at_max_depth():
             return llm_query_batched(items, model=model)
-        results: list[str | None] = []
-        errors: dict[int, str] = {}
         if not items:
             return []
+        results: list[str | None] = [None] * len(items)
+        errors: dict[int, str] = {}
         events = _llm().events
         label = f"{len(items)} sub-RLMs, first: {_preview(items[0])}"
         depth = int(getattr(state.budget, "depth", 0) or 0)
+
         # one fan-out whose items are the sub-RLMs: their own calls and fan-outs nest under it
         with events.BatchEvents(len(items), label=label, depth=depth, kind="rlm") as batch:
-            for i, prompt in enumerate(items):
-                batch.start(i)
-                try:
+
+            def make(i: int):  # noqa: ANN202 - RunSteps
+                def steps():  # noqa: ANN202 - the sub-RLM inside this fan-out's item
                     with batch.inside():
-                        answer = rlm_query(prompt, model=model)
+                        return (yield from child_steps(items[i], model))
+
+                return steps
+
+            def on_end(i: int, result: object, error: BaseException | None, seconds: float) -> bool:
+                if error is not None:
+                    if not isinstance(error, RLMError):
+                        batch.fail(i, f"{type(error).__name__}: {error}")
+                        raise error
+                    record(
+                        ChildCall("rlm_query", _preview(items[i]), False, error=str(error), prompt=items[i])
+                    )
+                    errors[i] = f"rlm_query failed: {error}"
+                    batch.fail(i, errors[i])
+                    return True
+                try:
+                    results[i] = settle_child(items[i], model, result, seconds)
                 except ReplError as err:
-                    batch.fail(i, str(err))
-                    results.append(None)
                     errors[i] = str(err)
-                    if state.run is not None and state.run.budget_error:
-                        for j in range(i + 1, len(items)):
-                            results.append(None)
-                            errors[j] = "not started: the budget is exhausted"
-                        break
-                    continue
-                except Exception as err:  # noqa: BLE001 - recorded on the fan-out, then raised as before
-                    batch.fail(i, f"{type(err).__name__}: {err}")
-                    raise
-                except BaseException:  # an interrupt or a cell time limit
+                    batch.fail(i, str(err))
+                    return not (state.run is not None and state.run.budget_error)
+                except BaseException:  # an interrupt: the driver cancels the others and re-raises
                     batch.fail(i, events.CANCELLED)
                     raise
                 batch.finish(i)
-                results.append(answer)
+                return True
+
+            try:
+                not_started = subruns.run_concurrently(
+                    [make(i) for i in range(len(items))], subruns.concurrency(), batch.start, on_end
+                )
+            except KeyboardInterrupt:
+                raise interrupted() from None
+            for j in not_started:
+                errors[j] = "not started: the budget is exhausted"
         if errors:
             first = min(errors)
             raise QueryBatchError(
