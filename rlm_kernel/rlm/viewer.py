@@ -83,7 +83,8 @@ def _turn_html(turn: dict) -> str:
     )
     if turn.get("final") is not None:
         head += " — FINAL"
-    parts = [f"<details class='{_e(kind)}'><summary>{_e(head)}</summary>"]
+    opening = "<details>" if kind == "turn" else f"<details class='{_e(kind)}'>"
+    parts = [f"{opening}<summary>{_e(head)}</summary>"]
     if kind == "compaction":
         parts.append(
             f"<div class='m'>summary of earlier turns:</div><pre>{_e(_cut(turn.get('reply', '')))}</pre>"
@@ -136,7 +137,8 @@ def tree_text(tree: dict, indent: str = "") -> str:
     """The plain-text twin: one line per turn and per call, nested runs indented."""
     head = tree.get("run") or {}
     lines = [
-        f"{indent}RLM run (depth {head.get('depth', 1)}, {head.get('model') or '?'}): "
+        f"{indent}{'Sub-RLM' if int(head.get('depth', 1) or 1) > 1 else 'RLM run'} "
+        f"(depth {head.get('depth', 1)}, {head.get('model') or '?'}): "
         f"{head.get('termination')} — {_usage(head)}"
     ]
     for t in tree.get("turns") or []:
