@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.llm import loop
 from rlm_kernel.llm.budget import Budget, current_budget
-from rlm_kernel.llm.cache import CacheEntry, ResponseCache
+from rlm_kernel.llm.cache import CacheEntry, ResponseCache, cache_key
 from rlm_kernel.llm.cache_io import BUSY, CacheIO
 from rlm_kernel.llm.config import LLMConfig, load_config, settings_version
 from rlm_kernel.llm.errors import (
@@ -591,6 +591,7 @@ class LLMClient:
     async def _call_inner(self, item: _Item, budget: Budget, event: Any, t0: float) -> Completion:
         req = item.request
         provider = self.config.provider
+        key = cache_key(provider, req)  # named in the events: provenance (rlm/provenance.py) records it
         try:
             hit = await self._lookup(req)
             if hit is not None:
@@ -600,7 +601,7 @@ class LLMClient:
                     "cached",
                     input_tokens=r.input_tokens,
                     output_tokens=r.output_tokens,
-                    extra={"recorded_at": recorded_at},
+                    extra={"recorded_at": recorded_at, "cache_key": key},
                 )
                 return self._completion(r, provider, item.tier, 0.0, cached=True, latency=0.0)
             est_usd = cost_usd(req.model, item.est_input, req.max_tokens, self.config.prices)
@@ -644,7 +645,7 @@ class LLMClient:
             output_tokens=resp.output_tokens,
             cost_usd=usd or 0.0,
             latency_s=latency,
-            extra={"finish_reason": resp.finish_reason},
+            extra={"finish_reason": resp.finish_reason, "cache_key": key},
         )
         return self._completion(resp, provider, item.tier, usd, cached=False, latency=latency)
 
