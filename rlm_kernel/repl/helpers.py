@@ -312,8 +312,11 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             parent_budget=state.budget,
         )
 
-    def settle_child(prompt: str, model: str | None, result: object, seconds: float) -> str:
-        """Record a finished sub-RLM as a child call (with its whole run); its answer, or the error."""
+    def settle_child(
+        prompt: str, model: str | None, result: object, seconds: float, calls: dict | None = None, i: int = 0
+    ) -> str:
+        """Record a finished sub-RLM as a child call (with its whole run; into `calls[i]` when given, for
+        the caller to record in input order); returns its answer, or raises its error."""
         answer = getattr(result, "answer", None)
         termination = getattr(result, "termination", "error")
         call = ChildCall(
@@ -330,7 +333,10 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             run=result.tree() if hasattr(result, "tree") else None,  # type: ignore[union-attr]
             error=None if answer is not None else f"{termination}: {getattr(result, 'message', '')}",
         )
-        record(call)
+        if calls is None:
+            record(call)
+        else:
+            calls[i] = call
         if termination == "interrupted":
             raise interrupted()
         if termination == "budget":
@@ -406,14 +412,14 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                     if not isinstance(error, RLMError):
                         batch.fail(i, f"{type(error).__name__}: {error}")
                         raise error
-                    record(
-                        ChildCall("rlm_query", _preview(items[i]), False, error=str(error), prompt=items[i])
+                    calls[i] = ChildCall(
+                        "rlm_query", _preview(items[i]), False, error=str(error), prompt=items[i]
                     )
                     errors[i] = f"rlm_query failed: {error}"
                     batch.fail(i, errors[i])
                     return True
                 try:
-                    results[i] = settle_child(items[i], model, result, seconds)
+                    results[i] = settle_child(items[i], model, result, seconds, calls, i)
                 except ReplError as err:
                     errors[i] = str(err)
                     batch.fail(i, str(err))
@@ -424,12 +430,16 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 batch.finish(i)
                 return True
 
+            calls: dict[int, ChildCall] = {}  # recorded in input order, whatever order the runs end in
             try:
                 not_started = subruns.run_concurrently(
                     [make(i) for i in range(len(items))], subruns.concurrency(), batch.start, on_end
                 )
             except KeyboardInterrupt:
                 raise interrupted() from None
+            finally:
+                for i in sorted(calls):
+                    record(calls[i])
             for j in not_started:
                 errors[j] = "not started: the budget is exhausted"
         if errors:

@@ -12,3 +12,7 @@ register_window_setting()
 from rlm_kernel.rlm.subruns import register_concurrency_setting  # noqa: E402
 
 register_concurrency_setting()
+
+from rlm_kernel.rlm.compaction import register_compaction_setting  # noqa: E402
+
+register_compaction_setting()

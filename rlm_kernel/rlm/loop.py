@@ -12,6 +12,7 @@ from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
+from rlm_kernel.rlm.compaction import maybe_compact
 from rlm_kernel.rlm.display import LiveDisplay, RunBudgetDisplay
 from rlm_kernel.rlm.extract import extract
 from rlm_kernel.rlm.gate import block_facts, prints_only_literals, rejection
@@ -83,12 +84,15 @@ class _Run:
         self.first = context_message(question, loaded.value, options.preview_chars, dict(loaded.files))
         self.history: list[dict] = []
         self.model: str | None = None
+        self.summary, self.compacted = "", 0  # see compaction.py
 
     # -- model side
     def messages(self) -> list[dict]:
         keep = self.history[-2 * self.options.history_turns :] if self.history else []
         dropped = (len(self.history) - len(keep)) // 2
         first = self.first
+        if self.summary:
+            first += f"\n\n[Summary of the first {self.compacted} turn(s), compacted]\n{self.summary}"
         if dropped:
             first += (
                 f"\n\n[{dropped} earlier turn(s) are not shown to keep the history short; the variables they "
@@ -282,6 +286,7 @@ class _Run:
             started = time.monotonic()
             try:
                 try:
+                    yield from maybe_compact(self, index)
                     completion = yield from self.ask_root()
                 except llm.BudgetExceeded as err:
                     return None, "budget", f"the budget was exhausted before turn {index}: {err}"

@@ -154,7 +154,8 @@ class RLMResult:
 
     @property
     def iterations(self) -> int:
-        return len(self.trajectory)
+        """Root turns taken (compaction summaries are in `trajectory` but are not turns)."""
+        return sum(1 for t in self.trajectory if t.kind == "turn")
 
     @property
     def calls(self) -> int:
