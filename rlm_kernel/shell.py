@@ -95,7 +95,15 @@ def _capped(shell: Any, data: Any, metadata: Any) -> tuple[Any, Any, int]:
 
 
 class RLMDisplayHook(ZMQShellDisplayHook):
-    """execute_result bundles (a cell's last expression) count against the per-cell output cap."""
+    """execute_result bundles (a cell's last expression) count against the per-cell output cap; a value a
+    helper has shown already (SHOW_VARS' listing, FINAL_VAR's answer: sandbox/shown.py) is not shown again."""
+
+    def __call__(self, result: Any = None) -> None:
+        from rlm_kernel.sandbox import shown
+
+        if shown.consume(result):
+            return
+        super().__call__(result)
 
     def write_format_data(self, format_dict: Any, md_dict: Any = None) -> None:
         format_dict, md_dict, _ = _capped(self.shell, format_dict, md_dict)

@@ -19,6 +19,7 @@ from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, Re
 from rlm_kernel.repl.state import ReplState
 from rlm_kernel.rlm.gate import rejection, shares_text
 from rlm_kernel.rlm.trajectory import ChildCall, Usage
+from rlm_kernel.sandbox import shown
 from rlm_kernel.sandbox.coerce import (
     CoercionError,
     exact_float,
@@ -119,10 +120,32 @@ def _text_of(answer: object) -> str:
 
 def set_context(state: ReplState, ns: dict, loaded: ctxmod.LoadedContext) -> None:
     """Bind a loaded context into `ns` (and into the repair snapshot so it survives rebinding)."""
-    values = {"context": loaded.value, "ctx": loaded.value, "context_files": loaded.files}
+    values = {
+        "context": loaded.value,
+        "ctx": loaded.value,
+        "context_0": loaded.value,
+        "context_files": loaded.files,
+    }
     ns.update(values)
     state.protected.update(values)
     state.protected["__loaded_context__"] = loaded
+
+
+def add_context(state: ReplState, ns: dict, loaded: ctxmod.LoadedContext, append: bool) -> None:
+    """`load_context`'s binding: the first context as `context`/`ctx`/`context_0`, each appended one as the
+    next `context_N`; without `append`, the earlier `context_N` are dropped."""
+    count = state.protected.get("__context_count__")
+    count = count if isinstance(count, int) else 0
+    if append and count:
+        name = f"context_{count}"
+        ns[name] = state.protected[name] = loaded.value
+        state.protected["__context_count__"] = count + 1
+        return
+    for i in range(1, count):
+        ns.pop(f"context_{i}", None)
+        state.protected.pop(f"context_{i}", None)
+    set_context(state, ns, loaded)
+    state.protected["__context_count__"] = 1
 
 
 def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
@@ -452,8 +475,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             ) from None
         return [r for r in results if r is not None]
 
-    def SHOW_VARS() -> None:  # noqa: N802 - the RLM reference name
-        """Print the variables you created, with their type and size (helpers and context excluded)."""
+    def SHOW_VARS() -> str:  # noqa: N802 - the RLM reference name
+        """Print the variables you created, with their type and size (helpers and context excluded); returns
+        the same text (shown once: as the last expression of a cell it is not displayed again)."""
         hidden = set(HELPER_NAMES) | set(CONTEXT_NAMES) | set(state.protected) | {"final_answer"}
         rows = []
         for name, value in ns.items():
@@ -470,7 +494,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             except Exception:  # noqa: BLE001 - objects without a length
                 size = ""
             rows.append(f"{name:<24} {type(value).__name__:<16} {size}")
-        emit("\n".join(rows) if rows else "(no variables yet)")
+        text = "\n".join(rows) if rows else "(no variables yet)"
+        emit(text)
+        return shown.mark(text)  # type: ignore[return-value]
 
     def repl_set(name: str, value: object) -> None:
         """Set variable `name` to `value` in this namespace: repl_set(name, value)."""
@@ -507,8 +533,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         in a notebook cell it displays the answer prominently and stores it in `final_answer`."""
         finish(answer, "FINAL")
 
-    def FINAL_VAR(name: str) -> None:  # noqa: N802 - the RLM reference name
-        """Give the value of the variable called `name` (a string) as the final answer, like FINAL."""
+    def FINAL_VAR(name: str) -> object:  # noqa: N802 - the RLM reference name
+        """Give the value of the variable called `name` (a string) as the final answer, like FINAL; returns
+        that value (shown once: as the last expression of a cell it is not displayed again)."""
         if type(name) is not str:
             raise ReplError(
                 "FINAL_VAR takes the variable's name as a string, e.g. FINAL_VAR('answer')"
@@ -517,7 +544,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             raise ReplError(
                 f"FINAL_VAR: there is no variable named {name!r}; set it first or use FINAL(value)"
             ) from None
-        finish(ns[name], "FINAL_VAR")
+        value = ns[name]
+        finish(value, "FINAL_VAR")
+        return shown.mark(value)
 
     def load_context(
         source: object,
@@ -525,10 +554,14 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         encoding: str = "utf-8",
         errors: str = "strict",
         allow_secrets: bool = False,
+        append: bool = False,
     ):
         """Load `context` (and `ctx`, `context_files`) from a string, a file, a directory or a glob.
 
-        load_context(source, kind="auto", encoding="utf-8", errors="strict", allow_secrets=False) -> summary
+        load_context(source, kind="auto", encoding="utf-8", errors="strict", allow_secrets=False,
+                     append=False) -> summary
+        `context_0` is the loaded context too; with append=True the source is added as `context_1`,
+        `context_2`, … and `context` stays the first (the reference RLM library's names).
         A directory or glob becomes a corpus: files joined with `=== path ===` lines; `context_files` maps
         each path to its (start, end) offsets. Only paths under the allowed roots (the notebook's directory by
         default, or RLM_CONTEXT_ROOTS) are read. kind: auto, text, file, dir, glob or data.
@@ -542,6 +575,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             errors = exact_str(errors, "load_context: errors")
         except CoercionError as err:
             raise ContextError(str(err)) from None
+        if append is not True and append is not False:
+            raise ContextError("load_context: append must be True or False") from None
         if allow_secrets is not False:
             if allow_secrets is not True:
                 raise ContextError("load_context: allow_secrets must be True or False") from None
@@ -557,7 +592,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 "not enough memory to load this context under the kernel's memory limit (RLM_MEMORY_MB); "
                 "load fewer or smaller files"
             ) from None
-        set_context(state, ns, loaded)
+        add_context(state, ns, loaded, append)
         return loaded.summary()
 
     def load_corpus(source: object, partition_mb: float = corpusmod.DEFAULT_PARTITION_MB):
