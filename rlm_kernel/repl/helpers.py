@@ -430,7 +430,14 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
 
                 return steps
 
+            running: set[int] = set()
+
+            def on_start(i: int) -> None:
+                running.add(i)
+                batch.start(i)
+
             def on_end(i: int, result: object, error: BaseException | None, seconds: float) -> bool:
+                running.discard(i)
                 if error is not None:
                     if not isinstance(error, RLMError):
                         batch.fail(i, f"{type(error).__name__}: {error}")
@@ -456,10 +463,14 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             calls: dict[int, ChildCall] = {}  # recorded in input order, whatever order the runs end in
             try:
                 not_started = subruns.run_concurrently(
-                    [make(i) for i in range(len(items))], subruns.concurrency(), batch.start, on_end
+                    [make(i) for i in range(len(items))], subruns.concurrency(), on_start, on_end
                 )
-            except KeyboardInterrupt:
-                raise interrupted() from None
+            except BaseException as err:  # an interrupt or time limit: the runs still going were cancelled
+                for i in sorted(running):
+                    batch.fail(i, events.CANCELLED)
+                if isinstance(err, KeyboardInterrupt):
+                    raise interrupted() from None
+                raise
             finally:
                 for i in sorted(calls):
                     record(calls[i])

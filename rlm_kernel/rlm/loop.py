@@ -108,13 +108,18 @@ class _Run:
         model = self.options.model or getattr(client.config, "root_model", None)
         window = window_tokens(client.config)
         system = system_prompt(window, int(getattr(client.config, "max_tokens", 1024) or 1024))
+        if self.model is None:  # named in the trajectory even if no call ever answers
+            from rlm_kernel.llm.tiers import resolve_model
+
+            with contextlib.suppress(Exception):
+                self.model = resolve_model(model, role="synthesis", prompt_tokens=0, config=client.config)[1]
         return RootRequest(self.messages(), model, system, self.state.budget)
 
     def ask_root(self) -> RunSteps:
         """Yield the next root request; returns its completion (noting the model that answered)."""
         request = self.root_request()
         completion = yield request
-        self.model = self.model or getattr(completion, "model", None) or request.model
+        self.model = getattr(completion, "model", None) or self.model or request.model
         return completion
 
     # -- sandbox side
