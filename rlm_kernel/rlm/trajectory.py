@@ -237,6 +237,11 @@ class RLMResult:
                 if t.error:
                     outputs.append(v4.new_output("error", ename="Error", evalue=t.error, traceback=[t.error]))
                 cells.append(v4.new_code_cell(t.code, outputs=outputs, execution_count=t.index))
+            for call in t.calls:  # nested sub-RLM runs, right after the turn that started them
+                if call.run is not None:
+                    from rlm_kernel.rlm.viewer import notebook_cells
+
+                    cells.extend(notebook_cells(call.run))
         cells.append(
             v4.new_markdown_cell(f"## Answer ({self.termination})\n\n{self.message}\n\n{self.answer or ''}")
         )

@@ -11,7 +11,7 @@ import html
 import json
 from pathlib import Path
 
-__all__ = ["load_tree", "tree_html", "tree_text", "view"]
+__all__ = ["load_tree", "notebook_cells", "tree_html", "tree_text", "view"]
 
 _SHOW = 4000
 _STYLE = (
@@ -151,6 +151,40 @@ def tree_text(tree: dict, indent: str = "") -> str:
                 lines.append(tree_text(c["run"], indent + "      "))
     lines.append(f"{indent}answer: {head.get('answer')}")
     return "\n".join(lines)
+
+
+def notebook_cells(tree: dict, depth: int = 2) -> list:
+    """A nested run as notebook cells (for `RLMResult.to_notebook`): its prompt, its turns as markdown and
+    code cells with their output, its answer, and its own nested runs in turn, quoted one level deeper."""
+    from nbformat import v4
+
+    head = tree.get("run") or {}
+    quote = "> " * (depth - 1)
+
+    def md(text: str) -> object:
+        return v4.new_markdown_cell("\n".join(quote + line for line in text.splitlines()))
+
+    cells = [
+        md(
+            f"#### Sub-RLM (depth {head.get('depth', depth)}, {head.get('model') or '?'})\n\n"
+            f"**Prompt:**\n\n{head.get('question', '')}"
+        )
+    ]
+    for t in tree.get("turns") or []:
+        if t.get("code") is None:
+            cells.append(md(f"Turn {t.get('index')} ({t.get('kind', 'turn')}): {t.get('reply', '')}"))
+            continue
+        outputs = []
+        if t.get("stdout"):
+            outputs.append(v4.new_output("stream", name="stdout", text=t["stdout"]))
+        if t.get("error"):
+            outputs.append(v4.new_output("stream", name="stderr", text=t["error"]))
+        cells.append(v4.new_code_cell(t["code"], outputs=outputs))
+        for call in t.get("calls") or []:
+            if isinstance(call.get("run"), dict):
+                cells.extend(notebook_cells(call["run"], depth + 1))
+    cells.append(md(f"**Sub-RLM answer** ({head.get('termination')}): {head.get('answer')}"))
+    return cells
 
 
 def load_tree(path: str) -> dict:

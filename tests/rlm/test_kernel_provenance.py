@@ -3,6 +3,7 @@ them by cell; a cache hit is reported as a cache hit under the same cache key.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,3 +78,24 @@ def test_view_magic_renders_a_saved_run_and_refuses_paths_outside_the_roots(serv
     outside = kernel.execute("%rlm view /etc/passwd", timeout=30)
     assert not outside.ok and "outside the allowed roots" in str(outside)
     assert Path(kernel.cwd, "saved.jsonl").is_file()
+
+
+def test_a_replayed_run_reports_cache_hits_not_calls(served) -> None:
+    server, kernel = served
+    server.reset()
+    server.reply_with(Script(root=[repl("a = llm_query('replay: ' + context)\nFINAL_VAR('a')")] * 2))
+    code = (
+        "import json\nr = rlm_run('replay?', context='replayed text')\n"
+        "print(json.dumps([r.answer, r.calls, r.usage.cache_hits, r.tree()['run']['cache_hits'], "
+        "[c.usage.cache_hits for c in r.trajectory[0].calls]]))"
+    )
+    first = kernel.execute(code, timeout=120)
+    assert first.ok, first
+    answer, calls, hits, header_hits, _ = json.loads(first.stdout.strip().splitlines()[-1])
+    assert calls == 2 and hits == 0 and header_hits == 0
+    asked = len(server.requests)
+    again = kernel.execute(code, timeout=120)
+    assert again.ok, again
+    answer2, calls2, hits2, header_hits2, child_hits = json.loads(again.stdout.strip().splitlines()[-1])
+    assert answer2 == answer and len(server.requests) == asked  # nothing went to the server
+    assert (calls2, hits2, header_hits2, child_hits) == (0, 2, 2, [1])

@@ -36,7 +36,7 @@ def test_viewer_html_in_an_nbconvert_export_shows_the_nested_run(
         cells=[
             nbformat.v4.new_code_cell("load_context('alpha beta gamma delta')"),
             nbformat.v4.new_code_cell("%%rlm --max-depth 2\nHow many words?"),
-            nbformat.v4.new_code_cell("rlm_result.to_jsonl('run.jsonl')"),
+            nbformat.v4.new_code_cell("rlm_result.to_jsonl('run.jsonl')\nrlm_result.save('run.ipynb')"),
         ],
         metadata={"kernelspec": {"name": "rlm", "display_name": "RLM", "language": "python"}},
     )
@@ -57,6 +57,11 @@ def test_viewer_html_in_an_nbconvert_export_shows_the_nested_run(
     turn = json.loads(saved.read_text().splitlines()[1])
     nested = turn["calls"][0]["run"]
     assert nested["run"]["depth"] == 2 and len(nested["turns"]) == 2 and nested["run"]["answer"] == "7"
+    exported = nbformat.read(tmp_path / "run.ipynb", as_version=4)
+    sources = [c.source for c in exported.cells]
+    nested_at = next(i for i, src in enumerate(sources) if "Sub-RLM (depth 2" in src)
+    assert sources[nested_at + 1] == "n = len(context.split())\nprint(n)"  # the nested run's own turns
+    assert any("Sub-RLM answer" in src and "7" in src for src in sources[nested_at:])
     shown = rlm_kernel.view(str(saved))
     html = shown._repr_html_()
     assert "Sub-RLM (depth 2" in html and "Count the words: alpha beta gamma delta" in html
