@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.kernel_client import KernelHarness, kernel_with_llm_server
-from tests.llm_server import LLMTestServer
+from tests.llm_server import LLMTestServer, Reply
 from tests.repl.conftest import llm_env
 from tests.rlm.script import ROOT_MARK, SUB_MARK, repl
 
@@ -103,3 +103,23 @@ def test_parallel_sub_rlms_are_children_of_the_root_trajectory(served) -> None:
     assert term == "final" and kinds == ["rlm_query", "rlm_query"]
     assert answers == ["20", "30"] and turns == [3, 3] and prompts == ["x y", "x y z"]
     assert all(models) and root_model
+
+
+def test_an_interrupt_while_sub_rlms_wait_for_their_root_calls_stops_them_all(served) -> None:
+    server, kernel = served
+    server.reset()
+    server.reply_with(lambda rec: Reply("too late", delay=30.0))
+    msg_id = kernel.kc.execute("answers = rlm_query_batched(['p one', 'p two', 'p three'])")
+    deadline = time.monotonic() + 20
+    while len(server.requests) < 3:  # the three sub-RLMs' first root calls, in flight together
+        assert time.monotonic() < deadline, len(server.requests)
+        time.sleep(0.05)
+    interrupted_at = time.monotonic()
+    kernel.interrupt()
+    ex = kernel.collect(msg_id, timeout=30)
+    assert ex.status == "error" and ex.error_name == "KeyboardInterrupt", ex
+    assert time.monotonic() - interrupted_at < 5
+    assert len(server.requests) == 3
+    server.reset()
+    after = kernel.execute("1 + 1", timeout=30)
+    assert after.ok and after.result == "2"
