@@ -7,4 +7,11 @@ __version__ = "0.1.0"
 KERNEL_NAME = "rlm"
 DISPLAY_NAME = "RLM (Python, sandboxed)"
 
-__all__ = ["DISPLAY_NAME", "KERNEL_NAME", "__version__"]
+__all__ = ["DISPLAY_NAME", "KERNEL_NAME", "__version__", "view"]
+
+
+def view(source: object) -> object:
+    """A saved run (`view("runs/x.jsonl")`) or an `RLMResult` as the collapsible trajectory timeline."""
+    from rlm_kernel.rlm.viewer import view as _view
+
+    return _view(source)

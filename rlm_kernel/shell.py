@@ -47,7 +47,12 @@ __all__ = ["RLMCompiler", "RLMDisplayHook", "RLMDisplayPublisher", "RLMShell", "
 log = logging.getLogger(__name__)
 
 # Modules that register magics and %rlm subcommands when imported (each may be absent while being built).
-MAGIC_MODULES = ("rlm_kernel.repl.magics", "rlm_kernel.llm.magics", "rlm_kernel.widgets.magics")
+MAGIC_MODULES = (
+    "rlm_kernel.repl.magics",
+    "rlm_kernel.llm.magics",
+    "rlm_kernel.widgets.magics",
+    "rlm_kernel.rlm.magics",
+)
 # Names under which IPython compiles the bodies of %time / %timeit.
 MAGIC_BODY_FILENAMES = frozenset({"<timed exec>", "<timed eval>", "<magic-timeit>"})
 # The filename restrict_ast gets for those bodies (refusals then quote the offending node, not a cell line).
@@ -90,10 +95,19 @@ def _capped(shell: Any, data: Any, metadata: Any) -> tuple[Any, Any, int]:
 
 
 class RLMDisplayHook(ZMQShellDisplayHook):
-    """execute_result bundles (a cell's last expression) count against the per-cell output cap."""
+    """execute_result bundles (a cell's last expression) count against the per-cell output cap; a value a
+    helper has shown already (SHOW_VARS' listing, FINAL_VAR's answer: sandbox/shown.py) is not shown again."""
+
+    def __call__(self, result: Any = None) -> None:
+        from rlm_kernel.sandbox import shown
+
+        if shown.consume(result):
+            return
+        super().__call__(result)
 
     def write_format_data(self, format_dict: Any, md_dict: Any = None) -> None:
         format_dict, md_dict, _ = _capped(self.shell, format_dict, md_dict)
+        md_dict = _provenance(self.shell, md_dict, (self.parent_header or {}).get("msg_id"))
         super().write_format_data(format_dict, md_dict)
 
 
@@ -131,11 +145,22 @@ class RLMDisplayPublisher(ZMQDisplayPublisher):
             if previous is not None and previous[0] == cell:
                 session.output_used = max(session.output_used - previous[1], 0)
         data, metadata, charged = _capped(self.shell, data, metadata)
+        metadata = _provenance(self.shell, metadata, cell)
         if display_id is not None:
             if len(self._charged) > 10_000:
                 self._charged.clear()
             self._charged[display_id] = (cell, charged)
         super().publish(data, metadata, **kwargs)
+
+
+def _provenance(shell: Any, metadata: Any, cell: str | None) -> Any:
+    """`metadata` with the cell's model calls under `rlm` (rlm/provenance.py), when it made any."""
+    try:
+        from rlm_kernel.rlm.provenance import stamp
+    except ImportError:  # pragma: no cover - the RLM layer is optional for the shell
+        return metadata
+    count = getattr(shell, "execution_count", None)  # IPython counts the running cell before it runs
+    return stamp(metadata, cell, count - 1 if isinstance(count, int) else None)
 
 
 def _bundle_size(data: Any) -> int:

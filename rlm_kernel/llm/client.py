@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from rlm_kernel.callscope import CallScope, current_scope
 from rlm_kernel.llm import loop
 from rlm_kernel.llm.budget import Budget, Reservation, current_budget
-from rlm_kernel.llm.cache import CacheEntry, ResponseCache
+from rlm_kernel.llm.cache import CacheEntry, ResponseCache, cache_key
 from rlm_kernel.llm.cache_io import BUSY, CacheIO
 from rlm_kernel.llm.config import LLMConfig, load_config, settings_version
 from rlm_kernel.llm.errors import (
@@ -45,7 +45,16 @@ from rlm_kernel.llm.transport import TransportKind, make_http_client
 if TYPE_CHECKING:  # httpx is imported with the first HTTP client (see transport.py), not at kernel start
     import httpx
 
-__all__ = ["Completion", "LLMClient", "Prompt", "cancel_all", "get_client", "reset_client"]
+__all__ = [
+    "Completion",
+    "HandedOff",
+    "LLMClient",
+    "PendingCompletion",
+    "Prompt",
+    "cancel_all",
+    "get_client",
+    "reset_client",
+]
 
 Prompt = str | Sequence[dict[str, str]]
 log = logging.getLogger("rlm_kernel.llm")
@@ -144,6 +153,27 @@ def _result(fut: concurrent.futures.Future[Any]) -> Any:
                 raise
 
 
+class PendingCompletion:
+    """A call started by `LLMClient.start`: `done()`, `result()` (waits; errors as `complete()` raises them),
+    `cancel()`; `future` is for `concurrent.futures.wait` over several."""
+
+    def __init__(self, client: LLMClient, future: concurrent.futures.Future[Any]) -> None:
+        self._client = client
+        self.future = future
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    def result(self) -> Completion:
+        try:
+            return self._client._wait(self.future)
+        finally:
+            self._client._warn_unrecorded()
+
+    def cancel(self) -> None:
+        loop.cancel(self.future)
+
+
 def _strip(exc: BaseException) -> BaseException:
     """Detach chained exceptions and loop-thread frames: what reaches a cell carries its text only."""
     exc.__context__ = None
@@ -222,6 +252,29 @@ class LLMClient:
             )
         finally:
             self._warn_unrecorded()
+
+    def start(
+        self,
+        prompt: Prompt,
+        *,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        system: str | None = None,
+        role: str = "map",
+        budget: Budget | None = None,
+    ) -> PendingCompletion:
+        """`complete()` without the wait: the call starts on the LLM loop now; `.result()` waits for it.
+
+        Lets one thread overlap several calls whose prompts depend on earlier answers (the sub-RLMs of
+        `rlm_query_batched`): nothing but the HTTP call leaves the caller's thread.
+        """
+        item = self._item(0, prompt, model, max_tokens, system, None, None, role)
+        chosen = budget if budget is not None else current_budget()
+        coro = self._call(item, chosen, batch_id=None, parent_batch_id=current_batch(), owner=_owner())
+        if loop.in_loop_thread():
+            coro.close()
+            raise LLMError("model calls cannot be made from the LLM layer's own event loop thread")
+        return PendingCompletion(self, loop.submit(coro))
 
     def complete_batch(
         self,
@@ -406,15 +459,21 @@ class LLMClient:
         fut: concurrent.futures.Future[Any] | None = None
         try:
             fut = loop.submit(coro)
+            return self._wait(fut)
+        except BaseException:
+            if fut is None:
+                coro.close()
+            raise
+
+    def _wait(self, fut: concurrent.futures.Future[Any]) -> Any:
+        """Wait for a call started on the LLM loop; whatever interrupts the wait cancels it."""
+        try:
             return _result(fut)
         except concurrent.futures.CancelledError:
             raise LLMCancelled("model calls were cancelled (kernel interrupt or cancel_all())") from None
         except LLMError as exc:
             raise _strip(exc) from None
         except BaseException as exc:
-            if fut is None:
-                coro.close()
-                raise
             if not fut.done():  # KeyboardInterrupt, a cell time limit...: stop this cell's calls, re-raise
                 loop.cancel(fut)
                 concurrent.futures.wait([fut], timeout=1.0)  # let budgets and events settle first
@@ -550,6 +609,7 @@ class LLMClient:
     async def _call_inner(self, item: _Item, budget: Budget, event: Any, t0: float) -> Completion:
         req = item.request
         provider = self.config.provider
+        key = cache_key(provider, req)  # named in the events: provenance (rlm/provenance.py) records it
         try:
             hit = await self._lookup(req)  # this process makes its own calls (no broker, or is the broker)
             if hit is not None:
@@ -559,7 +619,7 @@ class LLMClient:
                     "cached",
                     input_tokens=r.input_tokens,
                     output_tokens=r.output_tokens,
-                    extra={"recorded_at": recorded_at},
+                    extra={"recorded_at": recorded_at, "cache_key": key},
                 )
                 return self._completion(r, provider, item.tier, 0.0, cached=True, latency=0.0)
             est_usd = cost_usd(req.model, item.est_input, req.max_tokens, self.config.prices)
@@ -592,7 +652,7 @@ class LLMClient:
             output_tokens=resp.output_tokens,
             cost_usd=usd or 0.0,
             latency_s=latency,
-            extra={"finish_reason": resp.finish_reason},
+            extra={"finish_reason": resp.finish_reason, "cache_key": key},
         )
         return self._completion(resp, provider, item.tier, usd, cached=False, latency=latency)
 

@@ -136,7 +136,8 @@ class BatchEvents:
     Token and cost figures follow the fan-out widgets' rule (a fan-out's figures include its nested ones):
     an item's `finish` (or `failed`: a sub-RLM without an answer has still spent tokens) carries the usage
     of the single calls it made outside any nested fan-out — those that name this fan-out as their
-    `parent_batch_id` — so nothing is counted twice. Items run one at a time.
+    `parent_batch_id` — so nothing is counted twice. When items overlap (parallel sub-RLMs), each one's
+    figures are what settled since the previous item ended; the fan-out's totals stay exact.
     """
 
     def __init__(
@@ -219,9 +220,7 @@ class BatchEvents:
             yield
 
     def start(self, index: int) -> None:
-        """Item `index` starts."""
-        with self._lock:
-            self._usage = [0, 0, 0.0]
+        """Item `index` starts (items may overlap: each `finish`/`fail` takes what settled since the last)."""
         self._started[index] = time.monotonic()
         self._emit("start", call_id=self._call_id(index), index=index)
 

@@ -19,6 +19,7 @@ from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, Re
 from rlm_kernel.repl.state import ReplState
 from rlm_kernel.rlm.gate import rejection, shares_text
 from rlm_kernel.rlm.trajectory import ChildCall, Usage
+from rlm_kernel.sandbox import shown
 from rlm_kernel.sandbox.coerce import (
     CoercionError,
     exact_float,
@@ -59,15 +60,7 @@ def _llm():
 
 
 def _usage(completions: list) -> Usage:
-    u = Usage()
-    for c in completions:
-        if c is None:
-            continue
-        u.calls += 1
-        u.input_tokens += int(getattr(c, "input_tokens", 0) or 0)
-        u.output_tokens += int(getattr(c, "output_tokens", 0) or 0)
-        u.cost_usd += float(getattr(c, "cost_usd", 0.0) or 0.0)
-    return u
+    return Usage.of(completions)
 
 
 def _preview(value: object) -> str:
@@ -127,10 +120,32 @@ def _text_of(answer: object) -> str:
 
 def set_context(state: ReplState, ns: dict, loaded: ctxmod.LoadedContext) -> None:
     """Bind a loaded context into `ns` (and into the repair snapshot so it survives rebinding)."""
-    values = {"context": loaded.value, "ctx": loaded.value, "context_files": loaded.files}
+    values = {
+        "context": loaded.value,
+        "ctx": loaded.value,
+        "context_0": loaded.value,
+        "context_files": loaded.files,
+    }
     ns.update(values)
     state.protected.update(values)
     state.protected["__loaded_context__"] = loaded
+
+
+def add_context(state: ReplState, ns: dict, loaded: ctxmod.LoadedContext, append: bool) -> None:
+    """`load_context`'s binding: the first context as `context`/`ctx`/`context_0`, each appended one as the
+    next `context_N`; without `append`, the earlier `context_N` are dropped."""
+    count = state.protected.get("__context_count__")
+    count = count if isinstance(count, int) else 0
+    if append and count:
+        name = f"context_{count}"
+        ns[name] = state.protected[name] = loaded.value
+        state.protected["__context_count__"] = count + 1
+        return
+    for i in range(1, count):
+        ns.pop(f"context_{i}", None)
+        state.protected.pop(f"context_{i}", None)
+    set_context(state, ns, loaded)
+    state.protected["__context_count__"] = 1
 
 
 def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
@@ -214,6 +229,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 usage=_usage([completion]),
                 seconds=time.monotonic() - started,
                 saw_context=sees_context(prompt, system),
+                prompt=prompt,
+                response=text,
             )
         )
         return text
@@ -292,22 +309,24 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 True,
                 items=len(items),
                 response_preview=_preview(texts[0]),
-                model=chosen,
+                model=chosen or completions[0].model,
                 usage=_usage(completions),
                 seconds=time.monotonic() - started,
                 saw_context=sees_context(*items),
+                prompt=items[0],
+                response=texts[0],
             )
         )
         return texts
 
-    def run_child(prompt: str, model: str | None) -> tuple[str, Usage]:
-        from rlm_kernel.rlm.loop import run_rlm
+    def child_steps(prompt: str, model: str | None):  # -> RunSteps
+        from rlm_kernel.rlm.loop import run_rlm_steps
 
         depth = max(state.depth, 0) + 1
         options = state.options.with_(shared=False, budget_usd=None)
         if model:
             options = options.with_(model=model)
-        result = run_rlm(
+        return run_rlm_steps(
             "The task is in `context`: read it, do what it asks, and give the answer with FINAL.",
             ctxmod.load(prompt, kind="text"),
             options=options,
@@ -315,13 +334,42 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             session=state.session,
             parent_budget=state.budget,
         )
-        if result.termination == "interrupted":
+
+    def settle_child(
+        prompt: str, model: str | None, result: object, seconds: float, calls: dict | None = None, i: int = 0
+    ) -> str:
+        """Record a finished sub-RLM as a child call (with its whole run; into `calls[i]` when given, for
+        the caller to record in input order); returns its answer, or raises its error."""
+        answer = getattr(result, "answer", None)
+        termination = getattr(result, "termination", "error")
+        call = ChildCall(
+            "rlm_query",
+            _preview(prompt),
+            answer is not None,
+            response_preview=_preview(answer or ""),
+            model=getattr(result, "model", None) or model,
+            usage=getattr(result, "usage", Usage()),
+            seconds=seconds,
+            saw_context=sees_context(prompt),
+            prompt=prompt,
+            response=answer or "",
+            run=result.tree() if hasattr(result, "tree") else None,  # type: ignore[union-attr]
+            error=None if answer is not None else f"{termination}: {getattr(result, 'message', '')}",
+        )
+        if calls is None:
+            record(call)
+        else:
+            calls[i] = call
+        if termination == "interrupted":
             raise interrupted()
-        if result.termination == "budget":
-            raise budget_hit(result.message)
-        if result.answer is None:
-            raise QueryError(f"the sub-RLM ended without an answer ({result.termination}: {result.message})")
-        return result.answer, result.usage
+        if termination == "budget":
+            raise budget_hit(getattr(result, "message", ""))
+        if answer is None:
+            raise QueryError(
+                f"rlm_query failed: the sub-RLM ended without an answer ({termination}: "
+                f"{getattr(result, 'message', '')})"
+            )
+        return answer
 
     def at_max_depth() -> bool:
         return max(state.depth, 0) + 1 > state.options.max_depth
@@ -337,70 +385,97 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         model = _check_options("rlm_query", model)[0]
         if at_max_depth():
             return llm_query(prompt, model=model)
+        from rlm_kernel.rlm.steps import drive
+
         started = time.monotonic()
         try:
-            answer, usage = run_child(prompt, model)
+            result = drive(child_steps(prompt, model))
         except RLMError as err:
-            record(ChildCall("rlm_query", _preview(prompt), False, error=str(err), model=model))
-            raise QueryError(f"rlm_query failed: {err}") from None
-        record(
-            ChildCall(
-                "rlm_query",
-                _preview(prompt),
-                True,
-                response_preview=_preview(answer),
-                model=model,
-                usage=usage,
-                seconds=time.monotonic() - started,
-                saw_context=sees_context(prompt),
+            record(
+                ChildCall("rlm_query", _preview(prompt), False, error=str(err), model=model, prompt=prompt)
             )
-        )
-        return answer
+            raise QueryError(f"rlm_query failed: {err}") from None
+        return settle_child(prompt, model, result, time.monotonic() - started)
 
     def rlm_query_batched(prompts: list[str], model: str | None = None) -> list[str]:
-        """Run one sub-RLM per prompt; returns their answers in input order.
+        """Run one sub-RLM per prompt, several at once; returns their answers in input order.
 
         rlm_query_batched(prompts, model=None) -> list[str]
-        Sub-RLMs run one after another (each one's own llm_query_batched calls fan out concurrently). At the
-        maximum depth this is llm_query_batched. Failures surface like llm_query_batched: QueryBatchError with
-        `.results` (None where failed) and `.errors` {index: reason}, after every prompt has been tried.
+        Up to `subrun_concurrency` sub-RLMs (setting, default 4) run at once: their model calls overlap,
+        their code blocks run one at a time. At the maximum depth this is llm_query_batched. Failures
+        surface like llm_query_batched: QueryBatchError with `.results` (None where failed) and `.errors`
+        {index: reason}, after every prompt has been tried.
         """
+        from rlm_kernel.rlm import subruns
+
         items = _check_prompts(prompts, "rlm_query_batched")
         model = _check_options("rlm_query_batched", model)[0]
         if at_max_depth():
             return llm_query_batched(items, model=model)
-        results: list[str | None] = []
-        errors: dict[int, str] = {}
         if not items:
             return []
+        results: list[str | None] = [None] * len(items)
+        errors: dict[int, str] = {}
         events = _llm().events
         label = f"{len(items)} sub-RLMs, first: {_preview(items[0])}"
         depth = int(getattr(state.budget, "depth", 0) or 0)
+
         # one fan-out whose items are the sub-RLMs: their own calls and fan-outs nest under it
         with events.BatchEvents(len(items), label=label, depth=depth, kind="rlm") as batch:
-            for i, prompt in enumerate(items):
-                batch.start(i)
-                try:
+
+            def make(i: int):  # noqa: ANN202 - RunSteps
+                def steps():  # noqa: ANN202 - the sub-RLM inside this fan-out's item
                     with batch.inside():
-                        answer = rlm_query(prompt, model=model)
+                        return (yield from child_steps(items[i], model))
+
+                return steps
+
+            running: set[int] = set()
+
+            def on_start(i: int) -> None:
+                running.add(i)
+                batch.start(i)
+
+            def on_end(i: int, result: object, error: BaseException | None, seconds: float) -> bool:
+                running.discard(i)
+                if error is not None:
+                    if not isinstance(error, RLMError):
+                        batch.fail(i, f"{type(error).__name__}: {error}")
+                        raise error
+                    calls[i] = ChildCall(
+                        "rlm_query", _preview(items[i]), False, error=str(error), prompt=items[i]
+                    )
+                    errors[i] = f"rlm_query failed: {error}"
+                    batch.fail(i, errors[i])
+                    return True
+                try:
+                    results[i] = settle_child(items[i], model, result, seconds, calls, i)
                 except ReplError as err:
-                    batch.fail(i, str(err))
-                    results.append(None)
                     errors[i] = str(err)
-                    if state.run is not None and state.run.budget_error:
-                        for j in range(i + 1, len(items)):
-                            results.append(None)
-                            errors[j] = "not started: the budget is exhausted"
-                        break
-                    continue
-                except Exception as err:  # noqa: BLE001 - recorded on the fan-out, then raised as before
-                    batch.fail(i, f"{type(err).__name__}: {err}")
-                    raise
-                except BaseException:  # an interrupt or a cell time limit
+                    batch.fail(i, str(err))
+                    return not (state.run is not None and state.run.budget_error)
+                except BaseException:  # an interrupt: the driver cancels the others and re-raises
                     batch.fail(i, events.CANCELLED)
                     raise
                 batch.finish(i)
-                results.append(answer)
+                return True
+
+            calls: dict[int, ChildCall] = {}  # recorded in input order, whatever order the runs end in
+            try:
+                not_started = subruns.run_concurrently(
+                    [make(i) for i in range(len(items))], subruns.concurrency(), on_start, on_end
+                )
+            except BaseException as err:  # an interrupt or time limit: the runs still going were cancelled
+                for i in sorted(running):
+                    batch.fail(i, events.CANCELLED)
+                if isinstance(err, KeyboardInterrupt):
+                    raise interrupted() from None
+                raise
+            finally:
+                for i in sorted(calls):
+                    record(calls[i])
+            for j in not_started:
+                errors[j] = "not started: the budget is exhausted"
         if errors:
             first = min(errors)
             raise QueryBatchError(
@@ -411,8 +486,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             ) from None
         return [r for r in results if r is not None]
 
-    def SHOW_VARS() -> None:  # noqa: N802 - the RLM reference name
-        """Print the variables you created, with their type and size (helpers and context excluded)."""
+    def SHOW_VARS() -> str:  # noqa: N802 - the RLM reference name
+        """Print the variables you created, with their type and size (helpers and context excluded); returns
+        the same text (shown once: as the last expression of a cell it is not displayed again)."""
         hidden = set(HELPER_NAMES) | set(CONTEXT_NAMES) | set(state.protected) | {"final_answer"}
         rows = []
         for name, value in ns.items():
@@ -429,7 +505,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             except Exception:  # noqa: BLE001 - objects without a length
                 size = ""
             rows.append(f"{name:<24} {type(value).__name__:<16} {size}")
-        emit("\n".join(rows) if rows else "(no variables yet)")
+        text = "\n".join(rows) if rows else "(no variables yet)"
+        emit(text)
+        return shown.mark(text)  # type: ignore[return-value]
 
     def repl_set(name: str, value: object) -> None:
         """Set variable `name` to `value` in this namespace: repl_set(name, value)."""
@@ -466,8 +544,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         in a notebook cell it displays the answer prominently and stores it in `final_answer`."""
         finish(answer, "FINAL")
 
-    def FINAL_VAR(name: str) -> None:  # noqa: N802 - the RLM reference name
-        """Give the value of the variable called `name` (a string) as the final answer, like FINAL."""
+    def FINAL_VAR(name: str) -> object:  # noqa: N802 - the RLM reference name
+        """Give the value of the variable called `name` (a string) as the final answer, like FINAL; returns
+        that value (shown once: as the last expression of a cell it is not displayed again)."""
         if type(name) is not str:
             raise ReplError(
                 "FINAL_VAR takes the variable's name as a string, e.g. FINAL_VAR('answer')"
@@ -476,7 +555,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             raise ReplError(
                 f"FINAL_VAR: there is no variable named {name!r}; set it first or use FINAL(value)"
             ) from None
-        finish(ns[name], "FINAL_VAR")
+        value = ns[name]
+        finish(value, "FINAL_VAR")
+        return shown.mark(value)
 
     def load_context(
         source: object,
@@ -484,10 +565,14 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         encoding: str = "utf-8",
         errors: str = "strict",
         allow_secrets: bool = False,
+        append: bool = False,
     ):
         """Load `context` (and `ctx`, `context_files`) from a string, a file, a directory or a glob.
 
-        load_context(source, kind="auto", encoding="utf-8", errors="strict", allow_secrets=False) -> summary
+        load_context(source, kind="auto", encoding="utf-8", errors="strict", allow_secrets=False,
+                     append=False) -> summary
+        `context_0` is the loaded context too; with append=True the source is added as `context_1`,
+        `context_2`, … and `context` stays the first (the reference RLM library's names).
         A directory or glob becomes a corpus: files joined with `=== path ===` lines; `context_files` maps
         each path to its (start, end) offsets. Only paths under the allowed roots (the notebook's directory by
         default, or RLM_CONTEXT_ROOTS) are read. kind: auto, text, file, dir, glob or data.
@@ -501,6 +586,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             errors = exact_str(errors, "load_context: errors")
         except CoercionError as err:
             raise ContextError(str(err)) from None
+        if append is not True and append is not False:
+            raise ContextError("load_context: append must be True or False") from None
         if allow_secrets is not False:
             if allow_secrets is not True:
                 raise ContextError("load_context: allow_secrets must be True or False") from None
@@ -516,7 +603,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 "not enough memory to load this context under the kernel's memory limit (RLM_MEMORY_MB); "
                 "load fewer or smaller files"
             ) from None
-        set_context(state, ns, loaded)
+        add_context(state, ns, loaded, append)
         return loaded.summary()
 
     def load_corpus(source: object, partition_mb: float = corpusmod.DEFAULT_PARTITION_MB):

@@ -120,7 +120,12 @@ class LiveDisplay:
             f"{html.escape(_cut(answer, 20000))}</div></div>"
         )
         final_text = f"{result.summary_line()}\n{result.message}\nANSWER: {answer}"
-        self.handle.update(self._bundle("done", final_html, final_text), raw=True)
+        bundle = self._bundle("done", final_html, final_text)
+        # the finished run as the trajectory viewer: nested sub-RLM runs, prompts, answers, cost per step
+        from rlm_kernel.rlm.viewer import tree_html
+
+        bundle["text/html"] = tree_html(result.tree())
+        self.handle.update(bundle, raw=True)
 
 
 class RunBudgetDisplay:

@@ -12,13 +12,15 @@ from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
+from rlm_kernel.rlm.compaction import maybe_compact
 from rlm_kernel.rlm.display import LiveDisplay, RunBudgetDisplay
 from rlm_kernel.rlm.extract import extract
 from rlm_kernel.rlm.gate import block_facts, prints_only_literals, rejection
 from rlm_kernel.rlm.prompt import context_message, system_prompt, window_tokens
+from rlm_kernel.rlm.steps import RootRequest, RunSteps, drive
 from rlm_kernel.rlm.trajectory import RLMResult, Turn, Usage
 
-__all__ = ["active_runs", "run_from_namespace", "run_rlm", "truncate"]
+__all__ = ["active_runs", "run_from_namespace", "run_rlm", "run_rlm_steps", "truncate"]
 
 _REPLY_KEEP = 8000
 _ANSWER_LIKE_CHARS = 200
@@ -82,12 +84,15 @@ class _Run:
         self.first = context_message(question, loaded.value, options.preview_chars, dict(loaded.files))
         self.history: list[dict] = []
         self.model: str | None = None
+        self.summary, self.compacted = "", 0  # see compaction.py
 
     # -- model side
     def messages(self) -> list[dict]:
         keep = self.history[-2 * self.options.history_turns :] if self.history else []
         dropped = (len(self.history) - len(keep)) // 2
         first = self.first
+        if self.summary:
+            first += f"\n\n[Summary of the first {self.compacted} turn(s), compacted]\n{self.summary}"
         if dropped:
             first += (
                 f"\n\n[{dropped} earlier turn(s) are not shown to keep the history short; the variables they "
@@ -95,20 +100,26 @@ class _Run:
             )
         return [{"role": "user", "content": first}, *keep]
 
-    def ask_root(self) -> object:
+    def root_request(self) -> RootRequest:
+        """The next root-model call (made by whoever drives the run: `steps.drive` or `subruns`)."""
         from rlm_kernel import llm
 
         client = llm.get_client()
         model = self.options.model or getattr(client.config, "root_model", None)
         window = window_tokens(client.config)
-        completion = client.complete(
-            self.messages(),
-            model=model,
-            system=system_prompt(window, int(getattr(client.config, "max_tokens", 1024) or 1024)),
-            role="synthesis",
-            budget=self.state.budget,
-        )
-        self.model = self.model or getattr(completion, "model", None) or model
+        system = system_prompt(window, int(getattr(client.config, "max_tokens", 1024) or 1024))
+        if self.model is None:  # named in the trajectory even if no call ever answers
+            from rlm_kernel.llm.tiers import resolve_model
+
+            with contextlib.suppress(Exception):
+                self.model = resolve_model(model, role="synthesis", prompt_tokens=0, config=client.config)[1]
+        return RootRequest(self.messages(), model, system, self.state.budget)
+
+    def ask_root(self) -> RunSteps:
+        """Yield the next root request; returns its completion (noting the model that answered)."""
+        request = self.root_request()
+        completion = yield request
+        self.model = getattr(completion, "model", None) or self.model or request.model
         return completion
 
     # -- sandbox side
@@ -268,7 +279,8 @@ class _Run:
         return out
 
     # -- the loop --------------------------------------------------------------------------------------------
-    def run(self) -> tuple[str | None, str, str]:
+    def run(self) -> RunSteps:
+        """The loop as steps (see `steps`): yields root requests, returns (answer, termination, message)."""
         from rlm_kernel import llm
 
         tracker = self.state.run
@@ -279,18 +291,14 @@ class _Run:
             started = time.monotonic()
             try:
                 try:
-                    completion = self.ask_root()
+                    yield from maybe_compact(self, index)
+                    completion = yield from self.ask_root()
                 except llm.BudgetExceeded as err:
                     return None, "budget", f"the budget was exhausted before turn {index}: {err}"
                 except RLMError as err:
                     return None, "error", f"the root model call failed at turn {index}: {err}"
                 turn.reply = str(completion.text)
-                turn.root_usage = Usage(
-                    1,
-                    int(completion.input_tokens or 0),
-                    int(completion.output_tokens or 0),
-                    float(completion.cost_usd or 0.0),
-                )
+                turn.root_usage = Usage.of([completion])
                 self.turns.append(turn)
                 got = extract(turn.reply)
                 notes: list[str] = []
@@ -366,7 +374,12 @@ class _Run:
             self.display.turn(turn, status)
 
 
-def run_rlm(
+def run_rlm(question: str, loaded: ctxmod.LoadedContext, **kwargs: object) -> RLMResult:
+    """Run the root loop on `question` over `loaded`, one root call at a time (see `run_rlm_steps`)."""
+    return drive(run_rlm_steps(question, loaded, **kwargs))  # type: ignore[arg-type]
+
+
+def run_rlm_steps(
     question: str,
     loaded: ctxmod.LoadedContext,
     *,
@@ -377,8 +390,8 @@ def run_rlm(
     ns: dict | None = None,
     state: ReplState | None = None,
     live: bool = False,
-) -> RLMResult:
-    """Run the root loop on `question` over `loaded`.
+) -> RunSteps:
+    """Run the root loop on `question` over `loaded`, as steps (yields root requests, returns the RLMResult).
 
     With `ns`/`state` given (the --shared mode) the run uses that namespace and its helpers; otherwise it
     gets a fresh sandboxed namespace whose `context` is `loaded`. The run's budget is a child of
@@ -418,7 +431,7 @@ def run_rlm(
         # calls made in the run without an explicit budget (map_reduce, find_relevant) are charged to it and
         # noted in its trajectory: the call scope carries both to the LLM layer
         with call_scope(budget=budget, run=tracker):
-            answer, reason, message = run.run()
+            answer, reason, message = yield from run.run()
     finally:
         _active -= 1
         if saved is not None:

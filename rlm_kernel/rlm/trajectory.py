@@ -15,18 +15,36 @@ __all__ = ["ChildCall", "RLMResult", "Turn", "Usage"]
 
 @dataclass
 class Usage:
-    """Calls, tokens and dollars spent."""
+    """Calls, tokens and dollars spent; `cache_hits` are answers replayed from the cache (not in `calls`)."""
 
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    cache_hits: int = 0
 
     def add(self, other: Usage) -> None:
         self.calls += other.calls
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cost_usd += other.cost_usd
+        self.cache_hits += other.cache_hits
+
+    @classmethod
+    def of(cls, completions: list) -> Usage:
+        """The usage of some `Completion`s (None entries skipped): a cached one counts as a cache hit."""
+        u = cls()
+        for c in completions:
+            if c is None:
+                continue
+            if getattr(c, "cached", False):
+                u.cache_hits += 1
+            else:
+                u.calls += 1
+            u.input_tokens += int(getattr(c, "input_tokens", 0) or 0)
+            u.output_tokens += int(getattr(c, "output_tokens", 0) or 0)
+            u.cost_usd += float(getattr(c, "cost_usd", 0.0) or 0.0)
+        return u
 
     @property
     def tokens(self) -> int:
@@ -49,6 +67,13 @@ class ChildCall:
     seconds: float = 0.0
     saw_context: bool = False
     """Whether the call's prompt contained part of the run's `context` (what the FINAL gate counts)."""
+    prompt: str = ""
+    """The full prompt (the first one for a batch)."""
+    response: str = ""
+    """The full answer (the first one for a batch)."""
+    run: dict | None = None
+    """A sub-RLM's own run (`RLMResult.tree()`): its turns, calls and nested runs."""
+    cache_keys: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -67,6 +92,8 @@ class Turn:
     seconds: float = 0.0
     final: str | None = None
     note: str = ""
+    kind: str = "turn"
+    """"turn", or "compaction" for a summary of older turns (see `compaction`)."""
 
     @property
     def usage(self) -> Usage:
@@ -127,7 +154,8 @@ class RLMResult:
 
     @property
     def iterations(self) -> int:
-        return len(self.trajectory)
+        """Root turns taken (compaction summaries are in `trajectory` but are not turns)."""
+        return sum(1 for t in self.trajectory if t.kind == "turn")
 
     @property
     def calls(self) -> int:
@@ -152,9 +180,18 @@ class RLMResult:
         return f"RLMResult({self.summary_line()})\n{self.message}\nanswer: {answer}"
 
     def _repr_html_(self) -> str:
-        from rlm_kernel.rlm.display import result_html
+        from rlm_kernel.rlm.viewer import tree_html
 
-        return result_html(self)
+        return tree_html(self.tree())
+
+    def header(self) -> dict:
+        """The run's header record (what `to_jsonl` writes first)."""
+        return self.records()[0]
+
+    def tree(self) -> dict:
+        """The run as one plain dict {"run": header, "turns": [...]}; sub-RLM runs nest under their calls."""
+        head, *turns = self.records()
+        return {"run": head, "turns": turns}
 
     def records(self) -> list[dict]:
         """Plain dicts: a header record then one per turn (what `to_jsonl` writes)."""
@@ -200,6 +237,11 @@ class RLMResult:
                 if t.error:
                     outputs.append(v4.new_output("error", ename="Error", evalue=t.error, traceback=[t.error]))
                 cells.append(v4.new_code_cell(t.code, outputs=outputs, execution_count=t.index))
+            for call in t.calls:  # nested sub-RLM runs, right after the turn that started them
+                if call.run is not None:
+                    from rlm_kernel.rlm.viewer import notebook_cells
+
+                    cells.extend(notebook_cells(call.run))
         cells.append(
             v4.new_markdown_cell(f"## Answer ({self.termination})\n\n{self.message}\n\n{self.answer or ''}")
         )

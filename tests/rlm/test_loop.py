@@ -186,14 +186,9 @@ def test_rlm_query_batched_keeps_successes(client_on_server: LLMTestServer) -> N
             ),
             "FINAL_VAR(got)",
         ],
-        # sub-RLM 1 answers, sub-RLM 2 never finishes (no code twice), sub-RLM 3 answers
-        sub=[
-            repl("a = llm_query(context)\nFINAL(a)"),
-            "no code",
-            "still no code",
-            "and again",
-            repl("b = llm_query(context)\nFINAL(b)"),
-        ],
+        # sub-RLMs 1 and 3 answer, sub-RLM 2 never finishes (no code, three times); a rule, not a queue:
+        # the sub-RLMs run concurrently, so their requests arrive in any order
+        sub=lambda rec: "no code" if "task two" in rec.prompt else repl("a = llm_query(context)\nFINAL(a)"),
     )
     result = run(client_on_server, script)
     assert result.termination == "final"
@@ -218,3 +213,43 @@ def test_each_block_gets_its_own_output_allowance(client_on_server: LLMTestServe
     first, second = result.trajectory
     assert first.stdout.startswith("x" * 1000) and "4,001 more bytes" in first.stdout
     assert second.stdout == "second turn output\n"
+
+
+def test_compaction_fires_at_the_threshold_with_its_call_in_the_budget(
+    client_on_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlm_kernel import llm
+
+    monkeypatch.setenv("RLM_COMPACTION_TOKENS", "1500")
+    llm.reset_client()
+    before = llm.get_session_budget().snapshot()["calls"]
+    script = Script(
+        root=[
+            repl("first = context[:10]\nprint('x' * 2400)"),  # ~600 tokens of output each turn
+            repl("second = 2\nprint('y' * 2400)"),
+            repl("third = 3\nprint('z' * 2400)"),
+            repl("FINAL_VAR('first')"),
+        ]
+    )
+    result = run(client_on_server, script)
+    assert result.termination == "final", result.message
+    kinds = [t.kind for t in result.trajectory]
+    assert "compaction" in kinds and result.iterations == 4
+    compaction = result.trajectory[kinds.index("compaction")]
+    assert compaction.root_usage.calls == 1 and compaction.reply.startswith("child answer to:")
+    assert "summarised" in compaction.note
+    summary_requests = [r for r in client_on_server.requests if "You compress the working notes" in r.prompt]
+    assert len(summary_requests) == kinds.count("compaction")
+    assert "x" * 100 in summary_requests[0].prompt  # the older turns' output went into the summary call
+    # the summary is shown to the root from then on, instead of the turns it replaced
+    later = [r.prompt for r in client_on_server.requests if "Summary of the first" in r.prompt]
+    assert later and "x" * 2400 not in later[-1]
+    # counted like any call: in the run's usage and in the session budget
+    assert result.usage.calls == 4 + kinds.count("compaction")
+    assert llm.get_session_budget().snapshot()["calls"] - before == result.usage.calls
+
+
+def test_no_compaction_below_the_threshold(client_on_server: LLMTestServer) -> None:
+    result = run(client_on_server, Script(root=[repl("a = context[:5]\nprint(a)"), "FINAL_VAR(a)"]))
+    assert result.termination == "final" and all(t.kind == "turn" for t in result.trajectory)
+    assert not any("You compress the working notes" in r.prompt for r in client_on_server.requests)

@@ -1,0 +1,37 @@
+"""Values a helper has already shown (SHOW_VARS' listing, FINAL_VAR's answer): returned, not shown twice.
+
+A helper that prints or displays something and also returns it marks the returned object; when the same
+object is then the cell's (or a root block's) last expression, the display hook and the block runner skip
+it. The mark holds for the cell that made it and is used up once checked.
+"""
+
+from __future__ import annotations
+
+__all__ = ["consume", "mark"]
+
+_mark: tuple[object, str | None] | None = None
+
+
+def _cell() -> str | None:
+    try:
+        from rlm_kernel.llm.events import current_owner
+    except ImportError:  # pragma: no cover
+        return None
+    return current_owner()
+
+
+def mark(value: object) -> object:
+    """Remember `value` as shown in the running cell; returns it."""
+    global _mark
+    _mark = (value, _cell())
+    return value
+
+
+def consume(value: object) -> bool:
+    """Whether `value` is the object last marked in this cell (the mark is then used up)."""
+    global _mark
+    if _mark is None or value is None or _mark[0] is not value:
+        return False
+    same_cell = _mark[1] == _cell()
+    _mark = None
+    return same_cell
