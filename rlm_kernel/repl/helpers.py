@@ -17,6 +17,7 @@ from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl import corpus as corpusmod
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.state import ReplState
+from rlm_kernel.rlm import run_args
 from rlm_kernel.rlm.gate import rejection, shares_text
 from rlm_kernel.rlm.trajectory import ChildCall, Usage
 from rlm_kernel.sandbox.coerce import (
@@ -300,11 +301,16 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         )
         return texts
 
-    def run_child(prompt: str, model: str | None) -> tuple[str, Usage]:
+    def run_child(prompt: str, model: str | None, best_effort: bool | None = None) -> tuple[str, Usage, str]:
         from rlm_kernel.rlm.loop import run_rlm
 
         depth = max(state.depth, 0) + 1
-        options = state.options.with_(shared=False, budget_usd=None)
+        # a sub-RLM answers in text with the default prompt; tools carry on (rlm/tools)
+        options = state.options.with_(
+            shared=False, budget_usd=None, returns=None, system_prompt=None, system_prompt_extra=None
+        )
+        if best_effort is not None:
+            options = options.with_(best_effort=best_effort)
         if model:
             options = options.with_(model=model)
         result = run_rlm(
@@ -317,29 +323,33 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         )
         if result.termination == "interrupted":
             raise interrupted()
-        if result.termination == "budget":
-            raise budget_hit(result.message)
         if result.answer is None:
+            if result.termination == "budget":
+                raise budget_hit(result.message)
             raise QueryError(f"the sub-RLM ended without an answer ({result.termination}: {result.message})")
-        return result.answer, result.usage
+        return str(result.answer), result.usage, str(result.answer_kind)
 
     def at_max_depth() -> bool:
         return max(state.depth, 0) + 1 > state.options.max_depth
 
-    def rlm_query(prompt: str, model: str | None = None) -> str:
+    def rlm_query(prompt: str, model: str | None = None, best_effort: bool | None = None) -> str:
         """Hand a sub-problem to a recursive sub-RLM whose `context` is `prompt`; returns its final answer.
 
-        rlm_query(prompt, model=None) -> str
+        rlm_query(prompt, model=None, best_effort=None) -> str
         The sub-RLM runs the same root loop one level deeper in its own sandboxed namespace. At the maximum
-        depth (default 2, option max_depth) it degrades to llm_query(prompt, model). Raises QueryError.
+        depth (default 2, option max_depth) it degrades to llm_query(prompt, model). A sub-RLM that stops
+        without FINAL returns its best-effort answer (marked in the trajectory) unless best_effort=False,
+        when it raises QueryError.
         """
         prompt = _check_prompt(prompt, "rlm_query")
         model = _check_options("rlm_query", model)[0]
+        if best_effort is not None and best_effort is not True and best_effort is not False:
+            raise QueryError("rlm_query: best_effort must be True, False or None") from None
         if at_max_depth():
             return llm_query(prompt, model=model)
         started = time.monotonic()
         try:
-            answer, usage = run_child(prompt, model)
+            answer, usage, kind = run_child(prompt, model, best_effort)
         except RLMError as err:
             record(ChildCall("rlm_query", _preview(prompt), False, error=str(err), model=model))
             raise QueryError(f"rlm_query failed: {err}") from None
@@ -353,6 +363,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 usage=usage,
                 seconds=time.monotonic() - started,
                 saw_context=sees_context(prompt),
+                answer_kind=kind,
             )
         )
         return answer
@@ -457,6 +468,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 state.run.rejections.append(rejection(how, state.run.successes > 0))
                 return
             state.run.final, state.run.final_set = text, True
+            state.run.final_value = answer
             return
         ns["final_answer"] = text
         _display_final(text)
@@ -538,7 +550,12 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         """Run the autonomous root loop on `question`; returns an RLMResult.
 
         rlm_run(question, context=None, model=None, child_model=None, max_iterations=20, max_depth=2,
-                budget_usd=None, shared=False, max_no_code_turns=3, output_chars=4000) -> RLMResult
+                budget_usd=None, shared=False, max_no_code_turns=3, output_chars=4000, best_effort=True,
+                tools=None, returns=None, system_prompt=None, system_prompt_extra=None,
+                continue_from=None) -> RLMResult
+        tools: {name: function} of notebook functions the root may call; returns: the answer's type (int,
+        float, bool, str, list[...], dict[...] or a notebook dataclass); continue_from: an earlier result to
+        ask a follow-up in its conversation, namespace and budget.
         `context` defaults to this namespace's context. The result has answer, iterations, calls, tokens,
         cost, termination, message, trajectory and namespace; export with result.save("run.ipynb") and
         result.to_jsonl(path).
@@ -549,10 +566,10 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         if type(question) is not str or not question.strip():
             raise ReplError("rlm_run: the question must be a non-empty str") from None
         try:
-            options = {
-                exact_str(k, "rlm_run option"): plain_data(v, f"rlm_run: {k}") for k, v in options.items()
-            }
-            opts = state.options.with_(**options).check()
+            options = {exact_str(k, "rlm_run option"): v for k, v in options.items()}
+            options, special, previous = run_args.split(options, set(state.protected))
+            options = {k: plain_data(v, f"rlm_run: {k}") for k, v in options.items()}
+            opts = state.options.with_(**options, **special).check()
         except (TypeError, ValueError) as err:
             raise ReplError(f"rlm_run: {err}") from None
         if context is not None:
@@ -560,7 +577,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 context = _context_source(context)
             except CoercionError as err:
                 raise ReplError(f"rlm_run: {err}") from None
-        return run_from_namespace(state, ns, question, context, opts)
+        return run_from_namespace(state, ns, question, context, opts, continue_from=previous)
 
     helpers = {
         "load_context": load_context,
