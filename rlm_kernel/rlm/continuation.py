@@ -28,13 +28,15 @@ __all__ = [
 
 @dataclass
 class Session:
-    """What a follow-up run reuses: the namespace and its state, the budget, whether it was `--shared`."""
+    """What a follow-up run reuses: the namespace and its state, the budget, whether it was `--shared`, and
+    the FINAL gate's evidence (what the earlier turns computed from `context` still counts)."""
 
     ns: dict
     state: object
     budget: object
     shared: bool
     loaded: object
+    gate: object = None
 
 
 _sessions: dict[int, tuple[weakref.ref, Session]] = {}

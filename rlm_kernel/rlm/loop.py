@@ -433,6 +433,8 @@ def run_rlm(
         except RLMError as err:
             raise ReplError(f"cannot set up the run's budget: {err}") from None
     tracker = RunTracker()
+    if earlier is not None and earlier.gate is not None:
+        tracker.gate = earlier.gate  # the conversation's evidence carries on (rlm/continuation)
     shared = ns is not None and state is not None and (earlier is None or earlier.shared)
     if earlier is not None and not earlier.shared:
         saved = None
@@ -489,7 +491,7 @@ def run_rlm(
         answer_kind=kind,
         _history=continuation.transcript(run.prior, run.first, run),
     )
-    continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded))
+    continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded, tracker.gate))
     if display is not None:
         display.finish(result)
     if shown_budget is not None:
