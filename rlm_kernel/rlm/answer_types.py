@@ -134,6 +134,8 @@ def convert(value: object, t: object, depth: int = 0) -> object:
     if depth > _MAX_DEPTH:
         raise AnswerTypeError("the value is nested too deeply")
     kind = type(value)
+    if t is typing.Any:
+        return _plain(value)
     if t is str:
         if kind is str:
             return value
@@ -165,8 +167,6 @@ def convert(value: object, t: object, depth: int = 0) -> object:
         raise AnswerTypeError(f"{_short(value)} is not a number")
     if t is list or t is dict:
         return convert(value, list[typing.Any] if t is list else dict[typing.Any, typing.Any], depth)
-    if t is typing.Any:
-        return value
     generic = _generic(t)
     if generic is not None:
         origin, args = generic
@@ -195,6 +195,16 @@ def convert(value: object, t: object, depth: int = 0) -> object:
     if fields is not None:
         return _dataclass(value, t, fields, depth)
     raise AnswerTypeError(f"the answer type {describe(t)} is not supported")
+
+
+def _plain(value: object) -> object:
+    """An item of a bare list/dict, copied as plain data (no method of a cell's object runs)."""
+    from rlm_kernel.sandbox.coerce import CoercionError, plain_data
+
+    try:
+        return plain_data(value, "the answer")
+    except CoercionError as err:
+        raise AnswerTypeError(str(err)) from None
 
 
 def _key(key: object, t: object, depth: int) -> object:
