@@ -60,6 +60,7 @@ def attempt(run: object, reason: str, message: str) -> tuple[object, str | None,
     """(answer or None, "best_effort" or None, message) after a run that ended with `reason`."""
     from rlm_kernel import llm
     from rlm_kernel.errors import RLMError
+    from rlm_kernel.sandbox.errors import CellTimeout
 
     if reason not in ENDINGS or not run.options.best_effort:
         return None, None, message
@@ -76,6 +77,8 @@ def attempt(run: object, reason: str, message: str) -> tuple[object, str | None,
         return None, None, f"{message}; no best-effort answer: the root call failed ({err})"
     except KeyboardInterrupt:
         return None, None, f"{message}; no best-effort answer: interrupted"
+    except CellTimeout as err:  # the cell's limit fired again during the call
+        return None, None, f"{message}; no best-effort answer: the cell's time limit ({err})"
     reply = str(completion.text)
     turn = Turn(index=len(run.turns) + 1, reply=reply)
     turn.root_usage = Usage(

@@ -11,7 +11,7 @@ import pytest
 from tests.kernel_client import KernelHarness, kernel_with_llm_server
 from tests.llm_server import LLMTestServer, Reply
 from tests.repl.conftest import llm_env
-from tests.rlm.script import ROOT_MARK, Script, repl
+from tests.rlm.script import ROOT_MARK, SUB_MARK, Script, repl
 from tests.rlm.test_kernel_rlm import PRICES, ok, probe, script
 
 
@@ -153,6 +153,18 @@ def test_a_tool_called_by_the_root_and_listed_in_the_prompt(served, kernel: Kern
     script(served, Script(root=[repl("n = len(context)\nv = lookup('omega')"), "FINAL_VAR(v)"]))
     ok(kernel, "%%rlm --tools lookup\nWhat is omega?")
     assert probe(kernel, "rlm_result.answer") == "last letter"
+    # a sub-RLM gets the tools too, listed in its own prompt
+    script(
+        served,
+        Script(
+            root=[repl("s = rlm_query('use the glossary: ' + context)"), "FINAL_VAR(s)"],
+            sub=[repl("n = len(context)\nt = lookup('omega')\nFINAL(t)")],
+        ),
+    )
+    ok(kernel, "r = rlm_run('q', context='abc', tools=[lookup])")
+    assert probe(kernel, "[r.answer, r.trajectory[0].calls[0].answer_kind]") == ["last letter", "final"]
+    subs = [r.prompt for r in served[0].requests if SUB_MARK in r.prompt]
+    assert subs and all("- `lookup(key: str" in p for p in subs)
 
 
 def test_reserved_and_unusable_tools_are_refused_clearly(served, kernel: KernelHarness) -> None:
@@ -353,3 +365,23 @@ def test_a_follow_up_spends_from_the_first_runs_budget(served, kernel: KernelHar
     ok(kernel, "r2 = rlm_run('and then?', continue_from=r1, best_effort=False)")
     assert probe(kernel, "[r2.termination, r2.iterations]") == ["budget", 0]
     assert "the budget was exhausted before turn 1" in probe(kernel, "r2.message")
+
+
+def test_the_cell_time_limit_still_gets_a_best_effort_answer(rlm_kernel_factory) -> None:  # noqa: ANN001
+    server = LLMTestServer().start()
+    try:
+        server.reply_with(
+            Script(
+                root=[
+                    repl("started = True"),
+                    repl("while True:\n    started = not started"),
+                    "FINAL(my guess)",
+                ]
+            )
+        )
+        kernel = rlm_kernel_factory(env={**llm_env(server), "RLM_CPU_SECONDS": "2"})
+        ok(kernel, "import json\nr = rlm_run('q', context='abc')")
+        got = probe(kernel, "[r.termination, r.answer, r.answer_kind, r.iterations]")
+        assert got == ["time_limit", "my guess", "best_effort", 3]
+    finally:
+        server.stop()
