@@ -14,7 +14,7 @@ from rlm_kernel.repl.state import RunTracker
 from rlm_kernel.rlm.answer_types import text_of
 from rlm_kernel.rlm.gate import rejection
 
-__all__ = ["NAME", "check", "install"]
+__all__ = ["NAME", "before", "check", "install"]
 
 NAME = "answer"
 
@@ -25,12 +25,13 @@ def install(ns: dict, shared: bool) -> None:
         ns[NAME] = {"content": None, "ready": False}
 
 
-def _sets_literal_content(code: str) -> bool:
-    """Whether the block assigns a literal to `answer["content"]` (the model's words, not a computation)."""
+def _assignments(code: str, key: str) -> list[ast.AST]:
+    """The values the block assigns to `answer[key]`."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
-        return False
+        return []
+    values = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign):
             for target in node.targets:
@@ -39,22 +40,43 @@ def _sets_literal_content(code: str) -> bool:
                     and isinstance(target.value, ast.Name)
                     and target.value.id == NAME
                     and isinstance(target.slice, ast.Constant)
-                    and target.slice.value == "content"
-                    and isinstance(node.value, ast.Constant | ast.JoinedStr)
-                    and (
-                        isinstance(node.value, ast.Constant)
-                        or all(isinstance(v, ast.Constant) for v in node.value.values)
-                    )
+                    and target.slice.value == key
                 ):
-                    return True
+                    values.append(node.value)
+    return values
+
+
+def _assigns(code: str, key: str) -> bool:
+    return bool(_assignments(code, key))
+
+
+def _sets_literal_content(code: str) -> bool:
+    """Whether the block assigns a literal to `answer["content"]` (the model's words, not a computation)."""
+    for value in _assignments(code, "content"):
+        if isinstance(value, ast.Constant) or (
+            isinstance(value, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in value.values)
+        ):
+            return True
     return False
 
 
-def check(ns: dict, tracker: RunTracker, code: str) -> None:
-    """After a block: accept `answer["content"]` when `answer["ready"] is True` and the gate agrees."""
+def before(ns: dict) -> tuple:
+    """What `answer` is before a block runs: a block ends the run only if it set `ready` (a dict left ready
+    by an earlier run, e.g. before a follow-up, does not end the next one)."""
+    box = ns.get(NAME)
+    if type(box) is not dict:
+        return (None, False, None)
+    return (id(box), dict.get(box, "ready") is True, id(dict.get(box, "content")))
+
+
+def check(ns: dict, tracker: RunTracker, code: str, previous: tuple = (None, False, None)) -> None:
+    """After a block: accept `answer["content"]` when the block made `answer["ready"] is True` and the gate
+    agrees."""
     box = ns.get(NAME)
     if type(box) is not dict or dict.get(box, "ready") is not True:
         return
+    if previous == (id(box), True, id(dict.get(box, "content"))) and not _assigns(code, "ready"):
+        return  # ready before the block, and the block did not set it
     content = dict.get(box, "content")
     try:
         text = text_of(content)

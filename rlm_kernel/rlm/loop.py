@@ -130,9 +130,10 @@ class _Run:
             if reads:
                 tracker.gate.code_read_context = True
             tracker.gate.literal_in_block = literal
+            armed = answer_dict.before(self.ns)
             stdout, value, error = self.execute(code, turn.index)
             if not tracker.final_set:
-                answer_dict.check(self.ns, tracker, code)  # the reference library's answer["ready"]
+                answer_dict.check(self.ns, tracker, code, armed)  # the reference library's answer["ready"]
             if not prints_only_literals(code):
                 tracker.gate.saw(stdout + ("\n" + value if value is not None else ""))
             label = f"[block {i} of {len(blocks)}]\n" if len(blocks) > 1 else ""
@@ -436,6 +437,11 @@ def run_rlm(
     if earlier is not None and earlier.gate is not None:
         tracker.gate = earlier.gate  # the conversation's evidence carries on (rlm/continuation)
     shared = ns is not None and state is not None and (earlier is None or earlier.shared)
+    if shared:
+        try:
+            tools.refuse_clobbering(ns, options.tools)
+        except tools.ToolError as err:
+            raise ReplError(str(err)) from None
     if earlier is not None and not earlier.shared:
         saved = None
         state.depth, state.budget, state.run, state.options = depth, budget, tracker, options

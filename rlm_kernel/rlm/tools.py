@@ -13,7 +13,7 @@ import inspect
 import keyword
 import types
 
-__all__ = ["RESERVED", "ToolError", "check_tools", "describe", "install", "signature"]
+__all__ = ["RESERVED", "ToolError", "check_tools", "describe", "install", "refuse_clobbering", "signature"]
 
 RESERVED = frozenset(
     {
@@ -186,6 +186,17 @@ def describe(tools: tuple) -> str:
         doc = _doc(fn).replace("\n", "\n    ")
         lines.append(f"- `{signature(name, fn)}`\n    {doc}")
     return "\n".join(lines)
+
+
+def refuse_clobbering(ns: dict, tools: tuple) -> None:
+    """A `--shared` run binds the tools into the notebook's namespace: refuse one that would replace another
+    notebook variable."""
+    for name, fn in tools:
+        if name in ns and ns[name] is not fn:
+            raise ToolError(
+                f"tools: the notebook already has a variable {name!r}; a --shared run would replace it "
+                "— give the tool another name"
+            )
 
 
 def install(ns: dict, protected: dict | None, tools: tuple) -> None:

@@ -130,3 +130,14 @@ def test_prompt_parts_in_order() -> None:
     text = prompt_control.build(opts, 16_384, 1024)
     assert text.startswith("BASE\n\nThe answer must be a list[int]") and text.rstrip().endswith("EXTRA")
     assert "16,384 tokens" in prompt_control.build(RunOptions(), 16_384, 1024)
+
+
+def test_an_answer_left_ready_does_not_end_the_next_run() -> None:
+    tracker = RunTracker()
+    tracker.gate.code_read_context = True
+    ns = {"answer": {"content": 5, "ready": True}}  # left by an earlier run (a follow-up's namespace)
+    armed = answer_dict.before(ns)
+    answer_dict.check(ns, tracker, "x = 1", armed)
+    assert not tracker.final_set
+    answer_dict.check(ns, tracker, "answer['content'] = len(context)\nanswer['ready'] = True", armed)
+    assert tracker.final_set and tracker.final == "5"

@@ -176,6 +176,10 @@ def test_reserved_and_unusable_tools_are_refused_clearly(served, kernel: KernelH
     assert "must be a function defined" in err(kernel, "rlm_run('q', context='abc', tools=[llm_query])")
     assert "Python builtin" in err(kernel, "rlm_run('q', context='abc', tools={'len': lookup})")
     assert "no variable named 'nothere'" in err(kernel, "%%rlm --tools nothere\nq")
+    ok(kernel, "search = 3")
+    text = err(kernel, "rlm_run('q', shared=True, tools={'search': lookup})")
+    assert "the notebook already has a variable 'search'" in text
+    assert probe(kernel, "search") == 3
     assert not served[0].requests
 
 
@@ -217,6 +221,10 @@ def test_the_reference_answer_dict_protocol(served, kernel: KernelHarness) -> No
         2,
     ]
     assert 'answer["ready"] = True rejected' in s.root_prompts[1]
+    # a follow-up starts with the dict still ready: only a block that sets it again ends the run
+    script(served, Script(root=[repl("m = n + 1"), repl("answer['content'] = m\nanswer['ready'] = True")]))
+    ok(kernel, "r2 = rlm_run('and one more?', continue_from=r)")
+    assert probe(kernel, "[r2.answer, r2.iterations]") == ["5", 2]
     # a shared run leaves the notebook's own `answer` alone unless the model uses it
     script(served, Script(root=[repl("m = len(context)\nFINAL(m)")]))
     ok(kernel, "answer = 'mine'\nload_context('xyz')\nr = rlm_run('q', shared=True)")
