@@ -47,7 +47,6 @@ if TYPE_CHECKING:  # httpx is imported with the first HTTP client (see transport
 
 __all__ = [
     "Completion",
-    "HandedOff",
     "LLMClient",
     "PendingCompletion",
     "Prompt",
@@ -269,8 +268,16 @@ class LLMClient:
         `rlm_query_batched`): nothing but the HTTP call leaves the caller's thread.
         """
         item = self._item(0, prompt, model, max_tokens, system, None, None, role)
+        scope = current_scope()  # read here, in the caller's thread: it travels with the request
         chosen = budget if budget is not None else current_budget()
-        coro = self._call(item, chosen, batch_id=None, parent_batch_id=current_batch(), owner=_owner())
+        coro = self._call(
+            item,
+            chosen,
+            batch_id=None,
+            parent_batch_id=scope.parent_batch_id,
+            owner=scope.owner,
+            run=_run_id(scope),
+        )
         if loop.in_loop_thread():
             coro.close()
             raise LLMError("model calls cannot be made from the LLM layer's own event loop thread")

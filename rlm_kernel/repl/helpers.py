@@ -17,6 +17,7 @@ from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl import corpus as corpusmod
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.state import ReplState
+from rlm_kernel.rlm import run_args
 from rlm_kernel.rlm.gate import rejection, shares_text
 from rlm_kernel.rlm.trajectory import ChildCall, Usage
 from rlm_kernel.sandbox import shown
@@ -319,11 +320,16 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         )
         return texts
 
-    def child_steps(prompt: str, model: str | None):  # -> RunSteps
+    def child_steps(prompt: str, model: str | None, best_effort: bool | None = None):  # -> RunSteps
         from rlm_kernel.rlm.loop import run_rlm_steps
 
         depth = max(state.depth, 0) + 1
-        options = state.options.with_(shared=False, budget_usd=None)
+        # a sub-RLM answers in text with the default prompt; tools carry on (rlm/tools)
+        options = state.options.with_(
+            shared=False, budget_usd=None, returns=None, system_prompt=None, system_prompt_extra=None
+        )
+        if best_effort is not None:
+            options = options.with_(best_effort=best_effort)
         if model:
             options = options.with_(model=model)
         return run_rlm_steps(
@@ -340,7 +346,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
     ) -> str:
         """Record a finished sub-RLM as a child call (with its whole run; into `calls[i]` when given, for
         the caller to record in input order); returns its answer, or raises its error."""
-        answer = getattr(result, "answer", None)
+        raw = getattr(result, "answer", None)
+        answer = None if raw is None else str(raw)
         termination = getattr(result, "termination", "error")
         call = ChildCall(
             "rlm_query",
@@ -355,6 +362,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             response=answer or "",
             run=result.tree() if hasattr(result, "tree") else None,  # type: ignore[union-attr]
             error=None if answer is not None else f"{termination}: {getattr(result, 'message', '')}",
+            answer_kind=getattr(result, "answer_kind", None),
         )
         if calls is None:
             record(call)
@@ -362,9 +370,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             calls[i] = call
         if termination == "interrupted":
             raise interrupted()
-        if termination == "budget":
-            raise budget_hit(getattr(result, "message", ""))
         if answer is None:
+            if termination == "budget":
+                raise budget_hit(getattr(result, "message", ""))
             raise QueryError(
                 f"rlm_query failed: the sub-RLM ended without an answer ({termination}: "
                 f"{getattr(result, 'message', '')})"
@@ -374,22 +382,26 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
     def at_max_depth() -> bool:
         return max(state.depth, 0) + 1 > state.options.max_depth
 
-    def rlm_query(prompt: str, model: str | None = None) -> str:
+    def rlm_query(prompt: str, model: str | None = None, best_effort: bool | None = None) -> str:
         """Hand a sub-problem to a recursive sub-RLM whose `context` is `prompt`; returns its final answer.
 
-        rlm_query(prompt, model=None) -> str
+        rlm_query(prompt, model=None, best_effort=None) -> str
         The sub-RLM runs the same root loop one level deeper in its own sandboxed namespace. At the maximum
-        depth (default 2, option max_depth) it degrades to llm_query(prompt, model). Raises QueryError.
+        depth (default 2, option max_depth) it degrades to llm_query(prompt, model). A sub-RLM that stops
+        without FINAL returns its best-effort answer (marked in the trajectory) unless best_effort=False,
+        when it raises QueryError.
         """
         prompt = _check_prompt(prompt, "rlm_query")
         model = _check_options("rlm_query", model)[0]
+        if best_effort is not None and best_effort is not True and best_effort is not False:
+            raise QueryError("rlm_query: best_effort must be True, False or None") from None
         if at_max_depth():
             return llm_query(prompt, model=model)
         from rlm_kernel.rlm.steps import drive
 
         started = time.monotonic()
         try:
-            result = drive(child_steps(prompt, model))
+            result = drive(child_steps(prompt, model, best_effort))
         except RLMError as err:
             record(
                 ChildCall("rlm_query", _preview(prompt), False, error=str(err), model=model, prompt=prompt)
@@ -535,6 +547,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 state.run.rejections.append(rejection(how, state.run.successes > 0))
                 return
             state.run.final, state.run.final_set = text, True
+            state.run.final_value = answer
             return
         ns["final_answer"] = text
         _display_final(text)
@@ -625,7 +638,12 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         """Run the autonomous root loop on `question`; returns an RLMResult.
 
         rlm_run(question, context=None, model=None, child_model=None, max_iterations=20, max_depth=2,
-                budget_usd=None, shared=False, max_no_code_turns=3, output_chars=4000) -> RLMResult
+                budget_usd=None, shared=False, max_no_code_turns=3, output_chars=4000, best_effort=True,
+                tools=None, returns=None, system_prompt=None, system_prompt_extra=None,
+                continue_from=None) -> RLMResult
+        tools: {name: function} of notebook functions the root may call; returns: the answer's type (int,
+        float, bool, str, list[...], dict[...] or a notebook dataclass); continue_from: an earlier result to
+        ask a follow-up in its conversation, namespace and budget.
         `context` defaults to this namespace's context. The result has answer, iterations, calls, tokens,
         cost, termination, message, trajectory and namespace; export with result.save("run.ipynb") and
         result.to_jsonl(path).
@@ -636,10 +654,10 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         if type(question) is not str or not question.strip():
             raise ReplError("rlm_run: the question must be a non-empty str") from None
         try:
-            options = {
-                exact_str(k, "rlm_run option"): plain_data(v, f"rlm_run: {k}") for k, v in options.items()
-            }
-            opts = state.options.with_(**options).check()
+            options = {exact_str(k, "rlm_run option"): v for k, v in options.items()}
+            options, special, previous = run_args.split(options, set(state.protected))
+            options = {k: plain_data(v, f"rlm_run: {k}") for k, v in options.items()}
+            opts = state.options.with_(**options, **special).check()
         except (TypeError, ValueError) as err:
             raise ReplError(f"rlm_run: {err}") from None
         if context is not None:
@@ -647,7 +665,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 context = _context_source(context)
             except CoercionError as err:
                 raise ReplError(f"rlm_run: {err}") from None
-        return run_from_namespace(state, ns, question, context, opts)
+        return run_from_namespace(state, ns, question, context, opts, continue_from=previous)
 
     helpers = {
         "load_context": load_context,

@@ -13,12 +13,14 @@ from IPython.core.error import UsageError
 from rlm_kernel import magics
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.errors import ReplError
+from rlm_kernel.rlm import prompt_control, run_args
 
 __all__ = ["context_magic", "parse_rlm_line", "rlm_cell_magic"]
 
 CONTEXT_DOC = "%context [source]: load the context from a path, directory or glob; alone, summarise it"
 RLM_DOC = (
-    "%%rlm [--model M] [--child-model M] [--max-iterations N] [--max-depth D] [--budget-usd X] [--shared]: "
+    "%%rlm [--model M] [--child-model M] [--max-iterations N] [--max-depth D] [--budget-usd X] [--shared] "
+    "[--continue] [--tools F,G] [--returns T] [--system NAME] [--system-extra NAME] [--no-best-effort]: "
     "run the root loop on the question in the cell body; the result is kept in `rlm_result`"
 )
 
@@ -38,6 +40,12 @@ def _parser() -> _Parser:
     p.add_argument("--max-no-code-turns", type=int, default=None)
     p.add_argument("--output-chars", type=int, default=None)
     p.add_argument("--shared", action="store_true")
+    p.add_argument("--continue", dest="continue", action="store_true")
+    p.add_argument("--tools", default=None)
+    p.add_argument("--returns", default=None)
+    p.add_argument("--system", default=None)
+    p.add_argument("--system-extra", default=None)
+    p.add_argument("--no-best-effort", action="store_true")
     return p
 
 
@@ -48,9 +56,9 @@ def parse_rlm_line(line: str) -> dict[str, object]:
     except ValueError as err:
         raise UsageError(f"%%rlm: cannot parse the options line ({err})") from None
     args = vars(_parser().parse_args(argv))
-    options = {k: v for k, v in args.items() if v is not None and k != "shared"}
-    if args["shared"]:
-        options["shared"] = True
+    flags = ("shared", "continue", "no_best_effort")
+    options = {k: v for k, v in args.items() if v is not None and k not in flags}
+    options.update({k: True for k in flags if args[k]})
     return options
 
 
@@ -76,13 +84,13 @@ def rlm_cell_magic(line: str, cell: str) -> None:
     question = cell.strip()
     if not question:
         raise UsageError("%%rlm: write the question in the cell body, below the %%rlm line")
-    options = parse_rlm_line(line)
     try:
+        options, previous = run_args.from_magic(parse_rlm_line(line), ns, set(state.protected))
         opts = state.options.with_(**options).check()
     except (TypeError, ValueError) as err:
         raise UsageError(f"%%rlm: {err}") from None
     try:
-        result = run_from_namespace(state, ns, question, None, opts)
+        result = run_from_namespace(state, ns, question, None, opts, continue_from=previous)
     except ReplError as err:
         raise ReplError(str(err)) from None
     ns["rlm_result"] = result
@@ -91,3 +99,4 @@ def rlm_cell_magic(line: str, cell: str) -> None:
 
 magics.register_line_magic("context", context_magic, CONTEXT_DOC)
 magics.register_cell_magic("rlm", rlm_cell_magic, RLM_DOC)
+magics.register_rlm_subcommand("prompt", prompt_control.show_prompt, prompt_control.PROMPT_HELP)

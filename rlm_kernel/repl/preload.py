@@ -131,6 +131,11 @@ def notebook() -> tuple[dict, ReplState]:
     return _notebook
 
 
+def track(ns: dict, state: ReplState) -> None:
+    """Track a namespace again (a finished run's, continued by a follow-up run)."""
+    _registry[id(ns)] = (ns, state)
+
+
 def forget(ns: dict) -> None:
     """Stop tracking a namespace (a finished sub-run's)."""
     _registry.pop(id(ns), None)

@@ -28,6 +28,14 @@ class RunOptions:
     output_chars: int = 4000
     history_turns: int = 12
     preview_chars: int = 500
+    best_effort: bool = True
+    """One last tool-free turn for a best-effort answer when a run ends without FINAL (rlm/best_effort)."""
+    system_prompt: str | None = None
+    system_prompt_extra: str | None = None
+    tools: tuple = ()
+    """((name, notebook function), ...) bound into the run's namespace, listed in the prompt (rlm/tools)."""
+    returns: object = None
+    """The answer's type (rlm/answer_types), or None for text."""
 
     def with_(self, **changes: object) -> RunOptions:
         unknown = set(changes) - set(self.__dataclass_fields__)
@@ -45,6 +53,12 @@ class RunOptions:
             not isinstance(self.budget_usd, int | float) or self.budget_usd <= 0
         ):
             raise ValueError(f"budget_usd must be a positive number of dollars, got {self.budget_usd!r}")
+        if type(self.best_effort) is not bool:
+            raise ValueError(f"best_effort must be True or False, got {self.best_effort!r}")
+        for name in ("system_prompt", "system_prompt_extra"):
+            value = getattr(self, name)
+            if value is not None and (type(value) is not str or not value.strip()):
+                raise ValueError(f"{name} must be a non-empty str (or None), got {type(value).__name__}")
         return self
 
 
@@ -87,6 +101,8 @@ class RunTracker:
     calls: list[ChildCall] = field(default_factory=list)
     final: str | None = None
     final_set: bool = False
+    final_value: object = None
+    """The value FINAL was given (before it became text): what a typed answer is checked against."""
     rejections: list[str] = field(default_factory=list)
     budget_error: str | None = None
     interrupted: bool = False

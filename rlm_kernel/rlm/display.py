@@ -65,7 +65,7 @@ def turn_text(turn: Turn) -> str:
 def result_html(result: RLMResult) -> str:
     turns = "".join(turn_html(t) for t in result.trajectory)
     colour = "#2e7d32" if result.termination == "final" else "#b26a00"
-    answer = "(no answer)" if result.answer is None else result.answer
+    answer = "(no answer)" if result.answer is None else result.answer_text or ""
     return (
         f"<div>{turns}<div style='border:2px solid {colour};border-radius:6px;"
         "padding:8px 12px;margin-top:6px'>"
@@ -110,7 +110,7 @@ class LiveDisplay:
     def finish(self, result: RLMResult) -> None:
         if self.handle is None:
             return
-        answer = "(no answer)" if result.answer is None else result.answer
+        answer = "(no answer)" if result.answer is None else result.answer_text or ""
         colour = "#2e7d32" if result.termination == "final" else "#b26a00"
         final_html = (
             f"<div style='border:2px solid {colour};border-radius:6px;padding:8px 12px;margin-top:6px'>"

@@ -5,6 +5,7 @@ The rule is documented in `extract_blocks` and in the README's RLM REPL section;
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 
@@ -12,8 +13,11 @@ __all__ = ["Extracted", "ProseFinal", "extract", "extract_blocks", "find_prose_f
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = ("python", "py", "python3")
-_FINAL_VAR = re.compile(r"^[ \t>*`]*FINAL_VAR\(\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?\s*\)", re.MULTILINE)
-_FINAL_START = re.compile(r"^[ \t>*`]*FINAL\(", re.MULTILINE)
+# at the start of a line, or after a label ending in a colon ("Final answer: FINAL(42)")
+_LEAD = r"^(?:[^\n]*:[ \t]*)?[ \t>*`]*"
+_FINAL_VAR = re.compile(_LEAD + r"FINAL_VAR\(\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?\s*\)", re.MULTILINE)
+_FINAL_START = re.compile(_LEAD + r"FINAL\(", re.MULTILINE)
+_FINAL_ONLY = re.compile(r"^\s*FINAL(?:_VAR)?\(.*\)\s*$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,24 @@ def find_prose_final(reply: str) -> ProseFinal | None:
     return None
 
 
+def _final_text_block(block: str) -> bool:
+    """A block that is only a FINAL(...) written as text, not Python (`FINAL(The answer is 3)`)."""
+    if not _FINAL_ONLY.match(block):
+        return False
+    try:
+        ast.parse(block)
+    except (SyntaxError, ValueError):
+        return True
+    return False
+
+
 def extract(reply: str) -> Extracted:
-    """Everything the loop needs from one reply."""
+    """Everything the loop needs from one reply. A run block that is only a FINAL(...) that is not Python
+    (`FINAL(The answer is 3)` in a fence) is read as a prose FINAL instead of failing as code."""
     blocks, ignored = extract_blocks(reply)
-    return Extracted(tuple(blocks), ignored, _outside_run_blocks(reply).strip(), find_prose_final(reply))
+    final = find_prose_final(reply)
+    texts = [b for b in blocks if _final_text_block(b)]
+    if texts:
+        blocks = [b for b in blocks if b not in texts]
+        final = final or find_prose_final(texts[-1])
+    return Extracted(tuple(blocks), ignored, _outside_run_blocks(reply).strip(), final)

@@ -5,6 +5,7 @@ Ends on an accepted FINAL, a limit (iterations, turns without code, budget), an 
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from rlm_kernel.callscope import call_scope
@@ -12,11 +13,12 @@ from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
+from rlm_kernel.rlm import answer_dict, answer_types, best_effort, continuation, prompt_control, tools
 from rlm_kernel.rlm.compaction import maybe_compact
 from rlm_kernel.rlm.display import LiveDisplay, RunBudgetDisplay
 from rlm_kernel.rlm.extract import extract
 from rlm_kernel.rlm.gate import block_facts, prints_only_literals, rejection
-from rlm_kernel.rlm.prompt import context_message, system_prompt, window_tokens
+from rlm_kernel.rlm.prompt import context_message, window_tokens
 from rlm_kernel.rlm.steps import RootRequest, RunSteps, drive
 from rlm_kernel.rlm.trajectory import RLMResult, Turn, Usage
 
@@ -76,12 +78,18 @@ class _Run:
         state: ReplState,
         options: RunOptions,
         display: LiveDisplay | None,
+        previous: RLMResult | None = None,
     ) -> None:
         self.question, self.loaded, self.ns, self.state = question, loaded, ns, state
         self.options, self.display = options, display
         self.turns: list[Turn] = []
         self.usage = Usage()
         self.first = context_message(question, loaded.value, options.preview_chars, dict(loaded.files))
+        self.prior: list[dict] = []
+        if previous is not None:  # a follow-up (rlm/continuation)
+            self.first = continuation.follow_up_message(question, previous)
+            self.prior = continuation.prior_messages(previous)
+        self.raw_final: object = None
         self.history: list[dict] = []
         self.model: str | None = None
         self.summary, self.compacted = "", 0  # see compaction.py
@@ -98,26 +106,29 @@ class _Run:
                 f"\n\n[{dropped} earlier turn(s) are not shown to keep the history short; the variables they "
                 "created are still in the namespace — use SHOW_VARS().]"
             )
-        return [{"role": "user", "content": first}, *keep]
+        return continuation.join_users([*self.prior, {"role": "user", "content": first}, *keep])
 
-    def root_request(self) -> RootRequest:
+    def root_request(self, messages: list[dict] | None = None) -> RootRequest:
         """The next root-model call (made by whoever drives the run: `steps.drive` or `subruns`)."""
         from rlm_kernel import llm
 
         client = llm.get_client()
         model = self.options.model or getattr(client.config, "root_model", None)
         window = window_tokens(client.config)
-        system = system_prompt(window, int(getattr(client.config, "max_tokens", 1024) or 1024))
+        answer_tokens = int(getattr(client.config, "max_tokens", 1024) or 1024)
+        system = prompt_control.build(self.options, window, answer_tokens)
         if self.model is None:  # named in the trajectory even if no call ever answers
             from rlm_kernel.llm.tiers import resolve_model
 
             with contextlib.suppress(Exception):
                 self.model = resolve_model(model, role="synthesis", prompt_tokens=0, config=client.config)[1]
-        return RootRequest(self.messages(), model, system, self.state.budget)
+        return RootRequest(
+            messages if messages is not None else self.messages(), model, system, self.state.budget
+        )
 
-    def ask_root(self) -> RunSteps:
+    def ask_root(self, messages: list[dict] | None = None) -> RunSteps:
         """Yield the next root request; returns its completion (noting the model that answered)."""
-        request = self.root_request()
+        request = self.root_request(messages)
         completion = yield request
         self.model = getattr(completion, "model", None) or self.model or request.model
         return completion
@@ -133,7 +144,10 @@ class _Run:
             if reads:
                 tracker.gate.code_read_context = True
             tracker.gate.literal_in_block = literal
+            armed = answer_dict.before(self.ns)
             stdout, value, error = self.execute(code, turn.index)
+            if not tracker.final_set:
+                answer_dict.check(self.ns, tracker, code, armed)  # the reference library's answer["ready"]
             if not prints_only_literals(code):
                 tracker.gate.saw(stdout + ("\n" + value if value is not None else ""))
             label = f"[block {i} of {len(blocks)}]\n" if len(blocks) > 1 else ""
@@ -197,8 +211,10 @@ class _Run:
         if kind == "FINAL_VAR" or names_variable:
             if not names_variable:
                 return None, f"FINAL_VAR({value}) failed: there is no variable named {value!r}."
+            self.raw_final = self.ns[value]
             text, computed = answer_text(self.ns[value]), True
         else:
+            self.raw_final = value
             text, computed = value, False
         if not tracker.gate.accepts(text, computed):
             return None, rejection(kind, tracker.successes > 0)
@@ -317,10 +333,14 @@ class _Run:
                     answer, problem = self.prose_final(got.final.kind, got.final.value, tracker)
                     if problem:
                         notes.append(problem)
+                elif answer is not None:
+                    self.raw_final = tracker.final_value
+                if answer is not None and self.options.returns is not None:
+                    answer = self.typed(answer, tracker, notes)
                 turn.seconds = time.monotonic() - started
                 turn.note = " ".join(notes)
                 if answer is not None:
-                    turn.final = answer
+                    turn.final = answer_types.text_of(answer)
                     self._show(turn, "final answer")
                     return answer, "final", f"FINAL accepted at turn {index}"
                 cancelled = getattr(self.state.session, "cancelled", None)
@@ -369,6 +389,18 @@ class _Run:
             f"no accepted FINAL within {self.options.max_iterations} turns (max_iterations)",
         )
 
+    def typed(self, answer: object, tracker: RunTracker, notes: list[str]) -> object:
+        """The accepted FINAL as the `returns=` type, or None with the reason in `notes` (answer_types)."""
+        try:
+            return answer_types.convert(self.raw_final, self.options.returns)
+        except answer_types.AnswerTypeError as err:
+            tracker.final, tracker.final_set, tracker.final_value = None, False, None
+            notes.append(answer_types.rejection(self.options.returns, str(err)))
+            return None
+
+    def show(self, turn: Turn, status: str) -> None:
+        self._show(turn, status)
+
     def _show(self, turn: Turn, status: str) -> None:
         if self.display is not None:
             self.display.turn(turn, status)
@@ -390,24 +422,45 @@ def run_rlm_steps(
     ns: dict | None = None,
     state: ReplState | None = None,
     live: bool = False,
+    continue_from: RLMResult | None = None,
 ) -> RunSteps:
     """Run the root loop on `question` over `loaded`, as steps (yields root requests, returns the RLMResult).
 
     With `ns`/`state` given (the --shared mode) the run uses that namespace and its helpers; otherwise it
     gets a fresh sandboxed namespace whose `context` is `loaded`. The run's budget is a child of
-    `parent_budget` (or of the session budget) limited to `options.budget_usd`.
+    `parent_budget` (or of the session budget) limited to `options.budget_usd`. With `continue_from`, the run
+    is a follow-up in that run's namespace, conversation and budget (rlm/continuation).
     """
     from rlm_kernel.repl import preload
     from rlm_kernel.repl.helpers import set_context
     from rlm_kernel.sandbox import SandboxSession, new_namespace
 
     options.check()
-    try:
-        budget = _make_budget(parent_budget, options.budget_usd, depth)
-    except RLMError as err:
-        raise ReplError(f"cannot set up the run's budget: {err}") from None
+    earlier = continuation.session_of(continue_from) if continue_from is not None else None
+    if earlier is not None:
+        budget, ns, state = earlier.budget, earlier.ns, earlier.state
+        if not earlier.shared:
+            loaded = earlier.loaded
+        if not earlier.shared:
+            preload.track(ns, state)
+    else:
+        try:
+            budget = _make_budget(parent_budget, options.budget_usd, depth)
+        except RLMError as err:
+            raise ReplError(f"cannot set up the run's budget: {err}") from None
     tracker = RunTracker()
-    if ns is not None and state is not None:
+    if earlier is not None and earlier.gate is not None:
+        tracker.gate = earlier.gate  # the conversation's evidence carries on (rlm/continuation)
+    shared = ns is not None and state is not None and (earlier is None or earlier.shared)
+    if shared:
+        try:
+            tools.refuse_clobbering(ns, options.tools)
+        except tools.ToolError as err:
+            raise ReplError(str(err)) from None
+    if earlier is not None and not earlier.shared:
+        saved = None
+        state.depth, state.budget, state.run, state.options = depth, budget, tracker, options
+    elif ns is not None and state is not None:
         saved = (state.depth, state.budget, state.run, state.options)
         state.depth, state.budget, state.run, state.options = depth, budget, tracker, options
         if loaded is not state.protected.get("__loaded_context__"):
@@ -419,19 +472,25 @@ def run_rlm_steps(
         ns = new_namespace(session)
         state = ReplState(session=session, depth=depth, options=options, budget=budget, run=tracker)
         preload.populate(ns, state, loaded)
+    tools.install(ns, None if shared else state.protected, options.tools)
+    if earlier is None:
+        answer_dict.install(ns, shared)
     global _active
     display = LiveDisplay(question) if live else None
     shown_budget = RunBudgetDisplay(budget) if live else None
-    run = _Run(question, loaded, ns, state, options, display)
+    run = _Run(question, loaded, ns, state, options, display, continue_from)
     tracker.gate.question = question
     if not tracker.gate.source_for(loaded.value).strip():
         tracker.gate.code_read_context = True  # nothing loaded: every block works on the question itself
     _active += 1
     try:
-        # calls made in the run without an explicit budget (map_reduce, find_relevant) are charged to it and
-        # noted in its trajectory: the call scope carries both to the LLM layer
+        # calls made in the run without an explicit budget (map_reduce, find_relevant) are charged to it
+        # and noted in its trajectory: the call scope carries both to the LLM layer
         with call_scope(budget=budget, run=tracker):
             answer, reason, message = yield from run.run()
+            kind = "final" if answer is not None else None
+            if answer is None:
+                answer, kind, message = yield from best_effort.attempt(run, reason, message)
     finally:
         _active -= 1
         if saved is not None:
@@ -442,8 +501,19 @@ def run_rlm_steps(
     for turn in run.turns:
         usage.add(turn.usage)
     result = RLMResult(
-        question, answer, reason, message, run.turns, ns, usage, depth=depth, model=options.model or run.model
+        question,
+        answer,
+        reason,
+        message,
+        run.turns,
+        ns,
+        usage,
+        depth=depth,
+        model=options.model or run.model,
+        answer_kind=kind,
+        _history=continuation.transcript(run.prior, run.first, run),
     )
+    continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded, tracker.gate))
     if display is not None:
         display.finish(result)
     if shown_budget is not None:
@@ -452,9 +522,35 @@ def run_rlm_steps(
 
 
 def run_from_namespace(
-    state: ReplState, ns: dict, question: str, context: object, options: RunOptions, live: bool | None = None
+    state: ReplState,
+    ns: dict,
+    question: str,
+    context: object,
+    options: RunOptions,
+    live: bool | None = None,
+    continue_from: RLMResult | None = None,
 ) -> RLMResult:
-    """`rlm_run` / `%%rlm` from a namespace: its context unless `context` is given, one level deeper."""
+    """`rlm_run` / `%%rlm` from a namespace: its context unless `context` is given, one level deeper; with
+    `continue_from`, a follow-up in that run's namespace (and `context` must not be given)."""
+    if continue_from is not None:
+        if context is not None:
+            raise ReplError(
+                "rlm_run: a follow-up (continue_from=) keeps the earlier run's context; drop context="
+            )
+        earlier = continuation.session_of(continue_from)
+        if earlier is None:
+            raise ReplError("continue_from: this result cannot be continued")
+        loaded = earlier.loaded if not earlier.shared else state.protected.get("__loaded_context__")
+        return run_rlm(
+            question,
+            loaded
+            if isinstance(loaded, ctxmod.LoadedContext)
+            else ctxmod.LoadedContext("", "text", "nothing"),
+            options=options,
+            depth=max(state.depth, 0) + 1,
+            live=state.interactive if live is None else live,
+            continue_from=continue_from,
+        )
     if context is None:
         loaded = state.protected.get("__loaded_context__")
         if not isinstance(loaded, ctxmod.LoadedContext):

@@ -74,6 +74,8 @@ class ChildCall:
     run: dict | None = None
     """A sub-RLM's own run (`RLMResult.tree()`): its turns, calls and nested runs."""
     cache_keys: list[str] = field(default_factory=list)
+    answer_kind: str | None = None
+    """For a sub-RLM: "final" or "best_effort" (it stopped without FINAL; rlm/best_effort)."""
 
 
 @dataclass
@@ -146,6 +148,27 @@ class RLMResult:
     usage: Usage = field(default_factory=Usage)
     depth: int = 1
     model: str | None = None
+    answer_kind: str | None = None
+    """"final" (an accepted FINAL), "best_effort" (the last tool-free turn's answer) or None (no answer)."""
+    _history: tuple = field(default=(), repr=False, compare=False)
+
+    @property
+    def history(self) -> list[dict]:
+        """The conversation up to the end of this run (earlier runs it continues included): role/content
+        dicts, what a follow-up (`continue_from=`, `%%rlm --continue`) sends first."""
+        from rlm_kernel.rlm.continuation import history_of
+
+        return history_of(self)
+
+    @property
+    def answer_text(self) -> str | None:
+        """The answer as text (a typed answer's text form), or None."""
+        if self.answer is None:
+            return None
+        if type(self.answer) is str:
+            return self.answer
+        finals = [t.final for t in self.trajectory if t.final is not None]
+        return finals[-1] if finals else None
 
     @property
     def namespace(self) -> dict:
@@ -176,7 +199,7 @@ class RLMResult:
         )
 
     def __repr__(self) -> str:
-        answer = "(none)" if self.answer is None else self.answer[:2000]
+        answer = "(none)" if self.answer is None else (self.answer_text or "")[:2000]
         return f"RLMResult({self.summary_line()})\n{self.message}\nanswer: {answer}"
 
     def _repr_html_(self) -> str:
@@ -198,7 +221,8 @@ class RLMResult:
         head = {
             "type": "run",
             "question": self.question,
-            "answer": self.answer,
+            "answer": self.answer_text,
+            "answer_kind": self.answer_kind,
             "termination": self.termination,
             "message": self.message,
             "iterations": self.iterations,
@@ -243,7 +267,9 @@ class RLMResult:
 
                     cells.extend(notebook_cells(call.run))
         cells.append(
-            v4.new_markdown_cell(f"## Answer ({self.termination})\n\n{self.message}\n\n{self.answer or ''}")
+            v4.new_markdown_cell(
+                f"## Answer ({self.termination})\n\n{self.message}\n\n{self.answer_text or ''}"
+            )
         )
         nb = v4.new_notebook(
             cells=cells, metadata={"kernelspec": {"name": "rlm", "display_name": "RLM", "language": "python"}}

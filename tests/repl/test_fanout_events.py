@@ -83,11 +83,15 @@ def test_sub_rlm_fan_outs_nest_under_one_parent(
 def test_a_failed_sub_rlm_is_a_failed_item_and_its_spending_still_counts(
     client_on_server: LLMTestServer, events: list[CallEvent]
 ) -> None:
-    # sub-RLM 0 never writes code (ends after 3 turns without an answer); sub-RLM 1 fans out and answers
-    # (a rule, not a queue: the two run concurrently, so their requests arrive in any order)
-    client_on_server.reply_with(
-        Script(root=[], sub=lambda rec: "no code" if "task one" in rec.prompt else repl(FAN_OUT))
-    )
+    # sub-RLM 0 never writes code (ends after 3 turns, and its best-effort turn is empty: no answer);
+    # sub-RLM 1 fans out and answers (a rule, not a queue: the two run concurrently, so their requests
+    # arrive in any order)
+    def sub(rec: object) -> str:
+        if "task one" not in rec.prompt:
+            return repl(FAN_OUT)
+        return " " if "The run has stopped" in rec.prompt else "no code"
+
+    client_on_server.reply_with(Script(root=[], sub=sub))
     ns = notebook()
     with pytest.raises(QueryBatchError) as info:
         ns["rlm_query_batched"](["task one", "task two"])
@@ -100,7 +104,7 @@ def test_a_failed_sub_rlm_is_a_failed_item_and_its_spending_still_counts(
     assert snap is not None and (snap.done, snap.failed, len(snap.children)) == (1, 1, 1)
     assert "no_code" in snap.errors[0]
     spent = llm.get_session_budget().snapshot()
-    assert spent["calls"] == 3 + 1 + 2
+    assert spent["calls"] == 3 + 1 + 1 + 2  # sub-RLM 0's turns and best-effort turn, sub-RLM 1, its fan-out
     assert (snap.input_tokens, snap.output_tokens) == (spent["input_tokens"], spent["output_tokens"])
 
 

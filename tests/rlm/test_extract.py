@@ -98,3 +98,20 @@ def test_final_in_a_fence_that_does_not_run_is_read() -> None:
 def test_final_in_prose_next_to_a_code_block() -> None:
     got = extract("```repl\nx = llm_query('q')\n```\nFINAL(x is (probably) 4)\n(remark)")
     assert got.blocks == ("x = llm_query('q')",) and got.final.value == "x is (probably) 4"
+
+
+def test_a_fenced_final_that_is_not_python_is_read_as_prose() -> None:
+    # issue 17 item 4: models put their answer in a fence as text; it used to fail as a SyntaxError
+    for reply in ("```repl\nFINAL(The answer is 3)\n```", "Done:\n```\nFINAL(The answer is 3)\n```"):
+        got = extract(reply)
+        assert got.blocks == () and (got.final.kind, got.final.value) == ("FINAL", "The answer is 3")
+    got = extract('```repl\nFINAL("done")\n```')  # valid Python stays code
+    assert got.blocks == ('FINAL("done")',) and got.final is None
+
+
+def test_final_after_a_label_with_a_colon() -> None:
+    got = extract("```repl\nx = 1\n```\nSo the answer is: FINAL(x)")
+    assert got.code == "x = 1" and got.final.value == "x"
+    assert find_prose_final("Final answer: **FINAL(42)**").value == "42"
+    assert find_prose_final("Final answer: FINAL_VAR(total)").kind == "FINAL_VAR"
+    assert find_prose_final("ratio 3:4 then I call FINAL(x) later") is None

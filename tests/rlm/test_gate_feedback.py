@@ -149,7 +149,9 @@ def test_a_python_block_beside_a_repl_block_is_reported(client_on_server: LLMTes
 
 def test_a_repeated_block_gets_a_hint(client_on_server: LLMTestServer) -> None:
     code = "print(len(context.splitlines()))"
-    result = run(client_on_server, Script(root=[repl(code), repl(code + "  ")]), max_iterations=2)
+    result = run(
+        client_on_server, Script(root=[repl(code), repl(code + "  ")]), max_iterations=2, best_effort=False
+    )
     first, second = result.trajectory
     assert "same as the one in turn" not in first.feedback
     assert "This block is the same as the one in turn 1" in second.feedback
@@ -157,7 +159,7 @@ def test_a_repeated_block_gets_a_hint(client_on_server: LLMTestServer) -> None:
 
 def test_short_output_after_reading_context_suggests_final(client_on_server: LLMTestServer) -> None:
     script = Script(root=[repl("x = 1\nprint('hello')"), repl("print(len(context.splitlines()))")])
-    result = run(client_on_server, script, max_iterations=2)
+    result = run(client_on_server, script, max_iterations=2, best_effort=False)
     first, second = result.trajectory
     assert "If this output answers the question" not in first.feedback  # no context read yet
     hint = "If this output answers the question, reply with just:\n```repl\nFINAL('700')\n```"

@@ -117,10 +117,10 @@ def test_final_rejected_before_child_call_both_forms(served, kernel: KernelHarne
 
 def test_limits_iterations_and_no_code(served, kernel: KernelHarness) -> None:
     script(served, Script(root=[repl(f"k{i} = {i}") for i in range(9)]))
-    ok(kernel, "import json\nr = rlm_run('q', context='abc', max_iterations=3)")
+    ok(kernel, "import json\nr = rlm_run('q', context='abc', max_iterations=3, best_effort=False)")
     assert probe(kernel, "[r.termination, r.iterations, r.namespace['k2']]") == ["max_iterations", 3, 2]
     script(served, Script(root=["thinking", "still thinking", "more"]))
-    ok(kernel, "r = rlm_run('q', context='abc', max_no_code_turns=2)")
+    ok(kernel, "r = rlm_run('q', context='abc', max_no_code_turns=2, best_effort=False)")
     assert probe(kernel, "[r.termination, r.iterations]") == ["no_code", 2]
 
 
@@ -155,7 +155,8 @@ def test_budget_exhausted_mid_run_keeps_trajectory(served, kernel: KernelHarness
         ),
     )
     # every call reserves 1024 output tokens at $10/M ≈ $0.01: the batch cannot fit in $0.05
-    ok(kernel, "import json\nr = rlm_run('q', context='abc', budget_usd=0.05)", timeout=120)
+    code = "import json\nr = rlm_run('q', context='abc', budget_usd=0.05, best_effort=False)"
+    ok(kernel, code, timeout=120)
     got = probe(kernel, "[r.termination, r.iterations, r.namespace['kept'], 'never' in r.namespace]")
     assert got == ["budget", 2, "from turn 1", False]
     failed = probe(kernel, "r.trajectory[1].calls[0].failed")
@@ -213,7 +214,7 @@ def test_time_limit_ends_the_run_and_keeps_turns(rlm_kernel_factory) -> None:
             Script(root=[repl("started = True"), repl("while True:\n    started = not started")] * 5)
         )
         kernel = rlm_kernel_factory(env={**llm_env(server), "RLM_CPU_SECONDS": "2"})
-        ex = kernel.execute("import json\nr = rlm_run('q', context='abc')", timeout=60)
+        ex = kernel.execute("import json\nr = rlm_run('q', context='abc', best_effort=False)", timeout=60)
         assert ex.ok, ex
         assert probe(kernel, "[r.termination, r.iterations, 'started' in r.namespace]") == [
             "time_limit",

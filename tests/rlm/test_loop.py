@@ -72,14 +72,22 @@ def test_final_rejected_before_a_child_call_both_forms(client_on_server: LLMTest
 
 
 def test_max_iterations(client_on_server: LLMTestServer) -> None:
-    result = run(client_on_server, Script(root=[repl(f"x{i} = {i}") for i in range(5)]), max_iterations=3)
+    result = run(
+        client_on_server,
+        Script(root=[repl(f"x{i} = {i}") for i in range(5)]),
+        max_iterations=3,
+        best_effort=False,
+    )
     assert result.termination == "max_iterations" and result.iterations == 3
     assert result.namespace["x2"] == 2 and result.answer is None
 
 
 def test_no_code_turns(client_on_server: LLMTestServer) -> None:
     result = run(
-        client_on_server, Script(root=["Hmm.", "Let me think.", "Still thinking."]), max_no_code_turns=2
+        client_on_server,
+        Script(root=["Hmm.", "Let me think.", "Still thinking."]),
+        max_no_code_turns=2,
+        best_effort=False,
     )
     assert result.termination == "no_code" and result.iterations == 2
     assert "no ```repl block" in result.trajectory[0].feedback
@@ -116,7 +124,9 @@ def test_depth_cap_degrades_to_llm_query(client_on_server: LLMTestServer) -> Non
 
 def test_feedback_truncated_and_history_bounded(client_on_server: LLMTestServer) -> None:
     script = Script(root=[repl("print(context)")] + [repl(f"v{i} = {i}") for i in range(4)])
-    result = run(client_on_server, script, max_iterations=5, output_chars=300, history_turns=2)
+    result = run(
+        client_on_server, script, max_iterations=5, output_chars=300, history_turns=2, best_effort=False
+    )
     assert "chars cut" in result.trajectory[0].feedback and len(result.trajectory[0].feedback) < 800
     last = script.root_prompts[-1]
     assert "earlier turn(s) are not shown" in last and "v0 = 0" not in last and "v3 = 3" not in last
@@ -190,7 +200,7 @@ def test_rlm_query_batched_keeps_successes(client_on_server: LLMTestServer) -> N
         # the sub-RLMs run concurrently, so their requests arrive in any order
         sub=lambda rec: "no code" if "task two" in rec.prompt else repl("a = llm_query(context)\nFINAL(a)"),
     )
-    result = run(client_on_server, script)
+    result = run(client_on_server, script, best_effort=False)  # sub-RLM 2 fails instead of a best effort
     assert result.termination == "final"
     got = result.namespace["got"]
     assert got[0].startswith("child answer to: task one word0") and got[1] is None
@@ -207,7 +217,10 @@ def test_each_block_gets_its_own_output_allowance(client_on_server: LLMTestServe
     session = SandboxSession(Limits(output_bytes=1000))
     with cell_limits(session):  # as in the kernel: the run is inside the %%rlm cell's limits
         result = run_rlm(
-            "q", ctxmod.load("abc", kind="text"), options=RunOptions(max_iterations=2), session=session
+            "q",
+            ctxmod.load("abc", kind="text"),
+            options=RunOptions(max_iterations=2, best_effort=False),
+            session=session,
         )
         assert session.output_used == 0 and session.output_dropped == 0  # the cell's own accounting untouched
     first, second = result.trajectory

@@ -1,0 +1,99 @@
+"""The reference library's final-answer protocol: `answer["content"] = ...; answer["ready"] = True`.
+
+A run's namespace starts with `answer = {"content": None, "ready": False}` (a `--shared` run only when the
+notebook has no `answer` yet). After each block, an exact dict `answer` whose `"ready"` is `True` ends the
+run like `FINAL(answer["content"])`: the same FINAL gate applies (a literal content counts as a literal
+FINAL), and a rejected one is set back to not ready, with the reason fed back.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from rlm_kernel.repl.state import RunTracker
+from rlm_kernel.rlm.answer_types import text_of
+from rlm_kernel.rlm.gate import rejection
+
+__all__ = ["NAME", "before", "check", "install"]
+
+NAME = "answer"
+
+
+def install(ns: dict, shared: bool) -> None:
+    """Give a run's namespace the `answer` dict (a shared notebook's own `answer` is left alone)."""
+    if not shared or NAME not in ns:
+        ns[NAME] = {"content": None, "ready": False}
+
+
+def _assignments(code: str, key: str) -> list[ast.AST]:
+    """The values the block assigns to `answer[key]`."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    values = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == NAME
+                    and isinstance(target.slice, ast.Constant)
+                    and target.slice.value == key
+                ):
+                    values.append(node.value)
+    return values
+
+
+def _assigns(code: str, key: str) -> bool:
+    return bool(_assignments(code, key))
+
+
+def _sets_literal_content(code: str) -> bool:
+    """Whether the block assigns a literal to `answer["content"]` (the model's words, not a computation)."""
+    for value in _assignments(code, "content"):
+        if isinstance(value, ast.Constant) or (
+            isinstance(value, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in value.values)
+        ):
+            return True
+    return False
+
+
+def before(ns: dict) -> tuple:
+    """What `answer` is before a block runs: a block ends the run only if it set `ready` (a dict left ready
+    by an earlier run, e.g. before a follow-up, does not end the next one)."""
+    box = ns.get(NAME)
+    if type(box) is not dict:
+        return (None, False, None)
+    return (id(box), dict.get(box, "ready") is True, id(dict.get(box, "content")))
+
+
+def check(ns: dict, tracker: RunTracker, code: str, previous: tuple = (None, False, None)) -> None:
+    """After a block: accept `answer["content"]` when the block made `answer["ready"] is True` and the gate
+    agrees."""
+    box = ns.get(NAME)
+    if type(box) is not dict or dict.get(box, "ready") is not True:
+        return
+    if previous == (id(box), True, id(dict.get(box, "content"))) and not _assigns(code, "ready"):
+        return  # ready before the block, and the block did not set it
+    content = dict.get(box, "content")
+    try:
+        text = text_of(content)
+    except Exception as err:  # noqa: BLE001 - a content whose repr fails is fed back
+        dict.__setitem__(box, "ready", False)
+        tracker.rejections.append(
+            f'answer["content"] could not be read as text ({type(err).__name__}); set it to a str'
+        )
+        return
+    computed = not _sets_literal_content(code)
+    if not tracker.gate.accepts(text, computed):
+        dict.__setitem__(box, "ready", False)
+        tracker.rejections.append(
+            rejection("FINAL", tracker.successes > 0).replace(
+                "FINAL(...) rejected", 'answer["ready"] = True rejected (answer["ready"] is False again)', 1
+            )
+        )
+        return
+    tracker.final, tracker.final_set = text, True
+    tracker.final_value = content

@@ -1,0 +1,126 @@
+"""Multi-turn runs: `%%rlm --continue` / `rlm_run(..., continue_from=rlm_result)` ask a follow-up in the
+conversation and namespace of an earlier run, on the same budget.
+
+A finished run's namespace, REPL state and budget are kept here, keyed by its `RLMResult` (not on the
+result, where `vars()`, `copy` or `dataclasses.asdict` in a cell could reach them) for as long as the result
+lives. The result keeps the conversation so far; `RLMResult.history` shows it as role/content dicts. A
+follow-up run sends the earlier conversation first, then its own question; the namespace keeps every
+variable.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+__all__ = [
+    "Session",
+    "check",
+    "remember",
+    "session_of",
+    "follow_up_message",
+    "history_of",
+    "join_users",
+    "prior_messages",
+    "transcript",
+]
+
+
+@dataclass
+class Session:
+    """What a follow-up run reuses: the namespace and its state, the budget, whether it was `--shared`, and
+    the FINAL gate's evidence (what the earlier turns computed from `context` still counts)."""
+
+    ns: dict
+    state: object
+    budget: object
+    shared: bool
+    loaded: object
+    gate: object = None
+
+
+_sessions: dict[int, tuple[weakref.ref, Session]] = {}
+
+
+def remember(result: object, session: Session) -> None:
+    """Keep `session` for as long as `result` lives."""
+    key = id(result)
+    _sessions[key] = (weakref.ref(result), session)
+    weakref.finalize(result, _sessions.pop, key, None)
+
+
+def session_of(result: object) -> Session | None:
+    """The session of `result`, or None."""
+    entry = _sessions.get(id(result))
+    if entry is None or entry[0]() is not result:
+        return None
+    return entry[1]
+
+
+def check(value: object) -> object:
+    """`value` if it is a run result that can be continued, else ValueError saying what to pass."""
+    from rlm_kernel.rlm.trajectory import RLMResult
+
+    if type(value) is not RLMResult:
+        raise ValueError(
+            "continue_from must be the RLMResult of an earlier run (e.g. rlm_result), "
+            f"got {type(value).__name__ if type(type(value)) is type else 'object'}"
+        )
+    if session_of(value) is None:
+        raise ValueError("continue_from: this result cannot be continued (it was not made by rlm_run/%%rlm)")
+    return value
+
+
+def follow_up_message(question: str, previous: object) -> str:
+    """The first user message of a follow-up run."""
+    from rlm_kernel.rlm.answer_types import text_of
+
+    answer = getattr(previous, "answer", None)
+    said = ""
+    if answer is not None:
+        try:
+            said = f"Your previous answer was: {text_of(answer)[:2000]}\n\n"
+        except Exception:  # noqa: BLE001 - the answer's text is only a reminder
+            said = ""
+    return (
+        f"{said}Follow-up question: {question}\n\n"
+        "`context` and every variable from the earlier turns are still in the namespace (SHOW_VARS() lists "
+        "them). Reply with a ```repl block."
+    )
+
+
+def prior_messages(previous: object) -> list[dict]:
+    """The earlier conversation a follow-up sends first."""
+    return [dict(m) for m in previous._history]
+
+
+def transcript(prior: list[dict], first: str, run: object) -> tuple[dict, ...]:
+    """The conversation after a run: the earlier one, this run's question, its turns (and the reply that
+    ended it), as role/content dicts in order (consecutive user messages joined)."""
+    from rlm_kernel.rlm.loop import truncate
+
+    messages = [*prior, {"role": "user", "content": first}, *run.history]
+    fed = len(run.history) // 2
+    for turn in run.turns[fed:]:
+        messages.append({"role": "assistant", "content": truncate(turn.reply, 8000)})
+        if turn.final is None:
+            messages.append(
+                {"role": "user", "content": f"[turn {turn.index} output]\n{truncate(turn.stdout, 2000)}"}
+            )
+    return tuple(join_users(messages))
+
+
+def join_users(messages: list[dict]) -> list[dict]:
+    """`messages` with consecutive user messages joined into one (chat servers want roles to alternate)."""
+    out: list[dict] = []
+    for m in messages:
+        if out and out[-1]["role"] == m["role"] == "user":
+            out[-1] = {"role": "user", "content": out[-1]["content"] + "\n\n" + m["content"]}
+        else:
+            out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+def history_of(result: object) -> list[dict]:
+    """`RLMResult.history`: copies of the conversation's messages."""
+    return [dict(m) for m in result._history]

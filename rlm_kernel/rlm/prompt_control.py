@@ -1,0 +1,51 @@
+"""Which system prompt a run sends: the default (or `system_prompt=`), its tools and answer type, then
+`system_prompt_extra=`; and `%rlm prompt`, which prints the default prompt for the configured model."""
+
+from __future__ import annotations
+
+from rlm_kernel.repl.state import RunOptions
+from rlm_kernel.rlm import answer_types, tools
+from rlm_kernel.rlm.prompt import system_prompt, window_tokens
+
+__all__ = ["PROMPT_HELP", "PromptText", "build", "show_prompt"]
+
+PROMPT_HELP = "print the root's default system prompt (for the configured model's window)"
+
+
+def build(options: RunOptions, window: int, answer_tokens: int) -> str:
+    """The system prompt of a run with `options`."""
+    base = (
+        options.system_prompt if options.system_prompt is not None else system_prompt(window, answer_tokens)
+    )
+    parts = [base.rstrip()]
+    if options.tools:
+        parts.append(tools.describe(options.tools))
+    if options.returns is not None:
+        parts.append(answer_types.prompt_line(options.returns))
+    if options.system_prompt_extra:
+        parts.append(options.system_prompt_extra.strip())
+    return "\n\n".join(parts) + "\n"
+
+
+class PromptText:
+    """A prompt shown as plain text (`%rlm prompt`)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def show_prompt(line: str = "") -> PromptText:
+    """`%rlm prompt`: the default system prompt, stating the configured sub-model's window."""
+    window, answer = 128_000, 1024
+    try:
+        from rlm_kernel import llm
+
+        config = llm.get_client().config
+        window = window_tokens(config)
+        answer = int(getattr(config, "max_tokens", 1024) or 1024)
+    except Exception:  # noqa: BLE001 - no configured client: the default window
+        pass
+    return PromptText(system_prompt(window, answer))
