@@ -746,7 +746,10 @@ class LLMClient:
                         "cached",
                         input_tokens=resp.input_tokens,
                         output_tokens=resp.output_tokens,
-                        extra={"recorded_at": msg["cached"]},
+                        extra={
+                            "recorded_at": msg["cached"],
+                            "cache_key": cache_key(provider, items[i].request),
+                        },
                     )
                     results[i] = self._completion(
                         resp, provider, items[i].tier, 0.0, cached=True, latency=0.0
@@ -765,7 +768,10 @@ class LLMClient:
                     output_tokens=resp.output_tokens,
                     cost_usd=usd or 0.0,
                     latency_s=latency,
-                    extra={"finish_reason": resp.finish_reason},
+                    extra={
+                        "finish_reason": resp.finish_reason,
+                        "cache_key": cache_key(provider, items[i].request),
+                    },
                 )
                 results[i] = self._completion(
                     resp, provider, items[i].tier, usd, cached=False, latency=latency
