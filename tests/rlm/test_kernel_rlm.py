@@ -88,7 +88,10 @@ def test_rlm_magic_full_run_with_live_display_and_exports(served, kernel: Kernel
     assert "=== docs/part0.txt ===" in s.root_prompts[0] and "w3_299" not in s.root_prompts[0]
     ok(kernel, "rlm_result.save('run.ipynb'); rlm_result.to_jsonl('run.jsonl')")
     nb = nbformat.read(Path(kernel.cwd) / "run.ipynb", as_version=4)
-    assert len([c for c in nb.cells if c.cell_type == "code"]) == 4
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    # the root's four turns, and the sub-RLM's one turn nested after the turn that started it (rlm/viewer)
+    assert [c.execution_count for c in code] == [1, 2, 3, None, 4]
+    assert code[3].source.startswith("n = len(context.split())")
     lines = (Path(kernel.cwd) / "run.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["termination"] == "final" and len(lines) == 5
 
@@ -300,7 +303,8 @@ def test_rlm_magic_budget_refuses_map_reduce_with_the_map_calls_counted(
     )
     ok(kernel, "import json\nload_context('word ' * 30000)")
     # each map call reserves 1024 output tokens at $10/M ≈ $0.01: 30 of them cannot fit in the run's $0.05
-    ok(kernel, "%%rlm --budget-usd 0.05\nSummarise", timeout=120)
+    # (no best-effort turn: the test counts the run's calls; best_effort.py has its own budget tests)
+    ok(kernel, "%%rlm --budget-usd 0.05 --no-best-effort\nSummarise", timeout=120)
     assert probe(kernel, "rlm_result.termination") == "budget"
     assert "would be exceeded" in probe(kernel, "rlm_result.message")
     assert not probe(kernel, "'after' in rlm_result.namespace")
