@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.sandbox import safe_stdlib as safe
 from rlm_kernel.sandbox.builtins import python_level
+from rlm_kernel.sandbox.data import DATA_MODULES, data_facades
 from rlm_kernel.sandbox.errors import ModuleNotAvailable, SandboxError, refusal
 
 if TYPE_CHECKING:
@@ -429,10 +430,13 @@ def import_facade(session: SandboxSession, name: Any, fromlist: Any = (), level:
     if name in _C_LAZY_IMPORTS and not fromlist:
         return importlib.import_module(name)
     facade = session.facades.get(name)
+    if facade is None and name in DATA_MODULES:
+        session.facades.update(data_facades(session))
+        facade = session.facades.get(name)
     if facade is None:
         raise refusal(
             f"module {name!r} is not available in the rlm kernel; available modules: "
-            f"{', '.join(ALLOWED_MODULES)}",
+            f"{', '.join(ALLOWED_MODULES)}; with the [data] extra: {', '.join(DATA_MODULES)}",
             ModuleNotAvailable,
         )
     if fromlist:
