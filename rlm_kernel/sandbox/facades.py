@@ -49,7 +49,7 @@ from rlm_kernel.sandbox.errors import ModuleNotAvailable, SandboxError, refusal
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
-__all__ = ["Facade", "build_facades", "import_facade", "ALLOWED_MODULES"]
+__all__ = ["Facade", "Refused", "build_facades", "import_facade", "ALLOWED_MODULES"]
 
 _TOKEN = object()
 
@@ -67,12 +67,15 @@ class Facade:
 
     def __getattr__(self, attr: str) -> Any:
         try:
-            return self._rlm_attrs[attr]
+            value = self._rlm_attrs[attr]
         except KeyError:
             raise AttributeError(
                 f"module {self._rlm_name!r} in the rlm sandbox has no attribute {attr!r}; "
-                f"available: {', '.join(sorted(self._rlm_attrs))}"
+                f"available: {', '.join(self.__dir__())}"
             ) from None
+        if type(value) is Refused:
+            raise refusal(f"{self._rlm_name}.{attr} {value.reason}")
+        return value
 
     def __setattr__(self, attr: str, value: Any) -> None:
         raise SandboxError("modules are read-only in the sandbox; keep your own state in variables")
@@ -80,13 +83,22 @@ class Facade:
     __delattr__ = __setattr__  # type: ignore[assignment]
 
     def __dir__(self) -> list[str]:
-        return sorted(self._rlm_attrs)
+        return sorted(k for k, v in self._rlm_attrs.items() if type(v) is not Refused)
 
     def __repr__(self) -> str:
         return f"<module {self._rlm_name!r} (rlm sandbox facade)>"
 
     def __reduce__(self) -> Any:
         raise TypeError("facades cannot be pickled or copied")
+
+
+class Refused:
+    """A facade entry that names something on purpose left out: reading it raises a refusal with the reason."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
 def _pick(module: Any, names: str) -> dict[str, Any]:

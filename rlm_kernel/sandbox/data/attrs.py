@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import io
+import string
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -74,6 +75,7 @@ REFUSED: dict[str, str] = {
     "set_usetex": "usetex runs LaTeX, an external program; use matplotlib's built-in $math$ text instead",
     "mpl_connect": "event callbacks are not available in the sandbox",
     "add_callback": "property callbacks are not available in the sandbox",
+    "properties": "lists every property, the canvas included; read the ones you need with get_*()",
 }
 
 # Names pandas may resolve to methods or numpy functions when given as strings (agg('sum'), apply('abs'),
@@ -163,6 +165,32 @@ def function_taker(
     return checked
 
 
+def check_format_string(value: Any, what: str) -> None:
+    """Refuse a str.format template whose fields read attributes or items (`'{x.__class__}'`): the libraries
+    format with the real str.format, outside the sandbox's attribute guard."""
+    if not isinstance(value, str):
+        return
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(str(value)) if field]
+    except ValueError:
+        return  # not a valid template: the library reports it
+    if any("." in field or "[" in field for field in fields):
+        raise refusal(
+            f"{what}: format fields that read attributes or items ({{x.attr}}, {{x[0]}}) are not available; "
+            "use plain fields such as '{x:.2f}' or pass a function"
+        )
+
+
+def _formats(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        for value in (*args, *kwargs.values()):
+            check_format_string(value, f"{name}()")
+        return method(*args, **kwargs)
+
+    return checked
+
+
 def _writer(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def checked(*args: Any, **kwargs: Any) -> Any:
@@ -172,6 +200,8 @@ def _writer(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
                 target = kwargs[param]
         if target is not None and type(target) not in _BUFFERS:
             raise refusal(f".{name}() to a path or file is not available in the sandbox; {_IN_MEMORY}")
+        for key in ("float_format", "formatters"):
+            check_format_string(kwargs.get(key), f"{name}({key}=...)")
         if kwargs.get("storage_options") is not None:
             raise refusal(f".{name}() with storage_options reaches the network; it is not available")
         return method(*args, **kwargs)
@@ -275,6 +305,9 @@ _WRAPPERS: dict[str, Callable[[str, Any], Any]] = {
     "hist": _no_backend,
     "boxplot": _no_backend,
     "plot": _plot,
+    **dict.fromkeys(
+        ("set_major_formatter", "set_minor_formatter", "bar_label", "clabel", "colorbar"), _formats
+    ),
 }
 
 DATA_NAMES = frozenset(REFUSED) | frozenset(_WRAPPERS)

@@ -94,6 +94,61 @@ _RC_REFUSED_PARTS = (
 )
 
 
+_FILES = "reads or writes files, which are not available in the sandbox (load files with load_context())"
+_NUMPY_REFUSED = {
+    **dict.fromkeys(
+        "load save savez savez_compressed savetxt loadtxt genfromtxt fromfile fromregex memmap DataSource".split(),
+        _FILES,
+    ),
+    "ctypeslib": "hands out ctypes pointers; native code is not available in the sandbox",
+    "lib": "holds numpy's internals (stride tricks, file formats); use the functions of np itself",
+    "core": "holds numpy's internals; use the functions of np itself",
+    "testing": "runs numpy's test machinery; it is not available in the sandbox",
+    "f2py": "compiles native code; it is not available in the sandbox",
+    "show_config": "reads the build configuration; it is not available in the sandbox",
+    "show_runtime": "inspects the process; it is not available in the sandbox",
+    "info": "reads source and documentation files; use help text in the docs instead",
+    "source": "reads source files; it is not available in the sandbox",
+    "seterrcall": "installs a process-wide callback; use np.errstate(all='raise') instead",
+    "bmat": "reads variables from the caller's frame; use np.block instead",
+    "fromstring": "is deprecated; use np.array(text.split(), dtype=float)",
+}
+_PANDAS_REFUSED = {
+    **dict.fromkeys(
+        (
+            "read_pickle read_excel read_parquet read_feather read_hdf read_sql read_sql_query read_sql_table "
+            "read_html read_xml read_orc read_sas read_spss read_stata read_clipboard read_gbq"
+        ).split(),
+        "reads files, URLs or databases, which are not available in the sandbox; pass text to "
+        "pd.read_csv or pd.read_json (load files with load_context())",
+    ),
+    "to_pickle": "is pickle, which is not available in the sandbox",
+    "eval": "evaluates strings; write the expression in Python instead",
+    "api": "holds pandas' extension internals; it is not available in the sandbox",
+    "io": "holds pandas' file readers and writers; use pd.read_csv/read_json on text",
+    "core": "holds pandas' internals; it is not available in the sandbox",
+    "plotting": "selects plotting backends by module name; use df.plot(...) or plt",
+    "options": "can name modules to import (plotting.backend); use pd.set_option('display....', value)",
+    "show_versions": "inspects the process and installed packages; it is not available in the sandbox",
+    "testing": "is pandas' test machinery; it is not available in the sandbox",
+}
+_PYPLOT_REFUSED = {
+    "imread": _FILES,
+    "imsave": _FILES,
+    "get_current_fig_manager": "hands out the figure manager; use plt.show()",
+    "connect": "installs event callbacks; they are not available in the sandbox",
+    "xkcd": "changes fonts process-wide; it is not available in the sandbox",
+    "install_repl_displayhook": "changes the kernel's display hook; it is not available in the sandbox",
+    "get_backend": "the backend is always Agg in the sandbox",
+}
+
+
+def _refused(entries: dict[str, str]) -> dict[str, Any]:
+    from rlm_kernel.sandbox.facades import Refused
+
+    return {name: Refused(reason) for name, reason in entries.items()}
+
+
 def _facade(name: str, attrs: dict[str, Any]) -> Any:
     from rlm_kernel.sandbox.facades import _facade as make
 
@@ -142,6 +197,7 @@ def _numpy(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any], dic
             continue
         attrs[name] = value
     attrs["ndarray"] = ndarray_standin()
+    attrs.update(_refused(_NUMPY_REFUSED))
 
     def sized(fn: Callable[..., Any], what: str) -> Callable[..., Any]:
         check = _size_check(session, f"np.{what}")
@@ -251,6 +307,7 @@ def _pandas(session: SandboxSession) -> dict[str, Any]:
     import pandas as pd
 
     attrs = {name: getattr(pd, name) for name in _PANDAS_NAMES.split() if hasattr(pd, name)}
+    attrs.update(_refused(_PANDAS_REFUSED))
 
     def reader(name: str) -> Callable[..., Any]:
         real = getattr(pd, name)
@@ -430,6 +487,7 @@ def _matplotlib(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any]
         return refuse
 
     pyplot = {name: getattr(plt, name) for name in _PYPLOT_NAMES.split() if hasattr(plt, name)}
+    pyplot.update(_refused(_PYPLOT_REFUSED))
     pyplot.update(
         figure=figure,
         subplots=subplots,
@@ -453,6 +511,18 @@ def _matplotlib(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any]
         "style": style,
         "use": refused("matplotlib.use", "the backend is Agg (figures are shown inline)"),
         "get_backend": lambda: "agg",
+        **_refused(
+            {
+                "animation": "writes movies with external programs (ffmpeg); use plt.show() per frame",
+                "backends": "the backend is Agg (figures are shown inline)",
+                "font_manager": "reads font files; matplotlib's default fonts are used",
+                "get_data_path": "names matplotlib's data files; files are not available in the sandbox",
+                "get_cachedir": "names a directory; files are not available in the sandbox",
+                "get_configdir": "names a directory; files are not available in the sandbox",
+                "rc_file": _FILES,
+                "rc_params_from_file": _FILES,
+            }
+        ),
     }
     return mpl, pyplot
 
