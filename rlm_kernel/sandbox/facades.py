@@ -93,7 +93,7 @@ class Facade:
 
 
 class Refused:
-    """A facade entry that names something on purpose left out: reading it raises a refusal with the reason."""
+    """A facade entry for something left out on purpose: reading it raises a refusal with the reason."""
 
     __slots__ = ("reason",)
 

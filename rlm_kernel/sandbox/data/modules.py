@@ -97,7 +97,8 @@ _RC_REFUSED_PARTS = (
 _FILES = "reads or writes files, which are not available in the sandbox (load files with load_context())"
 _NUMPY_REFUSED = {
     **dict.fromkeys(
-        "load save savez savez_compressed savetxt loadtxt genfromtxt fromfile fromregex memmap DataSource".split(),
+        "load save savez savez_compressed savetxt loadtxt genfromtxt fromfile fromregex memmap "
+        "DataSource".split(),
         _FILES,
     ),
     "ctypeslib": "hands out ctypes pointers; native code is not available in the sandbox",
@@ -116,8 +117,8 @@ _NUMPY_REFUSED = {
 _PANDAS_REFUSED = {
     **dict.fromkeys(
         (
-            "read_pickle read_excel read_parquet read_feather read_hdf read_sql read_sql_query read_sql_table "
-            "read_html read_xml read_orc read_sas read_spss read_stata read_clipboard read_gbq"
+            "read_pickle read_excel read_parquet read_feather read_hdf read_sql read_sql_query "
+            "read_sql_table read_html read_xml read_orc read_sas read_spss read_stata read_clipboard read_gbq"
         ).split(),
         "reads files, URLs or databases, which are not available in the sandbox; pass text to "
         "pd.read_csv or pd.read_json (load files with load_context())",
