@@ -33,6 +33,7 @@ import random
 import re
 import statistics
 import string
+import sys
 import textwrap
 import time
 import typing
@@ -431,6 +432,7 @@ def _mod(session: SandboxSession, a: Any, b: Any) -> Any:
 # cell's: `datetime.strptime` and `time.strptime` import `_strptime`. A cell cannot name them itself
 # (underscore names are refused at compile time), and the module goes only to the C code that asked for it.
 _C_LAZY_IMPORTS = frozenset({"_strptime"})
+_DATA_ROOTS = frozenset({"numpy", "pandas", "matplotlib"})
 
 
 def import_facade(session: SandboxSession, name: Any, fromlist: Any = (), level: int = 0) -> Any:
@@ -441,10 +443,23 @@ def import_facade(session: SandboxSession, name: Any, fromlist: Any = (), level:
         raise TypeError("module name must be a string")
     if name in _C_LAZY_IMPORTS and not fromlist:
         return importlib.import_module(name)
+    if type(fromlist) is list and not fromlist and name.partition(".")[0] in _DATA_ROOTS:
+        # C code of numpy/pandas (PyImport_Import) importing its own module through the cell's __import__:
+        # it passes an empty *list* (import statements pass None or a tuple) and then reads the module from
+        # sys.modules itself; the cell is handed nothing. Only modules already loaded count.
+        if name in sys.modules:
+            return None
+        raise refusal(f"module {name!r} is not available in the sandbox", ModuleNotAvailable)
     facade = session.facades.get(name)
     if facade is None and name in DATA_MODULES:
         session.facades.update(data_facades(session))
         facade = session.facades.get(name)
+    if facade is None and name.partition(".")[0] in _DATA_ROOTS:
+        raise refusal(
+            f"module {name!r} is not available in the rlm kernel; of {name.partition('.')[0]} the sandbox "
+            f"serves: {', '.join(m for m in DATA_MODULES if m.startswith(name.partition('.')[0]))}",
+            ModuleNotAvailable,
+        )
     if facade is None:
         raise refusal(
             f"module {name!r} is not available in the rlm kernel; available modules: "

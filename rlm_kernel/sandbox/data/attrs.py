@@ -159,7 +159,9 @@ def function_taker(
             _check_named(kwargs, what)
         engine = kwargs.get("engine")
         if not (engine is None or (type(engine) is str and engine in _ENGINES)):
-            raise refusal(f"{what} with engine={engine!r} is not available in the sandbox; leave engine out")
+            raise refusal(
+                f"{what} with engine= other than 'python' is not available in the sandbox; leave it out"
+            )
         return method(*args, **kwargs)
 
     return checked

@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from rlm_kernel.sandbox.errors import ModuleNotAvailable, refusal
+from rlm_kernel.sandbox.limits import uncounted
 
 __all__ = ["load", "available"]
 
@@ -31,7 +32,7 @@ def load() -> None:
     """Import numpy, pandas and matplotlib (Agg backend) and warm up the lazily loaded parts once."""
     if _LOADED:
         return
-    with _LOCK:
+    with _LOCK, uncounted():
         if _LOADED:
             return
         missing = [name for name in _REQUIRED if importlib.util.find_spec(name) is None]
