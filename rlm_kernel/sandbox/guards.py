@@ -415,7 +415,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         return _RAISE
 
     def special_data(obj: Any, name: str) -> Any:
-        value = data_attribute(obj, name)
+        value = data_attribute(obj, name, session.write_output)
         return _RAISE if value is NOT_HANDLED else value
 
     _SPECIAL: dict[str, Callable[[Any, str], Any]] = {

@@ -7,7 +7,7 @@ test_data_payloads_kernel.py. Every payload starts with PRELUDE (the three impor
 
 from __future__ import annotations
 
-from tests.sandbox.payloads import BLOCKED, LIMIT, OK, REFUSED, Payload
+from tests.sandbox.payloads import BLOCKED, LIMIT, OK, REFUSED, TRUNCATED, Payload
 
 __all__ = ["DATA_PAYLOADS", "PRELUDE", "with_prelude"]
 
@@ -156,6 +156,10 @@ _RAW: list[Payload] = [
     _P("pd_internals", "set_method_attr", _DF + "df.to_csv = print", REFUSED),
     _P("pd_internals", "setattr_method", _DF + "setattr(df, 'eval', print)", REFUSED),
     _P("pd_internals", "class_attr_write", "pd.DataFrame.sum = print", REFUSED),
+    _P("pd_internals", "to_latex_jinja", _DF + "df.to_latex()", REFUSED),
+    _P("pd_internals", "to_xml_xslt", _DF + "df.to_xml(stylesheet='{secret_file}')", REFUSED),
+    _P("pd_internals", "info_to_path", _DF + "df.info(buf='/tmp/rlm_info.txt')", REFUSED),
+    _P("pd_eval", "nested_spec", _DF + "df.agg({'a': [[[[[[['eval']]]]]]]})", REFUSED),
     _P("pd_internals", "show_versions", "pd.show_versions()", REFUSED),
     # -- matplotlib: files, programs, backends ---------------------------------------------------------------
     _P("mpl_files", "savefig_path", _FIG + "plt.savefig('/tmp/rlm_fig.png')", REFUSED),
@@ -186,6 +190,10 @@ _RAW: list[Payload] = [
     _P("mpl_files", "font_file", "from matplotlib import font_manager", REFUSED),
     _P("mpl_files", "format_walk", _FIG + "ax.xaxis.set_major_formatter('{x.__class__.__mro__}')", REFUSED),
     _P("mpl_files", "mpl_connect", _FIG + "getattr(fig, 'canvas').mpl_connect('draw_event', print)", REFUSED),
+    _P("mpl_files", "rc_figure_hooks", "plt.rcParams['figure.hooks'] = ['builtins:print']", REFUSED),
+    _P("mpl_files", "rc_context_figure_hooks", "plt.rc_context({'figure.hooks': ['os:system']})", REFUSED),
+    _P("mpl_files", "rc_font_family", "plt.rcParams['font.family'] = 'Liberation Sans'", REFUSED),
+    _P("mpl_files", "usetex_via_set", _FIG + "t = ax.set_title('x')\nt.set(usetex=True)\nplt.show()", REFUSED),
     _P("mpl_files", "get_fig_manager", "plt.get_current_fig_manager()", REFUSED),
     # -- limits ----------------------------------------------------------------------------------------------
     _P("data_limits", "zeros_huge", "np.zeros(10**12)", LIMIT),
@@ -195,6 +203,7 @@ _RAW: list[Payload] = [
     _P("data_limits", "python_loop_of_vector_ops", "a = np.ones(1000)\nwhile True:\n    a = a * 1.0", LIMIT),
     _P("data_limits", "apply_forever", "s = pd.Series(range(3))\ndef f(x):\n    while True:\n        pass\ns.apply(f)", LIMIT),
     _P("data_limits", "list_times_numpy_int", "[0] * np.int64(10**10)", LIMIT),
+    _P("data_limits", "info_output_capped", "wide = pd.DataFrame({f'column_{i}': [1] for i in range(4000)})\nwide.info(verbose=True, show_counts=True)", TRUNCATED),
     # -- controls: what works --------------------------------------------------------------------------------
     _P("control", "np_create_arith", "a = np.arange(6).reshape(2, 3)\nprint((a * 2 + 1).tolist())", OK, "[[1, 3, 5], [7, 9, 11]]"),
     _P("control", "np_reductions", "a = np.array([3, 1, 2])\nprint(a.sum(), a.mean(), a.max(), np.median(a))", OK, "6 2.0 3 2.0"),
@@ -233,6 +242,8 @@ _RAW: list[Payload] = [
     _P("control", "mpl_savefig_bytesio", _FIG + "buf = io.BytesIO()\nfig.savefig(buf, format='png')\nprint(buf.getvalue()[:4] == b'\\x89PNG')", OK, "True"),
     _P("control", "mpl_rc_and_style", "plt.style.use('ggplot')\nplt.rcParams['figure.figsize'] = (4, 3)\nprint(plt.rcParams['figure.figsize'])\nplt.style.use('default')", OK, "[4.0, 3.0]"),
     _P("control", "mpl_mathtext_fonts", _FIG + "ax.set_title('$x^2$', fontweight='bold')\nbuf = io.BytesIO()\nfig.savefig(buf, format='svg')\nprint(len(buf.getvalue()) > 1000)", OK, "True"),
+    _P("control", "pd_info", _DF + "df.info()", OK, "RangeIndex: 3 entries"),
+    _P("control", "mpl_looks_rc", "plt.rcParams['axes.grid'] = True\nplt.rcParams['lines.linewidth'] = 2\nwith plt.rc_context({'font.size': 8}):\n    plt.plot([1, 2])\n    plt.show()\nprint(plt.rcParams['axes.grid'])\nplt.rcdefaults()", OK, "True"),
     _P("control", "mpl_plain_formatter", _FIG + "ax.xaxis.set_major_formatter('{x:.1f}')\nprint(ax.xaxis.get_major_formatter()(2.0))", OK, "2.0"),
 ]
 # fmt: on

@@ -75,7 +75,9 @@ REFUSED: dict[str, str] = {
     "set_usetex": "usetex runs LaTeX, an external program; use matplotlib's built-in $math$ text instead",
     "mpl_connect": "event callbacks are not available in the sandbox",
     "add_callback": "property callbacks are not available in the sandbox",
-    "properties": "lists every property, the canvas included; read the ones you need with get_*()",
+    "properties": "properties() hands out the canvas among the rest; read the ones you need with get_*()",
+    "to_latex": "to_latex uses Styler's Jinja templates, not available in the sandbox; use to_string()",
+    "to_xml": "to_xml can run XSLT stylesheets that read files; use to_json() or to_csv() without a path",
 }
 
 # Names pandas may resolve to methods or numpy functions when given as strings (agg('sum'), apply('abs'),
@@ -114,7 +116,7 @@ def is_data_class(cls: Any) -> bool:
 def check_func_spec(spec: Any, what: str, *, depth: int = 0) -> None:
     """Refuse string function names outside SAFE_FUNC_NAMES anywhere in an agg/apply specification."""
     if depth > 5:
-        return
+        raise refusal(f"{what}: the function specification is nested too deeply")
     if isinstance(spec, str):
         if str(spec) not in SAFE_FUNC_NAMES:
             raise refusal(
@@ -294,7 +296,7 @@ def _plot(name: str, value: Any) -> Any:
     return _no_backend(name, value) if callable(value) else value
 
 
-_WRITERS = ("to_csv", "to_json", "to_html", "to_string", "to_latex", "to_markdown", "to_xml")
+_WRITERS = ("to_csv", "to_json", "to_html", "to_string", "to_markdown")
 _WRAPPERS: dict[str, Callable[[str, Any], Any]] = {
     **dict.fromkeys(_WRITERS, _writer),
     "apply": function_taker,
@@ -312,10 +314,28 @@ _WRAPPERS: dict[str, Callable[[str, Any], Any]] = {
     ),
 }
 
-DATA_NAMES = frozenset(REFUSED) | frozenset(_WRAPPERS)
+DATA_NAMES = frozenset(REFUSED) | frozenset(_WRAPPERS) | {"info"}
 
 
-def data_attribute(obj: Any, name: str) -> Any:
+def _info(method: Callable[..., Any], write: Callable[[str], None]) -> Callable[..., Any]:
+    """`df.info()` prints to sys.stdout directly: send it through the cell's capped output instead."""
+
+    @functools.wraps(method)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if args or kwargs.get("buf") is not None:
+            target = args[0] if args else kwargs["buf"]
+            if type(target) not in _BUFFERS:
+                raise refusal(f".info(buf=...) is not available in the sandbox; {_IN_MEMORY}")
+            return method(*args, **kwargs)
+        buffer = io.StringIO()
+        method(buf=buffer, **kwargs)
+        write(buffer.getvalue())
+        return None
+
+    return checked
+
+
+def data_attribute(obj: Any, name: str, write: Callable[[str], None] | None = None) -> Any:
     """For an object (or class) of the data libraries: refuse `name`, or return its checked value.
 
     Returns NOT_HANDLED for every other object, so the guard goes on as usual.
@@ -333,6 +353,8 @@ def data_attribute(obj: Any, name: str) -> Any:
         raise refusal(
             f"{cls.__name__}.{name} is not available through the class in the sandbox; call it on an object"
         )
+    if name == "info" and write is not None and callable(value):
+        return _info(value, write)
     wrap = _WRAPPERS.get(name)
     if wrap is None or not callable(value):
         return value

@@ -55,43 +55,45 @@ _PYPLOT_NAMES = (
     "supxlabel supylabel table quiver streamplot hexbin eventplot ecdf bar_label minorticks_on "
     "minorticks_off tick_params ticklabel_format locator_params autoscale box colormaps"
 )
-# rcParams keys a cell may not set: they name files, programs, modules or directories.
-_RC_REFUSED_PARTS = (
-    "backend",
-    "path",
-    "usetex",
-    "preamble",
-    "directory",
-    "datapath",
-    "writer",
-    "ffmpeg",
-    "convert",
-    "imagemagick",
-    "keymap",
-    "webagg",
-    "pgf.",
-    "ps.usedistiller",
-    "interactive",
-    "toolbar",
-    "animation.",
-    "svg.fonttype",
-    "font.family",
-    "font.serif",
-    "font.sans-serif",
-    "font.monospace",
-    "font.cursive",
-    "font.fantasy",
-    "mathtext.fontset",
-    "mathtext.rm",
-    "mathtext.it",
-    "mathtext.bf",
-    "mathtext.sf",
-    "mathtext.tt",
-    "mathtext.cal",
-    "mathtext.bfit",
-    "mathtext.fallback",
-    "style",
+# rcParams keys a cell may set: looks only. Everything else names files, programs, fonts, backends or code
+# (`figure.hooks` imports "module:function" and calls it with each new figure) and stays read-only.
+_RC_SETTABLE_PREFIXES = (
+    "axes.",
+    "lines.",
+    "patch.",
+    "xtick.",
+    "ytick.",
+    "grid.",
+    "legend.",
+    "hist.",
+    "boxplot.",
+    "scatter.",
+    "errorbar.",
+    "image.",
+    "contour.",
+    "markers.",
+    "hatch.",
+    "polaraxes.",
+    "figure.subplot.",
+    "figure.constrained_layout.",
 )
+_RC_SETTABLE = frozenset(
+    (
+        "figure.figsize figure.dpi figure.facecolor figure.edgecolor figure.titlesize figure.titleweight "
+        "figure.labelsize figure.labelweight figure.autolayout figure.frameon figure.max_open_warning "
+        "font.size font.weight font.style font.stretch font.variant text.color text.antialiased "
+        "savefig.dpi savefig.format savefig.bbox savefig.pad_inches savefig.facecolor savefig.edgecolor "
+        "savefig.transparent date.autoformatter.year date.autoformatter.month date.autoformatter.day"
+    ).split()
+)
+_RC_REFUSED_PARTS = ("path", "file", "dir", "backend", "usetex", "preamble", "writer", "hook", "fname")
+
+
+def rc_settable(key: str) -> bool:
+    """True for rcParams keys that only change how figures look."""
+    if any(part in key for part in _RC_REFUSED_PARTS):
+        return False
+    return key in _RC_SETTABLE or key.startswith(_RC_SETTABLE_PREFIXES)
 
 
 _FILES = "reads or writes files, which are not available in the sandbox (load files with load_context())"
@@ -379,9 +381,10 @@ class RcParamsView:
 
         if type(key) is not str or key not in matplotlib.rcParams:
             raise KeyError(f"{key!r} is not a matplotlib rcParams key")
-        if any(part in key for part in _RC_REFUSED_PARTS):
+        if not rc_settable(key):
             raise refusal(
-                f"rcParams[{key!r}] names files, programs or fonts; it cannot be set in the sandbox"
+                f"rcParams[{key!r}] cannot be set in the sandbox (only looks can: axes.*, lines.*, "
+                "figure.figsize, font.size, ...; files, programs, fonts, backends and hooks cannot)"
             )
         return key
 
@@ -467,6 +470,10 @@ def _matplotlib(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any]
         {"use": style_use, "context": style_context, "available": tuple(plt.style.available)},
     )
 
+    def rcdefaults() -> None:
+        """Back to matplotlib's default looks (matplotlib's own rcdefaults re-reads its style library)."""
+        matplotlib.rcParams.update({k: v for k, v in matplotlib.rcParamsDefault.items() if rc_settable(k)})
+
     def figure(*args: Any, **kwargs: Any) -> Any:
         if "FigureClass" in kwargs:
             raise refusal("figure(FigureClass=...) is not available in the sandbox")
@@ -497,7 +504,7 @@ def _matplotlib(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any]
         rcParams=rc_view,
         rc=rc,
         rc_context=rc_context,
-        rcdefaults=plt.rcdefaults,
+        rcdefaults=rcdefaults,
         style=style,
         switch_backend=refused("plt.switch_backend", "the backend is Agg (figures are shown inline)"),
         ion=lambda: None,
@@ -507,7 +514,7 @@ def _matplotlib(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any]
     mpl = {
         "rcParams": rc_view,
         "rc_context": rc_context,
-        "rcdefaults": matplotlib.rcdefaults,
+        "rcdefaults": rcdefaults,
         "colormaps": matplotlib.colormaps,
         "style": style,
         "use": refused("matplotlib.use", "the backend is Agg (figures are shown inline)"),
