@@ -39,6 +39,7 @@ from rlm_kernel.sandbox import (
     restrict_ast,
 )
 from rlm_kernel.sandbox.confine import policy_disabled
+from rlm_kernel.sandbox.data.figures import flush_figures
 from rlm_kernel.sandbox.errors import add_name_suggestion
 from rlm_kernel.warnings_display import install_warning_format
 
@@ -318,7 +319,10 @@ class RLMShell(ZMQInteractiveShell):
 
     async def run_ast_nodes(self, nodelist: Any, cell_name: str, *args: Any, **kwargs: Any) -> Any:
         with cell_limits(self.sandbox_session):
-            return await super().run_ast_nodes(nodelist, cell_name, *args, **kwargs)
+            try:
+                return await super().run_ast_nodes(nodelist, cell_name, *args, **kwargs)
+            finally:
+                flush_figures(self.sandbox_session)  # plots the cell left open, drawn under its limits
 
     def user_expressions(self, expressions: dict[str, str]) -> dict[str, Any]:
         """execute_request's user_expressions, each restricted like a cell (IPython's own uses plain eval),

@@ -76,7 +76,19 @@ _SANDBOX_DIR = os.path.join(_PACKAGE_DIR, "sandbox") + os.sep
 # are transparent, like library frames, so the cell's frame further out decides.
 _PROXY_FILES = frozenset(
     os.path.join(_SANDBOX_DIR, name)
-    for name in ("facades.py", "safe_stdlib.py", "guards.py", "builtins.py", "caps.py")
+    for name in (
+        "facades.py",
+        "safe_stdlib.py",
+        "guards.py",
+        "builtins.py",
+        "caps.py",
+        # the data facades act for the cell too; data/loader.py (loading the libraries) is kernel code
+        os.path.join("data", "__init__.py"),
+        os.path.join("data", "attrs.py"),
+        os.path.join("data", "modules.py"),
+        os.path.join("data", "standins.py"),
+        os.path.join("data", "figures.py"),
+    )
 )
 
 # Library functions that compile or exec text they generate themselves from checked names.
@@ -143,6 +155,22 @@ def _library_source_dirs() -> tuple[str, ...]:
 
 
 _LIBRARY_SOURCES = _library_source_dirs()
+
+
+def _matplotlib_data_dir() -> str:
+    """matplotlib's own data directory (fonts, styles), found without importing matplotlib; '' if absent."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("matplotlib")
+    except (ImportError, ValueError):
+        return ""
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    return os.path.join(os.path.realpath(list(spec.submodule_search_locations)[0]), "mpl-data") + os.sep
+
+
+_MPL_DATA = _matplotlib_data_dir()
 
 
 # -- the hook -------------------------------------------------------------------------------------------
@@ -328,6 +356,8 @@ def _open(event: str, args: tuple[Any, ...], frame: Any) -> Refusal:
         real = os.path.realpath(os.fsdecode(path))
         if real.endswith(".py") and real.startswith(_LIBRARY_SOURCES):
             return None  # tracebacks and warnings quote library source lines
+        if _MPL_DATA and real.startswith(_MPL_DATA):
+            return None  # matplotlib reading its own fonts while it draws text (read-only, library data)
     return FileAccessRefused, "restricted code cannot open files; read them with load_context()"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins as _py
 import itertools
 import operator
+import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -53,7 +54,13 @@ class _SafeTypeMeta(type):
                 "type() with 3 arguments builds classes without the sandbox's checks; use a class statement"
             )
         kind = type(args[0])
-        return cls if issubclass(kind, type) else kind
+        if issubclass(kind, type):
+            return cls
+        if "numpy" in sys.modules:  # numpy's array classes are served as stand-ins (data/standins.py)
+            from rlm_kernel.sandbox.data.standins import class_for_cell
+
+            return class_for_cell(kind)
+        return kind
 
     def __repr__(cls) -> str:
         return "<class 'type'>"
@@ -260,7 +267,13 @@ def safe_build_class(func: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
     runs. CPython's `except*` calls a group's own `split` (an override can hand a handler a non-exception or
     crash the interpreter), and checking after creation is too late: an Enum mixin builds its members — and
     runs their `__init__` — while the class is being created, so an instance could escape a later refusal."""
-    for base in types.resolve_bases(bases):
+    resolved = types.resolve_bases(bases)
+    if resolved and any(lib in sys.modules for lib in ("numpy", "pandas", "matplotlib")):
+        from rlm_kernel.sandbox.data.standins import check_base
+
+        for base in resolved:
+            check_base(base)
+    for base in resolved:
         if isinstance(base, type) and issubclass(base, BaseExceptionGroup):
             raise refusal(
                 "subclassing ExceptionGroup is not available in the sandbox; raise ExceptionGroup(...) "

@@ -9,12 +9,14 @@ import datetime
 import decimal
 import fractions
 import math
+import numbers
 import operator
 import re
 import string
 from collections.abc import Callable
 from typing import Any
 
+from rlm_kernel.sandbox.data.attrs import is_data_class
 from rlm_kernel.sandbox.errors import LimitExceeded
 from rlm_kernel.sandbox.limits import Limits
 
@@ -130,6 +132,10 @@ def make_caps(limits: Limits) -> dict[str, Any]:
         """`seq * times` for every sized container (str, bytes, list, deque, UserList, array-likes …)."""
         if not limits.max_sequence or isinstance(seq, _NUMBERS) or not hasattr(type(times), "__index__"):
             return
+        if is_data_class(type(seq)) or (
+            is_data_class(type(times)) and not isinstance(times, numbers.Integral)
+        ):
+            return  # arrays and frames multiply element-wise (memory bounded by RLIMIT_AS); np.int64 repeats
         if isinstance(times, _NUMBERS) and not isinstance(times, int):
             return
         if not hasattr(type(seq), "__len__"):

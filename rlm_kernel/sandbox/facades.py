@@ -33,6 +33,7 @@ import random
 import re
 import statistics
 import string
+import sys
 import textwrap
 import time
 import typing
@@ -43,12 +44,13 @@ from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.sandbox import safe_stdlib as safe
 from rlm_kernel.sandbox.builtins import python_level
+from rlm_kernel.sandbox.data import DATA_MODULES, data_facades
 from rlm_kernel.sandbox.errors import ModuleNotAvailable, SandboxError, refusal
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
-__all__ = ["Facade", "build_facades", "import_facade", "ALLOWED_MODULES"]
+__all__ = ["Facade", "Refused", "build_facades", "import_facade", "ALLOWED_MODULES"]
 
 _TOKEN = object()
 
@@ -66,12 +68,15 @@ class Facade:
 
     def __getattr__(self, attr: str) -> Any:
         try:
-            return self._rlm_attrs[attr]
+            value = self._rlm_attrs[attr]
         except KeyError:
             raise AttributeError(
                 f"module {self._rlm_name!r} in the rlm sandbox has no attribute {attr!r}; "
-                f"available: {', '.join(sorted(self._rlm_attrs))}"
+                f"available: {', '.join(self.__dir__())}"
             ) from None
+        if type(value) is Refused:
+            raise refusal(f"{self._rlm_name}.{attr} {value.reason}")
+        return value
 
     def __setattr__(self, attr: str, value: Any) -> None:
         raise SandboxError("modules are read-only in the sandbox; keep your own state in variables")
@@ -79,13 +84,22 @@ class Facade:
     __delattr__ = __setattr__  # type: ignore[assignment]
 
     def __dir__(self) -> list[str]:
-        return sorted(self._rlm_attrs)
+        return sorted(k for k, v in self._rlm_attrs.items() if type(v) is not Refused)
 
     def __repr__(self) -> str:
         return f"<module {self._rlm_name!r} (rlm sandbox facade)>"
 
     def __reduce__(self) -> Any:
         raise TypeError("facades cannot be pickled or copied")
+
+
+class Refused:
+    """A facade entry for something left out on purpose: reading it raises a refusal with the reason."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
 def _pick(module: Any, names: str) -> dict[str, Any]:
@@ -418,6 +432,7 @@ def _mod(session: SandboxSession, a: Any, b: Any) -> Any:
 # cell's: `datetime.strptime` and `time.strptime` import `_strptime`. A cell cannot name them itself
 # (underscore names are refused at compile time), and the module goes only to the C code that asked for it.
 _C_LAZY_IMPORTS = frozenset({"_strptime"})
+_DATA_ROOTS = frozenset({"numpy", "pandas", "matplotlib"})
 
 
 def import_facade(session: SandboxSession, name: Any, fromlist: Any = (), level: int = 0) -> Any:
@@ -428,11 +443,27 @@ def import_facade(session: SandboxSession, name: Any, fromlist: Any = (), level:
         raise TypeError("module name must be a string")
     if name in _C_LAZY_IMPORTS and not fromlist:
         return importlib.import_module(name)
+    if type(fromlist) is list and not fromlist and name.partition(".")[0] in _DATA_ROOTS:
+        # C code of numpy/pandas (PyImport_Import) importing its own module through the cell's __import__:
+        # it passes an empty *list* (import statements pass None or a tuple) and then reads the module from
+        # sys.modules itself; the cell is handed nothing. Only modules already loaded count.
+        if name in sys.modules:
+            return None
+        raise refusal(f"module {name!r} is not available in the sandbox", ModuleNotAvailable)
     facade = session.facades.get(name)
+    if facade is None and name in DATA_MODULES:
+        session.facades.update(data_facades(session))
+        facade = session.facades.get(name)
+    if facade is None and name.partition(".")[0] in _DATA_ROOTS:
+        raise refusal(
+            f"module {name!r} is not available in the rlm kernel; of {name.partition('.')[0]} the sandbox "
+            f"serves: {', '.join(m for m in DATA_MODULES if m.startswith(name.partition('.')[0]))}",
+            ModuleNotAvailable,
+        )
     if facade is None:
         raise refusal(
             f"module {name!r} is not available in the rlm kernel; available modules: "
-            f"{', '.join(ALLOWED_MODULES)}",
+            f"{', '.join(ALLOWED_MODULES)}; with the [data] extra: {', '.join(DATA_MODULES)}",
             ModuleNotAvailable,
         )
     if fromlist:

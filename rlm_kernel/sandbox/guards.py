@@ -21,6 +21,7 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from rlm_kernel.sandbox import safe_stdlib
 from rlm_kernel.sandbox.caps import SafeFormatter, make_caps
+from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
 from rlm_kernel.sandbox.errors import CellTimeout, SandboxAttributeError, SandboxTypeError, refusal
 from rlm_kernel.sandbox.policy import (
     ALLOWED_DUNDER_METHODS,
@@ -34,7 +35,7 @@ from rlm_kernel.sandbox.safe_stdlib import CappedContext
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
-__all__ = ["make_guards", "DENIED_TYPES", "WRITABLE_TYPES"]
+__all__ = ["make_guards", "DENIED_TYPES", "WRITABLE_TYPES", "DATA_WRITABLE", "DATA_ATTR_WRITES"]
 
 _RAISE = object()
 
@@ -133,6 +134,40 @@ WRITABLE_TYPES = frozenset(
         CappedContext,  # decimal.localcontext()'s context: its precision setter enforces the cap
     }
 )
+
+# Objects of the data libraries whose items cells may set (arrays, frames, their indexers) and, by class
+# name, the attributes they may set (`df.columns = [...]`); filled when the data facades load.
+DATA_WRITABLE: set[type] = set()
+DATA_ATTR_WRITES: dict[str, frozenset[str]] = {
+    "DataFrame": frozenset({"columns", "index", "attrs"}),
+    "Series": frozenset({"name", "index", "attrs"}),
+    "Index": frozenset({"name", "names"}),
+    "MultiIndex": frozenset({"names"}),
+    "ndarray": frozenset({"shape"}),
+}
+
+
+class _AttrWriter:
+    """What `_write_attr_` hands back for a data-library object: sets only the attributes its class allows."""
+
+    __slots__ = ("_rlm_target", "_rlm_allowed")
+
+    def __init__(self, target: Any, allowed: frozenset[str]) -> None:
+        object.__setattr__(self, "_rlm_target", target)
+        object.__setattr__(self, "_rlm_allowed", allowed)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self._rlm_allowed:
+            kind = type(self._rlm_target).__name__
+            raise refusal(
+                f"cannot set {kind}.{name} in the sandbox; attributes that can be set: "
+                f"{', '.join(sorted(self._rlm_allowed)) or 'none'}"
+            )
+        setattr(self._rlm_target, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise refusal(f"cannot delete attributes of a {type(self._rlm_target).__name__} in the sandbox")
+
 
 _PLAIN_IMMUTABLE = frozenset(
     {
@@ -379,7 +414,12 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             return caps["from_bytes"](type(obj))
         return _RAISE
 
+    def special_data(obj: Any, name: str) -> Any:
+        value = data_attribute(obj, name, session.write_output)
+        return _RAISE if value is NOT_HANDLED else value
+
     _SPECIAL: dict[str, Callable[[Any, str], Any]] = {
+        **dict.fromkeys(DATA_NAMES, special_data),
         "format": special_format,
         "format_map": special_format,
         "get_field": special_formatter,
@@ -430,7 +470,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         """`obj[k] = v` / `del obj[k]`."""
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
-        if type(obj) in WRITABLE_TYPES or session.is_user_object(obj):
+        if type(obj) in WRITABLE_TYPES or type(obj) in DATA_WRITABLE or session.is_user_object(obj):
             return obj
         return refused_write(obj, attribute=False)
 
@@ -440,6 +480,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             raise CellTimeout(session.cancelled)
         if type(obj) in WRITABLE_TYPES or session.is_user_object(obj):
             return obj
+        if type(obj) in DATA_WRITABLE:
+            return _AttrWriter(obj, DATA_ATTR_WRITES.get(type(obj).__name__, frozenset()))
         return refused_write(obj, attribute=True)
 
     def refused_write(obj: Any, *, attribute: bool) -> Any:

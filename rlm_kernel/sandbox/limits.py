@@ -268,6 +268,30 @@ class _ThreadWatchdog:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), None)
 
 
+@contextlib.contextmanager
+def uncounted() -> Iterator[None]:
+    """Kernel work done inside a cell that must not count against (or be cut by) the cell's time limits —
+    loading a library on its first import: the main thread's CPU and wall timers are paused, and the CPU
+    backstop (RLIMIT_CPU's soft limit) moves on by the CPU the work used."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = [(which, signal.setitimer(which, 0)) for which in (signal.ITIMER_PROF, signal.ITIMER_REAL)]
+    started = _process_cpu()
+    try:
+        yield
+    finally:
+        for which, (delay, interval) in saved:
+            if delay or interval:
+                signal.setitimer(which, delay or interval, interval)
+        used = int(_process_cpu() - started) + 1
+        with contextlib.suppress(ValueError, OSError):
+            soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+            if soft != resource.RLIM_INFINITY:
+                want = soft + used if hard == resource.RLIM_INFINITY else min(soft + used, hard)
+                resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+
+
 def _set_cpu_backstop(limits: Limits) -> tuple[int, int] | None:
     if not limits.cpu_seconds or not limits.cpu_backstop_seconds:
         return None

@@ -14,6 +14,7 @@ import traceback
 from typing import Any
 
 from rlm_kernel.sandbox import shown
+from rlm_kernel.sandbox.data.figures import flush_figures
 from rlm_kernel.sandbox.errors import CellTimeout, SandboxError
 from rlm_kernel.sandbox.limits import cell_limits, check_source_size
 from rlm_kernel.sandbox.policy import is_sandboxed_filename, restrict_ast
@@ -106,6 +107,7 @@ def run_source(
                 raise
             except BaseException as exc:  # noqa: BLE001 - report everything the block raised
                 error = format_user_traceback(exc)
+            flush_figures(session)  # figures the block left open: a line of text each, then closed
     except CellTimeout as exc:  # fired between the block and the end of cell_limits
         error = f"CellTimeout: {exc}"
     finally:

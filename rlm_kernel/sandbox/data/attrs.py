@@ -1,0 +1,368 @@
+"""The attribute policy for objects of numpy, pandas and matplotlib: refused names, checked methods.
+
+Cells reach these objects only through public (non-underscore) attributes, read by the `_getattr_` guard.
+The guard sends the names listed here (`DATA_NAMES`) to `data_attribute`, which, for an object or class of
+one of the data libraries, refuses the name with a one-line reason or hands out a checked wrapper:
+
+- files, URLs and the network: writers other than to a string or an in-memory buffer, `savefig` to a path,
+  numpy's `tofile`/`dump`; pickle (`to_pickle`, `dumps`); `ctypes`/`cffi`/`capsule` handles; the raw buffer
+  (`ndarray.data`, a writable memoryview a cell could reinterpret); `resize(refcheck=False)` (frees memory
+  other views still use);
+- string evaluation (`eval`, `query`) and string names that pandas resolves to methods (`agg('sum')`,
+  `apply('name')`): only names in `SAFE_FUNC_NAMES`;
+- plotting backends named by string (`backend=` imports a module), Styler (Jinja templates), the canvas
+  (`print_*` writers, event callbacks), `usetex` (runs LaTeX).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import string
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rlm_kernel.sandbox.errors import refusal
+
+__all__ = [
+    "DATA_NAMES",
+    "NOT_HANDLED",
+    "SAFE_FUNC_NAMES",
+    "check_func_spec",
+    "check_savefig",
+    "data_attribute",
+    "function_taker",
+    "is_data_class",
+]
+
+NOT_HANDLED: Any = object()
+_LIBRARIES = frozenset({"numpy", "pandas", "matplotlib"})
+_BUFFERS = (io.StringIO, io.BytesIO)
+
+_IN_MEMORY = "use a string (leave the path out) or an io.StringIO/io.BytesIO buffer"
+REFUSED: dict[str, str] = {
+    # files and pickle
+    "to_pickle": "pickle is not available in the sandbox; keep the object in a variable",
+    "dumps": "pickle is not available in the sandbox; use .tolist() or .tobytes()",
+    "dump": "pickle and files are not available in the sandbox; keep the array in a variable",
+    "tofile": "files are not available in the sandbox; use .tobytes() or .tolist()",
+    "to_excel": "files are not available in the sandbox; use to_csv() or to_html() without a path",
+    "to_parquet": "files are not available in the sandbox; use to_csv() or to_json() without a path",
+    "to_feather": "files are not available in the sandbox; use to_csv() or to_json() without a path",
+    "to_hdf": "files are not available in the sandbox; use to_csv() or to_json() without a path",
+    "to_sql": "databases are not available in the sandbox",
+    "to_stata": "files are not available in the sandbox; use to_csv() without a path",
+    "to_orc": "files are not available in the sandbox; use to_csv() without a path",
+    "to_clipboard": "the clipboard is not available in the sandbox; use to_csv() without a path",
+    "to_gbq": "the network is not available in the sandbox",
+    "to_iceberg": "files are not available in the sandbox",
+    # string evaluation
+    "eval": "string evaluation (DataFrame.eval) is not available in the sandbox; write the expression in "
+    "Python, e.g. df['c'] = df['a'] + df['b']",
+    "query": "string evaluation (DataFrame.query) is not available in the sandbox; filter with a mask, "
+    "e.g. df[df['a'] > 1]",
+    # native handles and raw buffers
+    "ctypes": "ctypes handles are not available in the sandbox",
+    "cffi": "cffi handles are not available in the sandbox",
+    "capsule": "native capsules are not available in the sandbox",
+    "data": "the raw buffer of an array is not available in the sandbox; use .tobytes() or .tolist()",
+    # templates, canvases, external programs
+    "style": "DataFrame.style (Jinja templates) is not available in the sandbox; use to_html() or display df",
+    "canvas": "the figure's canvas is not available in the sandbox; use fig.savefig(io.BytesIO()) or "
+    "plt.show()",
+    "set_canvas": "the figure's canvas is not available in the sandbox",
+    "set_usetex": "usetex runs LaTeX, an external program; use matplotlib's built-in $math$ text instead",
+    "mpl_connect": "event callbacks are not available in the sandbox",
+    "add_callback": "property callbacks are not available in the sandbox",
+    "properties": "properties() hands out the canvas among the rest; read the ones you need with get_*()",
+    "to_latex": "to_latex uses Styler's Jinja templates, not available in the sandbox; use to_string()",
+    "to_xml": "to_xml can run XSLT stylesheets that read files; use to_json() or to_csv() without a path",
+}
+
+# Names pandas may resolve to methods or numpy functions when given as strings (agg('sum'), apply('abs'),
+# transform('cumsum'), pivot_table(aggfunc='mean')): reductions and transforms that take no code.
+SAFE_FUNC_NAMES = frozenset(
+    (
+        "sum mean median min max count size nunique std var sem prod product first last any all idxmin "
+        "idxmax cumsum cumprod cummin cummax cumcount rank abs skew kurt kurtosis mode quantile describe "
+        "nlargest nsmallest unique value_counts diff pct_change shift fillna ffill bfill ohlc ngroup "
+        "round clip head tail corr cov sqrt exp log log10 log2 floor ceil sort_values sort_index "
+        "dropna notna isna notnull isnull len list tuple set sorted nanmean nanmedian nansum nanmax "
+        "nanmin nanstd nanvar"
+    ).split()
+)
+
+_classes: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
+def is_data_class(cls: Any) -> bool:
+    """True for classes of numpy, pandas or matplotlib (anything in the MRO), and their stand-ins."""
+    try:
+        return _classes[cls]
+    except (KeyError, TypeError):
+        pass
+    found = any(
+        str(getattr(base, "__module__", "") or "").partition(".")[0] in _LIBRARIES
+        for base in getattr(cls, "__mro__", ())
+    )
+    try:
+        _classes[cls] = found
+    except TypeError:
+        pass
+    return found
+
+
+def check_func_spec(spec: Any, what: str, *, depth: int = 0) -> None:
+    """Refuse string function names outside SAFE_FUNC_NAMES anywhere in an agg/apply specification."""
+    if depth > 5:
+        raise refusal(f"{what}: the function specification is nested too deeply")
+    if isinstance(spec, str):
+        if str(spec) not in SAFE_FUNC_NAMES:
+            raise refusal(
+                f"{what} with the name {str(spec)[:40]!r} is not available in the sandbox; pass a function "
+                f"or one of: {', '.join(sorted(SAFE_FUNC_NAMES)[:12])}, ..."
+            )
+        return
+    if isinstance(spec, Mapping):
+        for value in list(spec.values()):
+            check_func_spec(value, what, depth=depth + 1)
+    elif isinstance(spec, (list, tuple)):
+        for value in list(spec):
+            check_func_spec(value, what, depth=depth + 1)
+
+
+def _check_named(kwargs: dict[str, Any], what: str) -> None:
+    """Named aggregation: `agg(total=('col', 'sum'))` — the second item is a function spec."""
+    for value in kwargs.values():
+        if isinstance(value, tuple) and len(value) == 2:
+            check_func_spec(value[1], what)
+
+
+_FUNC_PARAMS = ("func", "arg", "aggfunc")
+_ENGINES = frozenset({None, "python", "cython"})
+
+
+def function_taker(
+    name: str, method: Callable[..., Any], *, position: int | None = 0, named: bool = False
+) -> Callable[..., Any]:
+    """`method` checked so that string function names (positional argument `position`, or func=/arg=/
+    aggfunc=, or named aggregations) are in SAFE_FUNC_NAMES, and no engine= other than pandas' own."""
+
+    @functools.wraps(method)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        what = f"{name}()"
+        if position is not None and len(args) > position:
+            check_func_spec(args[position], what)
+        for param in _FUNC_PARAMS:
+            if param in kwargs:
+                check_func_spec(kwargs[param], what)
+        if named:
+            _check_named(kwargs, what)
+        engine = kwargs.get("engine")
+        if not (engine is None or (type(engine) is str and engine in _ENGINES)):
+            raise refusal(
+                f"{what} with engine= other than 'python' is not available in the sandbox; leave it out"
+            )
+        return method(*args, **kwargs)
+
+    return checked
+
+
+def check_format_string(value: Any, what: str) -> None:
+    """Refuse a str.format template whose fields read attributes or items (`'{x.__class__}'`): the libraries
+    format with the real str.format, outside the sandbox's attribute guard."""
+    if not isinstance(value, str):
+        return
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(str(value)) if field]
+    except ValueError:
+        return  # not a valid template: the library reports it
+    if any("." in field or "[" in field for field in fields):
+        raise refusal(
+            f"{what}: format fields that read attributes or items ({{x.attr}}, {{x[0]}}) are not available; "
+            "use plain fields such as '{x:.2f}' or pass a function"
+        )
+
+
+def _formats(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        for value in (*args, *kwargs.values()):
+            check_format_string(value, f"{name}()")
+        return method(*args, **kwargs)
+
+    return checked
+
+
+def _writer(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        target = args[0] if args else None
+        for param in ("path_or_buf", "buf", "path", "path_or_buffer"):
+            if target is None and param in kwargs:
+                target = kwargs[param]
+        if target is not None and type(target) not in _BUFFERS:
+            raise refusal(f".{name}() to a path or file is not available in the sandbox; {_IN_MEMORY}")
+        for key in ("float_format", "formatters"):
+            check_format_string(kwargs.get(key), f"{name}({key}=...)")
+        if kwargs.get("storage_options") is not None:
+            raise refusal(f".{name}() with storage_options reaches the network; it is not available")
+        return method(*args, **kwargs)
+
+    return checked
+
+
+def _no_backend(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("backend") is not None:
+            raise refusal(
+                f".{name}() with backend= imports a module by name; the sandbox plots with matplotlib only"
+            )
+        return method(*args, **kwargs)
+
+    return checked
+
+
+SAVE_FORMATS = frozenset({"png", "svg", "pdf", "jpg", "jpeg"})
+
+
+def check_savefig(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """savefig only into an io.BytesIO/io.StringIO buffer, in a format rendered in-process."""
+    target = args[0] if args else kwargs.get("fname")
+    if type(target) not in _BUFFERS:
+        raise refusal(
+            "savefig to a path or file is not available in the sandbox; use plt.show() (the figure is shown "
+            "inline) or fig.savefig(io.BytesIO(), format='png')"
+        )
+    fmt = kwargs.get("format")
+    if fmt is not None and (type(fmt) is not str or fmt.lower() not in SAVE_FORMATS):
+        raise refusal(
+            f"savefig format {fmt!r} is not available; use one of {', '.join(sorted(SAVE_FORMATS))}"
+        )
+
+
+def _savefig(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        check_savefig(args, kwargs)
+        return method(*args, **kwargs)
+
+    return checked
+
+
+def _resize(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("refcheck", True) is not True:
+            raise refusal(
+                "resize(refcheck=False) frees memory other views still use; use np.resize(a, shape)"
+            )
+        return method(*args, **kwargs)
+
+    return checked
+
+
+class PlotAccessor:
+    """`df.plot` / `s.plot` for cells: pandas' accessor without `backend=` (which imports a module)."""
+
+    __slots__ = ("_rlm_accessor",)
+
+    def __init__(self, accessor: Any) -> None:
+        object.__setattr__(self, "_rlm_accessor", accessor)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _no_backend("plot", self._rlm_accessor)(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _no_backend(f"plot.{name}", getattr(self._rlm_accessor, name))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise refusal("the plot accessor is read-only")
+
+    def __dir__(self) -> list[str]:
+        return [n for n in dir(self._rlm_accessor) if not n.startswith("_")]
+
+    def __repr__(self) -> str:
+        return "<pandas plot accessor (rlm sandbox)>"
+
+
+def _plot(name: str, value: Any) -> Any:
+    if callable(value) and type(value).__name__ == "PlotAccessor":
+        return PlotAccessor(value)
+    return _no_backend(name, value) if callable(value) else value
+
+
+_WRITERS = ("to_csv", "to_json", "to_html", "to_string", "to_markdown")
+_WRAPPERS: dict[str, Callable[[str, Any], Any]] = {
+    **dict.fromkeys(_WRITERS, _writer),
+    "apply": function_taker,
+    "transform": function_taker,
+    "agg": functools.partial(function_taker, named=True),
+    "aggregate": functools.partial(function_taker, named=True),
+    "pivot_table": functools.partial(function_taker, position=3),
+    "savefig": _savefig,
+    "resize": _resize,
+    "hist": _no_backend,
+    "boxplot": _no_backend,
+    "plot": _plot,
+    **dict.fromkeys(
+        ("set_major_formatter", "set_minor_formatter", "bar_label", "clabel", "colorbar"), _formats
+    ),
+}
+
+DATA_NAMES = frozenset(REFUSED) | frozenset(_WRAPPERS) | {"info"}
+
+
+def _info(method: Callable[..., Any], write: Callable[[str], None]) -> Callable[..., Any]:
+    """`df.info()` prints to sys.stdout directly: send it through the cell's capped output instead."""
+
+    @functools.wraps(method)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if args or kwargs.get("buf") is not None:
+            target = args[0] if args else kwargs["buf"]
+            if type(target) not in _BUFFERS:
+                raise refusal(f".info(buf=...) is not available in the sandbox; {_IN_MEMORY}")
+            return method(*args, **kwargs)
+        buffer = io.StringIO()
+        method(buf=buffer, **kwargs)
+        write(buffer.getvalue())
+        return None
+
+    return checked
+
+
+def data_attribute(obj: Any, name: str, write: Callable[[str], None] | None = None) -> Any:
+    """For an object (or class) of the data libraries: refuse `name`, or return its checked value.
+
+    Returns NOT_HANDLED for every other object, so the guard goes on as usual.
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    if not is_data_class(cls):
+        return NOT_HANDLED
+    reason = REFUSED.get(name)
+    if reason is not None:
+        if name == "data" and not _is_array_like(cls):
+            return NOT_HANDLED  # pandas' `.data` names nothing dangerous (there is none), matplotlib's lines'
+        raise refusal(reason)
+    value = getattr(obj, name)
+    if isinstance(obj, type) and callable(value):
+        raise refusal(
+            f"{cls.__name__}.{name} is not available through the class in the sandbox; call it on an object"
+        )
+    if name == "info" and write is not None and callable(value):
+        return _info(value, write)
+    wrap = _WRAPPERS.get(name)
+    if wrap is None or not callable(value):
+        return value
+    return wrap(name, value)
+
+
+def _is_array_like(cls: type) -> bool:
+    return any(
+        str(getattr(base, "__module__", "")).partition(".")[0] == "numpy"
+        for base in getattr(cls, "__mro__", ())
+    )
