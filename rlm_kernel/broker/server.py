@@ -21,8 +21,14 @@ from rlm_kernel.broker.protocol import (
     response_to_wire,
 )
 from rlm_kernel.llm.client import LLMClient
-from rlm_kernel.llm.errors import ConfigError, LLMError, ProviderError, ReplayMiss
-from rlm_kernel.llm.pricing import cost_usd
+from rlm_kernel.llm.errors import (
+    ConfigError,
+    LLMError,
+    ProviderBudgetExceeded,
+    ProviderError,
+    RateLimited,
+    ReplayMiss,
+)
 from rlm_kernel.llm.redact import install_log_redaction, redact
 
 __all__ = ["Broker", "error_frame", "run_broker"]
@@ -34,6 +40,10 @@ def error_frame(exc: BaseException) -> dict[str, Any]:
         kind = (
             "config"
             if isinstance(exc, ConfigError)
+            else "provider_budget"
+            if isinstance(exc, ProviderBudgetExceeded)
+            else "rate_limited"
+            if isinstance(exc, RateLimited)
             else "provider"
             if isinstance(exc, ProviderError)
             else "replay_miss"
@@ -50,6 +60,9 @@ def error_frame(exc: BaseException) -> dict[str, Any]:
         "status": getattr(exc, "status", None),
         "retryable": bool(getattr(exc, "retryable", False)),
         "key": getattr(exc, "key", None),
+        "retry_after": getattr(exc, "retry_after", None),
+        "limit_value": getattr(exc, "limit_value", None),
+        "used": getattr(exc, "used", None),
     }
 
 
@@ -169,9 +182,7 @@ class Broker:
         self.ledger["calls"] += 1
         self.ledger["input_tokens"] += resp.input_tokens
         self.ledger["output_tokens"] += resp.output_tokens
-        self.ledger["cost_usd"] += (
-            cost_usd(req.model, resp.input_tokens, resp.output_tokens, engine.config.prices) or 0.0
-        )
+        self.ledger["cost_usd"] += engine._cost(req.model, resp) or 0.0  # noqa: SLF001 - as _send above
         return {"response": response_to_wire(resp), "unrecorded": unrecorded}
 
     async def _op_check(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
