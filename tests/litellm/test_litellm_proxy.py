@@ -11,27 +11,22 @@ virtual key's budget would need its database), `gw-rpm` (an `rpm` limit of 1, us
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from rlm_kernel.llm import BatchError, Budget, BudgetExceeded, LLMClient, load_config
 from rlm_kernel.llm.errors import ProviderBudgetExceeded, RateLimited
 from tests.kernel_client import KernelHarness
+from tests.litellm.proxy import INSTALL, Proxy, free_port, proxy_command
 from tests.llm_server import Fault, LLMTestServer
 
 pytestmark = [pytest.mark.litellm, pytest.mark.timeout(600)]
 
-REPO = Path(__file__).resolve().parent.parent.parent
 MASTER_KEY = "sk-litellm-master-test"
 UPSTREAM_KEY = "sk-upstream-test"
 IN_PRICE, OUT_PRICE = 0.001, 0.002  # USD per token, as the proxy's config sets them
@@ -44,20 +39,6 @@ OPENAI_QUOTA = json.dumps(
         }
     }
 )
-
-
-def _proxy_command() -> list[str] | None:
-    named = os.environ.get("RLM_TEST_LITELLM")
-    for candidate in (named, str(REPO / ".venv-litellm" / "bin" / "litellm"), shutil.which("litellm")):
-        if candidate and Path(candidate).is_file():
-            return [candidate]
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _config(upstream: str) -> dict[str, Any]:
@@ -77,7 +58,7 @@ def _config(upstream: str) -> dict[str, Any]:
                 "model_name": "gw-flaky",
                 "litellm_params": {
                     "model": "openai/test-model",
-                    "api_base": f"http://127.0.0.1:{_free_port()}/v1",  # nothing listens there
+                    "api_base": f"http://127.0.0.1:{free_port()}/v1",  # nothing listens there
                     "api_key": UPSTREAM_KEY,
                 },
             },
@@ -91,47 +72,6 @@ def _config(upstream: str) -> dict[str, Any]:
     }
 
 
-class Proxy:
-    """A LiteLLM proxy process on 127.0.0.1 in front of `upstream`."""
-
-    def __init__(self, command: list[str], upstream: str, cwd: Path) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = cwd / "litellm.log"
-        config = cwd / "litellm.yaml"
-        config.write_text(json.dumps(_config(upstream)))  # YAML is a superset of JSON
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "OPENAI_API_KEY")}
-        env.update({"LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_DOCS": "True"})  # no fetch at start
-        started = time.monotonic()
-        self.proc = subprocess.Popen(
-            [*command, "--config", str(config), "--host", "127.0.0.1", "--port", str(self.port)],
-            env=env,
-            cwd=cwd,
-            stdout=self.log.open("w"),
-            stderr=subprocess.STDOUT,
-        )
-        deadline = started + 240
-        while True:
-            try:
-                if httpx.get(f"{self.url}/health/liveliness", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the LiteLLM proxy did not start:\n{self.log.read_text()[-3000:]}")
-            time.sleep(0.25)
-        self.start_seconds = time.monotonic() - started
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-
-
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[LLMTestServer]:
     with LLMTestServer(mode="echo") as srv:
@@ -142,13 +82,11 @@ def upstream() -> Iterator[LLMTestServer]:
 
 @pytest.fixture(scope="module")
 def proxy(upstream: LLMTestServer) -> Iterator[Proxy]:
-    command = _proxy_command()
+    command = proxy_command()
     if command is None:
-        pytest.skip(
-            "no LiteLLM proxy: python3 -m venv .venv-litellm && .venv-litellm/bin/pip install "
-            "'litellm[proxy]==1.99.4' (or set RLM_TEST_LITELLM to its `litellm` executable)"
-        )
-    proc = Proxy(command, upstream.openai_base_url, Path(tempfile.mkdtemp(prefix="rlm-litellm-")))
+        pytest.skip(f"no LiteLLM proxy: {INSTALL}")
+    config = _config(upstream.openai_base_url)
+    proc = Proxy(command, config, Path(tempfile.mkdtemp(prefix="rlm-litellm-")))
     print(f"LiteLLM proxy ready in {proc.start_seconds:.1f} s")
     try:
         yield proc
