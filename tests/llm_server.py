@@ -69,6 +69,8 @@ class Reply:
     input_tokens: int | None = None
     output_tokens: int | None = None
     delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra response headers (e.g. a gateway's `x-litellm-response-cost`)."""
 
 
 @dataclass
@@ -548,7 +550,7 @@ class LLMTestServer:
                 "responseId": rid,
             }
             headers = {}
-        return web.json_response(payload, headers=headers)
+        return web.json_response(payload, headers={**headers, **reply.headers})
 
     def _error(
         self, wire: Wire, status: int, message: str, headers: dict[str, str] | None = None

@@ -150,7 +150,11 @@ class Ledger:
         """Settle a call with its real usage (estimated if the server reports none); the usage, its price."""
         if not resp.input_tokens and not resp.output_tokens:
             resp = replace(resp, input_tokens=estimate_input(req), output_tokens=estimate_tokens(resp.text))
-        usd = cost_usd(req.model, resp.input_tokens, resp.output_tokens, prices)
+        usd = (  # what a gateway reported the call cost (LiteLLM's proxy), else our price table's
+            resp.cost_usd
+            if resp.cost_usd is not None
+            else cost_usd(req.model, resp.input_tokens, resp.output_tokens, prices)
+        )
         budget.settle(reservation, resp.input_tokens, resp.output_tokens, usd)
         return resp, usd
 

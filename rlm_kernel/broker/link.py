@@ -16,7 +16,15 @@ from typing import Any
 from rlm_kernel.broker import supervisor
 from rlm_kernel.broker.protocol import encode, read_frame, request_to_wire
 from rlm_kernel.broker.supervisor import KEY_REF_PREFIX, request_broker
-from rlm_kernel.llm.errors import BudgetExceeded, ConfigError, LLMError, ProviderError, ReplayMiss
+from rlm_kernel.llm.errors import (
+    BudgetExceeded,
+    ConfigError,
+    LLMError,
+    ProviderBudgetExceeded,
+    ProviderError,
+    RateLimited,
+    ReplayMiss,
+)
 from rlm_kernel.llm.providers.base import ChatRequest
 
 __all__ = [
@@ -67,6 +75,22 @@ def error_from_wire(data: dict[str, Any]) -> LLMError:
         return ConfigError(message, key=data.get("key"))
     if kind == "provider":
         return ProviderError(message, status=data.get("status"), retryable=bool(data.get("retryable")))
+    if kind == "rate_limited":
+        wait = data.get("retry_after")
+        return RateLimited(
+            message,
+            retry_after=float(wait) if isinstance(wait, int | float) else None,
+            status=data.get("status"),
+            retryable=bool(data.get("retryable")),
+        )
+    if kind == "provider_budget":
+        figures = [
+            float(v) if isinstance(v, int | float) else 0.0
+            for v in (data.get("limit_value"), data.get("used"))
+        ]
+        return ProviderBudgetExceeded(
+            message, status=data.get("status"), limit_value=figures[0], used=figures[1]
+        )
     if kind == "replay_miss":
         return ReplayMiss(message)
     if kind == "budget":

@@ -129,4 +129,5 @@ def response_from_wire(data: dict[str, Any]) -> ChatResponse:
         output_tokens=int(data["output_tokens"]),
         finish_reason=None if data.get("finish_reason") is None else str(data["finish_reason"]),
         request_id=None if data.get("request_id") is None else str(data["request_id"]),
+        cost_usd=float(data["cost_usd"]) if isinstance(data.get("cost_usd"), int | float) else None,
     )

@@ -15,7 +15,9 @@ from rlm_kernel.llm.errors import (
     LLMCancelled,
     LLMError,
     NoProviderConfigured,
+    ProviderBudgetExceeded,
     ProviderError,
+    RateLimited,
     ReplayMiss,
 )
 from rlm_kernel.llm.events import CallEvent, bus
@@ -32,7 +34,9 @@ __all__ = [
     "LLMConfig",
     "LLMError",
     "NoProviderConfigured",
+    "ProviderBudgetExceeded",
     "ProviderError",
+    "RateLimited",
     "ReplayMiss",
     "bus",
     "cancel_all",

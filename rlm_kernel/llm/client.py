@@ -31,14 +31,17 @@ from rlm_kernel.llm.errors import (
     LLMCancelled,
     LLMError,
     NoProviderConfigured,
+    ProviderBudgetExceeded,
     ProviderError,
+    RateLimited,
 )
 from rlm_kernel.llm.events import CANCELLED, CallEvent, bus
 from rlm_kernel.llm.pricing import check_price, cost_usd
 from rlm_kernel.llm.providers import ChatRequest, ChatResponse, error_text, get_wire
 from rlm_kernel.llm.providers.base import no_content_error
+from rlm_kernel.llm.providers.gateway import budget_figures, classify_error, reported_cost
 from rlm_kernel.llm.redact import install_log_redaction, redact
-from rlm_kernel.llm.retry import CoolDown, RetryPolicy, backoff_delay, is_retryable_status
+from rlm_kernel.llm.retry import CoolDown, RetryPolicy, backoff_delay, is_retryable_status, server_delay
 from rlm_kernel.llm.tiers import ROLES, estimate_tokens, resolve_model
 from rlm_kernel.llm.transport import TransportKind, make_http_client
 
@@ -118,6 +121,12 @@ def _messages(prompt: Prompt, system: str | None) -> tuple[dict[str, str], ...]:
             raise LLMError(f"system must be a string, got {type(system).__name__}")
         msgs.insert(0, {"role": "system", "content": system})
     return tuple(msgs)
+
+
+_BUDGET_HINT = (
+    " — a budget kept by the provider or its gateway is spent: ask its admin to raise it, or wait for it to"
+    " reset; retrying does not help"
+)
 
 
 def _hint(status: int | None, retryable: bool, timed_out: bool = False) -> str:
@@ -648,7 +657,7 @@ class LLMClient:
             raise
         if not resp.input_tokens and not resp.output_tokens:  # a server that reports no usage: estimate it
             resp = replace(resp, input_tokens=item.est_input, output_tokens=estimate_tokens(resp.text))
-        usd = cost_usd(req.model, resp.input_tokens, resp.output_tokens, self.config.prices)
+        usd = self._cost(req.model, resp)
         budget.settle(reservation, resp.input_tokens, resp.output_tokens, usd)
         if unrecorded:
             self._unrecorded.append(unrecorded)
@@ -818,6 +827,12 @@ class LLMClient:
             self._inflight -= 1
         return results, errors
 
+    def _cost(self, model: str, resp: ChatResponse) -> float | None:
+        """What a call cost: the figure a gateway reported with the reply, else our price table's."""
+        if resp.cost_usd is not None:
+            return resp.cost_usd
+        return cost_usd(model, resp.input_tokens, resp.output_tokens, self.config.prices)
+
     # ---- where a call is answered: the broker process, or this process (no broker, or inside the broker)
     async def _engine_id(self) -> int:
         assert self._broker is not None
@@ -924,7 +939,38 @@ class LLMClient:
             ) from None
         if not isinstance(resp.text, str) or not resp.text:
             raise no_content_error(provider, model, resp.finish_reason)
-        return resp
+        reported = reported_cost(headers)
+        return resp if reported is None else replace(resp, cost_usd=reported)
+
+    def _error(self, status: int, body: bytes, headers: Any, model: str) -> ProviderError:
+        """The error for a non-2xx answer: a spent budget (never retried), a rate limit, or another."""
+        provider = self.config.provider
+        message = redact(error_text(body))
+        kind = classify_error(status, body)
+        if kind == "budget":
+            spent, limit = budget_figures(message) or (0.0, 0.0)
+            return ProviderBudgetExceeded(
+                f"{provider} refused the call for model {model!r} — budget exceeded (HTTP {status}): "
+                f"{message}",
+                status=status,
+                provider=provider,
+                model=model,
+                limit_value=limit,
+                used=spent,
+            )
+        fields: dict[str, Any] = {
+            "status": status,
+            "retryable": is_retryable_status(status, headers),
+            "provider": provider,
+            "model": model,
+        }
+        if kind == "rate_limit":
+            return RateLimited(
+                f"{provider} rate-limited the call for model {model!r} (HTTP {status}): {message}",
+                retry_after=server_delay(headers),
+                **fields,
+            )
+        return ProviderError(f"{provider} returned HTTP {status} for model {model!r}: {message}", **fields)
 
     async def _local_crash(self, base_url: str) -> str | None:
         """After a failed connection to the offline model's server: its crash report if it died, else None.
@@ -969,22 +1015,17 @@ class LLMClient:
                 status = response.status_code
                 if 200 <= status < 300:
                     return self._parse(response.content, response.headers, req.model)
-                retryable = is_retryable_status(status, response.headers)
-                message = redact(error_text(response.content))
-                error = ProviderError(
-                    f"{provider} returned HTTP {status} for model {req.model!r}: {message}",
-                    status=status,
-                    retryable=retryable,
-                    provider=provider,
-                    model=req.model,
-                )
-                if retryable:
+                error = self._error(status, response.content, response.headers, req.model)
+                if error.retryable:
                     delay = self._policy.delay(attempt, response.headers)
                     if status == 429:
                         self._cooldown.push(delay)
             if not error.retryable or attempt >= self._policy.max_retries:
                 tried = f" (after {attempt + 1} attempts)" if attempt else ""
-                hint = _hint(error.status, error.retryable, error.timed_out)
+                if isinstance(error, ProviderBudgetExceeded):
+                    hint = _BUDGET_HINT
+                else:
+                    hint = _hint(error.status, error.retryable, error.timed_out)
                 error.args = (f"{error.args[0]}{tried}{hint}",)
                 raise error
             if delay is None:

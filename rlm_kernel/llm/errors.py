@@ -14,7 +14,9 @@ __all__ = [
     "LLMCancelled",
     "LLMError",
     "NoProviderConfigured",
+    "ProviderBudgetExceeded",
     "ProviderError",
+    "RateLimited",
     "ReplayMiss",
 ]
 
@@ -87,6 +89,43 @@ class BudgetExceeded(LLMError):
         self.limit_value = limit_value
         self.used = used
         self.requested = requested
+
+
+class RateLimited(ProviderError):
+    """The provider or gateway answered HTTP 429 for a rate limit (retried after its wait, then this).
+
+    `retry_after` is the wait in seconds it asked for (None when it named none).
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **fields: object) -> None:
+        super().__init__(message, **fields)  # type: ignore[arg-type]
+        self.retry_after = retry_after
+
+
+class ProviderBudgetExceeded(BudgetExceeded, ProviderError):
+    """The provider or a gateway in front of it (LiteLLM's proxy) refused the call: a budget or quota that it
+    keeps (a virtual key's, user's, team's or model's) is spent. Never retried.
+
+    `limit` is "provider_budget"; `limit_value` and `used` are the USD figures the answer stated (0 when it
+    stated none); `status`, `provider` and `model` as for `ProviderError`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        limit_value: float = 0.0,
+        used: float = 0.0,
+    ) -> None:
+        BudgetExceeded.__init__(self, message, limit="provider_budget", limit_value=limit_value, used=used)
+        self.status = status
+        self.retryable = False
+        self.timed_out = False
+        self.provider = provider
+        self.model = model
 
 
 class LLMCancelled(LLMError):

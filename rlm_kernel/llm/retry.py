@@ -1,13 +1,16 @@
 """Retry policy (openai-python practice) and the shared cool-down that makes one 429 slow a whole batch.
 
 Retry on connect errors, timeouts, 408, 409, 429 and ≥500; wait `retry-after-ms`, else `Retry-After`, else
-`min(0.5·2^n, 8)·(1 − 0.25·random)`; server-requested waits are honoured up to `retry_after_cap` seconds.
+LiteLLM's `llm_provider-retry-after` (its proxy sends only that), else `min(0.5·2^n, 8)·(1 − 0.25·random)`;
+server-requested waits are honoured up to `retry_after_cap` seconds. A 4xx whose body says a budget is spent
+is not retried (see providers/gateway.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import random
 import time
 from collections.abc import Mapping
@@ -30,20 +33,29 @@ def is_retryable_status(status: int, headers: Mapping[str, str] | None = None) -
 
 
 def server_delay(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds the server asked to wait: `retry-after-ms`, else `Retry-After` (seconds or HTTP date)."""
+    """Seconds the server asked to wait: `retry-after-ms`, else `Retry-After` (seconds or HTTP date), else
+    `llm_provider-retry-after` (LiteLLM's proxy; same forms)."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms:
         try:
             value = float(raw_ms) / 1000.0
-            if value >= 0:
+            if value >= 0 and math.isfinite(value):
                 return value
         except ValueError:
             pass
-    raw = headers.get("retry-after")
+    for name in ("retry-after", "llm_provider-retry-after"):
+        value = _seconds(headers.get(name), now)
+        if value is not None:
+            return value
+    return None
+
+
+def _seconds(raw: str | None, now: float | None) -> float | None:
+    """A `Retry-After` value (seconds or an HTTP date) as seconds from now; None if absent or unreadable."""
     if raw:
         try:
             value = float(raw)
-            if value >= 0:
+            if value >= 0 and math.isfinite(value):
                 return value
         except ValueError:
             parsed = email.utils.parsedate_tz(raw)

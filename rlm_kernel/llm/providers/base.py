@@ -42,7 +42,8 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class ChatResponse:
-    """A provider's reply, normalised: `finish_reason` is "stop", "length" or the provider's own word."""
+    """A provider's reply, normalised: `finish_reason` is "stop", "length" or the provider's own word;
+    `cost_usd` is what a gateway reported the call cost (None: not reported, priced from our table)."""
 
     text: str
     model: str
@@ -50,6 +51,7 @@ class ChatResponse:
     output_tokens: int
     finish_reason: str | None
     request_id: str | None
+    cost_usd: float | None = None
 
 
 class WireFormat(Protocol):
