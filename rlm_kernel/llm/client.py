@@ -216,9 +216,13 @@ class LLMClient:
         # inside an item of a fan-out (e.g. one sub-RLM of rlm_query_batched) the call names that fan-out
         parent = current_batch()
         try:
-            return self._run(self._call(item, chosen, batch_id=None, parent_batch_id=parent, owner=owner))
+            completion = self._run(
+                self._call(item, chosen, batch_id=None, parent_batch_id=parent, owner=owner)
+            )
         finally:
             self._warn_unrecorded()
+        self._warn_unpriced([item], [completion])
+        return completion
 
     def complete_batch(
         self,
@@ -262,6 +266,7 @@ class LLMClient:
             )
         finally:
             self._warn_unrecorded()
+        self._warn_unpriced(items, results)
         if errors:
             first = min(errors)
             failed = len(errors)
@@ -272,6 +277,14 @@ class LLMClient:
                 errors=errors,
             ) from None
         return results
+
+    def _warn_unpriced(self, items: Sequence[_Item], results: Sequence[Completion | None]) -> None:
+        """Warn (in the caller's thread, once per model) about models without a price that answered calls
+        really sent; cache hits cost nothing, so a replayed notebook prints no price warning."""
+        pairs = zip(items, results, strict=True)
+        sent = {item.request.model for item, c in pairs if c is not None and not c.cached}
+        for name in sorted(sent):
+            check_price(name, self.config.prices, stacklevel=3)
 
     def _warn_unrecorded(self) -> None:
         """Warn (in the caller's thread, so the cell shows it) about answers the cache could not record."""
@@ -368,7 +381,6 @@ class LLMClient:
         if stop is not None:
             stops = (stop,) if isinstance(stop, str) else tuple(str(s) for s in stop)
         req = ChatRequest(model=name, messages=messages, max_tokens=mt, temperature=temp, stop=stops)
-        check_price(name, self.config.prices, stacklevel=3)  # warns in the caller's thread, once per model
         return _Item(index, req, tier, est)
 
     def _ensure_base_url(self) -> str:
