@@ -6,6 +6,8 @@ endpoints — never a key.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from rlm_kernel.magics import register_rlm_subcommand
@@ -42,6 +44,31 @@ def _endpoints() -> list[list[str]]:
     return [["model endpoint", f"{config.provider or '?'} at {url} ({key})"]]
 
 
+def _context_roots() -> list[list[str]]:
+    """One row per directory `load_context` may read, with where it came from."""
+    try:
+        from rlm_kernel.repl import context
+    except Exception as exc:  # noqa: BLE001 - shown, not raised
+        return [["context root", f"unknown ({str(exc)[:200]})"]]
+    given = {
+        str(Path(p).expanduser().resolve())
+        for p in os.environ.get(context.ROOTS_ENV, "").lstrip("=").split(os.pathsep)
+        if p.strip()
+    }
+    rows = []
+    for root in context.allowed_roots():
+        if root == context._start_dir:
+            why = "the notebook's directory"
+        elif str(root) in given:
+            why = context.ROOTS_ENV
+        else:
+            why = "set by the kernel"
+        rows.append(["context root", f"{root} ({why})"])
+    if context._start_dir not in context.allowed_roots():
+        rows.append(["context root", f"not the notebook's directory ({context.ROOTS_ENV} replaces it)"])
+    return rows or [["context root", "none: load_context cannot read files"]]
+
+
 def security_command(line: str) -> Any:
     """`%rlm security`: the layers, the roots, the endpoints."""
     from rlm_kernel.llm.magics import Table
@@ -51,6 +78,7 @@ def security_command(line: str) -> Any:
         rows.append(["sandbox policy", f"OFF — UNSAFE ({UNSAFE_POLICY_ENV}=1, for tests only)"])
     else:
         rows.append(["sandbox policy", "active — RestrictedPython policy, guards, facades, limits"])
+    rows += _context_roots()
     st = status()
     if st is None:
         rows.append(["OS layer", NOT_LAUNCHED])

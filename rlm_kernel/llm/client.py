@@ -165,18 +165,22 @@ class PendingCompletion:
     """A call started by `LLMClient.start`: `done()`, `result()` (waits; errors as `complete()` raises them),
     `cancel()`; `future` is for `concurrent.futures.wait` over several."""
 
-    def __init__(self, client: LLMClient, future: concurrent.futures.Future[Any]) -> None:
+    def __init__(self, client: LLMClient, future: concurrent.futures.Future[Any], item: Any = None) -> None:
         self._client = client
         self.future = future
+        self._item = item
 
     def done(self) -> bool:
         return self.future.done()
 
     def result(self) -> Completion:
         try:
-            return self._client._wait(self.future)
+            completion = self._client._wait(self.future)
         finally:
             self._client._warn_unrecorded()
+        if self._item is not None:
+            self._client._warn_unpriced([self._item], [completion])
+        return completion
 
     def cancel(self) -> None:
         loop.cancel(self.future)
@@ -248,7 +252,7 @@ class LLMClient:
         chosen = budget if budget is not None else current_budget()  # a run's scope, else the session
         # inside an item of a fan-out (e.g. one sub-RLM of rlm_query_batched) the call names that fan-out
         try:
-            return self._run(
+            completion = self._run(
                 self._call(
                     item,
                     chosen,
@@ -260,6 +264,8 @@ class LLMClient:
             )
         finally:
             self._warn_unrecorded()
+        self._warn_unpriced([item], [completion])
+        return completion
 
     def start(
         self,
@@ -290,7 +296,7 @@ class LLMClient:
         if loop.in_loop_thread():
             coro.close()
             raise LLMError("model calls cannot be made from the LLM layer's own event loop thread")
-        return PendingCompletion(self, loop.submit(coro))
+        return PendingCompletion(self, loop.submit(coro), item)
 
     def complete_batch(
         self,
@@ -334,6 +340,7 @@ class LLMClient:
             )
         finally:
             self._warn_unrecorded()
+        self._warn_unpriced(items, results)
         if errors:
             first = min(errors)
             failed = len(errors)
@@ -344,6 +351,14 @@ class LLMClient:
                 errors=errors,
             ) from None
         return results
+
+    def _warn_unpriced(self, items: Sequence[_Item], results: Sequence[Completion | None]) -> None:
+        """Warn (in the caller's thread, once per model) about models without a price that answered calls
+        really sent; cache hits cost nothing, so a replayed notebook prints no price warning."""
+        pairs = zip(items, results, strict=True)
+        sent = {item.request.model for item, c in pairs if c is not None and not c.cached}
+        for name in sorted(sent):
+            check_price(name, self.config.prices, stacklevel=3)
 
     def _warn_unrecorded(self) -> None:
         """Warn (in the caller's thread, so the cell shows it) about answers the cache could not record."""
@@ -440,7 +455,6 @@ class LLMClient:
         if stop is not None:
             stops = (stop,) if isinstance(stop, str) else tuple(str(s) for s in stop)
         req = ChatRequest(model=name, messages=messages, max_tokens=mt, temperature=temp, stop=stops)
-        check_price(name, self.config.prices, stacklevel=3)  # warns in the caller's thread, once per model
         return _Item(index, req, tier, est)
 
     def _ensure_base_url(self) -> str:

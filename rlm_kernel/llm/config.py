@@ -30,6 +30,8 @@ __all__ = [
     "config_path",
     "get_settings",
     "load_config",
+    "notebook_dir",
+    "resolve_dir",
     "provider_key_present",
     "register_setting",
     "set_setting",
@@ -219,6 +221,29 @@ _settings_version = 0
 
 
 _START_DIR = Path.cwd().resolve()  # the kernel's working directory at start (the notebook's directory)
+SESSION_ENV = "JPY_SESSION_NAME"  # set by jupyter_server (JupyterLab, Notebook 7): the notebook's path
+
+
+def notebook_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The notebook's directory, against which relative paths in the settings (`cache_dir`) are resolved.
+
+    Where the notebook is, as JupyterLab and Notebook 7 tell the kernel (`$JPY_SESSION_NAME`, its absolute
+    path); elsewhere (nbclient, nbconvert, papermill, VS Code, jupyter console) the kernel's working directory
+    at start, which those frontends set to the notebook's directory (papermill: with `--cwd`).
+    """
+    env = os.environ if environ is None else environ
+    session = env.get(SESSION_ENV, "")
+    if session and os.path.isabs(session):
+        parent = Path(session).parent
+        if parent.is_dir():
+            return parent.resolve()
+    return _START_DIR
+
+
+def resolve_dir(raw: str, environ: Mapping[str, str] | None = None) -> Path:
+    """`raw` (`~` expanded) as an absolute path; a relative one is taken from the notebook's directory."""
+    path = Path(raw).expanduser()
+    return (path if path.is_absolute() else notebook_dir(environ) / path).resolve()
 
 
 def _start_cache_dirs() -> list[Path]:
@@ -227,13 +252,13 @@ def _start_cache_dirs() -> list[Path]:
     places: list[Path] = []
     for raw in (os.environ.get("RLM_CACHE_DIR"), SETTINGS["cache_dir"][1]):
         if raw:
-            places.append(_resolve_from_start(str(raw)))
+            places.append(resolve_dir(str(raw)))
     try:
         toml_dir = _read_toml(os.environ)[0].get("cache_dir")
     except ConfigError:
         toml_dir = None
     if toml_dir:
-        places.append(_resolve_from_start(str(toml_dir)))
+        places.append(resolve_dir(str(toml_dir)))
     try:
         from rlm_kernel.repl.context import allowed_roots
 
@@ -243,15 +268,9 @@ def _start_cache_dirs() -> list[Path]:
     return places
 
 
-def _resolve_from_start(raw: str) -> Path:
-    path = Path(raw).expanduser()
-    return (path if path.is_absolute() else _START_DIR / path).resolve()
-
-
 def _check_cache_dir(value: str) -> str:
     """A `%rlm set cache_dir=` value, refused unless it lies under a place fixed at start."""
-    path = Path(value).expanduser()
-    resolved = (path if path.is_absolute() else Path.cwd() / path).resolve()
+    resolved = resolve_dir(value)
     places = _start_cache_dirs()
     if not any(resolved == p or resolved.is_relative_to(p) for p in places):
         listed = ", ".join(str(p) for p in places)
@@ -563,7 +582,7 @@ def load_config(
         temperature=value("temperature"),
         auto_fast_max_tokens=value("auto_fast_max_tokens"),
         cache=value("cache"),
-        cache_dir=value("cache_dir"),
+        cache_dir=_cache_dir(value("cache_dir"), env, sources),
         proxy=pick("proxy"),
         local_model=value("local_model"),
         budget_limits=budget,
@@ -572,6 +591,15 @@ def load_config(
         sources=sources,
         _api_key=api_key,
     )
+
+
+def _cache_dir(raw: str, env: Mapping[str, str], sources: dict[str, str]) -> str:
+    """The cache directory as an absolute path; a relative one is resolved against the notebook's directory
+    (not the directory Jupyter was started from), and its source says so."""
+    resolved = resolve_dir(raw, env)
+    if not Path(raw).expanduser().is_absolute():
+        sources["cache_dir"] = f"{sources.get('cache_dir', 'default')}: {raw!r} in the notebook's directory"
+    return str(resolved)
 
 
 def _file_key(key: str) -> str:

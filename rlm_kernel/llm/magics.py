@@ -59,8 +59,40 @@ class Table:
         return f"<b>{html.escape(self.title)}</b><table><tr>{head}</tr>{body}</table>{note}"
 
 
+_PLAIN_VALUES = (str, int, float, bool, type(None))
+
+
+def _expand_variable(key: str, value: str) -> str:
+    """`key={name}`: the value of the notebook variable `name` (a papermill parameter, say) as text.
+
+    Only a bare name, looked up in the notebook's namespace, and only a value of an exact plain type (text,
+    number, True/False, None: unsets) — no expression is evaluated and no object's code runs.
+    """
+    if not (value.startswith("{") and value.endswith("}")):
+        return value
+    name = value[1:-1].strip()
+    if not name.isidentifier():
+        raise ConfigError(
+            f"%rlm set {key}={value}: only a variable name may stand in braces, e.g. {{budget}}"
+        )
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    namespace = getattr(shell, "user_ns", None)
+    if type(namespace) is not dict or name not in namespace:
+        raise ConfigError(f"%rlm set {key}={value}: no variable {name!r} is defined in this notebook")
+    found = namespace[name]
+    if type(found) not in _PLAIN_VALUES:
+        raise ConfigError(
+            f"%rlm set {key}={value}: {name!r} is a {type(found).__name__}; only text, numbers, "
+            "True/False or None can be a setting"
+        )
+    return "" if found is None else str(found)
+
+
 def rlm_set(line: str) -> Table:
-    """`%rlm set key=value [key=value ...]` (`key=` unsets). Keys: see `%rlm show`.
+    """`%rlm set key=value [key=value ...]` (`key=` unsets; `key={name}` takes the notebook variable `name`,
+    e.g. a papermill parameter). Keys: see `%rlm show`.
 
     Only a person's cell may change settings (model-written code is refused); `cache_dir` stays under the
     places fixed at start.
@@ -81,7 +113,7 @@ def rlm_set(line: str) -> Table:
         key, sep, value = part.partition("=")
         if not sep or not key:
             raise ConfigError(f"%rlm set: expected key=value, got {redact(part)!r}")
-        pairs.append((key.strip(), value))
+        pairs.append((key.strip(), _expand_variable(key.strip(), value)))
     rows = []
     from rlm_kernel.broker.link import guard_endpoint_settings
 

@@ -91,6 +91,16 @@ def _rule_text(roots: list[Path]) -> str:
     )
 
 
+def _relative_note(path: str) -> str:
+    """For a relative path that was not found: where relative paths start, and how to move that place."""
+    if os.path.isabs(path):
+        return ""
+    return (
+        f"; a relative path starts at the kernel's working directory {Path.cwd()}, where the frontend "
+        "started it: the notebook's directory in JupyterLab and nbconvert, papermill's --cwd"
+    )
+
+
 def check_allowed(path: str | os.PathLike) -> Path:
     """Resolve `path` (symlinks included) and return it if it lies under an allowed root, else refuse."""
     roots = allowed_roots()
@@ -305,8 +315,8 @@ def load(
     path = check_allowed(expanded)
     if not path.exists():
         raise ContextError(
-            f"no such file or directory: {source!r}. To use the string itself as the context, call "
-            f"load_context(text, kind='text')"
+            f"no such file or directory: {source!r} (looked for {path}{_relative_note(expanded)}). "
+            "To use the string itself as the context, call load_context(text, kind='text')"
         )
     if path.is_dir():
         if kind == "file":

@@ -35,7 +35,10 @@ def _candidates(source: str) -> list[Path]:
         if ctxmod.is_secret_file(path) or ctxmod.is_secret_file(expanded):
             raise ContextError(f"refused {source!r}: it is a secrets file; load_corpus never reads those")
         return [path]
-    raise ContextError(f"no such file or directory: {source!r}; give a directory, a glob or a file")
+    raise ContextError(
+        f"no such file or directory: {source!r} (looked for {path}{ctxmod._relative_note(expanded)}); "
+        "give a directory, a glob or a file"
+    )
 
 
 def load_corpus(source: object, partition_mb: float = DEFAULT_PARTITION_MB) -> Corpus:

@@ -46,20 +46,37 @@ try {
   );
   await page.waitForTimeout(1000); // let the widget manager open its control comm
   log("kernel idle; running all cells");
-  await page.evaluate(() => window.jupyterapp.commands.execute("notebook:run-all-cells"));
+  const t0 = Date.now();
+  await page.evaluate(() => {
+    window.__rlmSeen = [];
+    new MutationObserver(() => {
+      const el = document.querySelector(".rlm-fanout .rlm-fanout-count");
+      const v = el && el.textContent.trim();
+      if (v && window.__rlmSeen[window.__rlmSeen.length - 1]?.[1] !== v) window.__rlmSeen.push([Date.now(), v]);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+    window.jupyterapp.commands.execute("notebook:run-all-cells");
+  });
 
   const countSel = ".rlm-fanout .rlm-fanout-count";
   await page.waitForSelector(countSel, { timeout: cfg.timeout_ms });
   result.fanout_seen_at = (await page.textContent(countSel)).trim();
-  await page.waitForFunction(
-    ([sel, want]) => {
-      const el = document.querySelector(sel);
-      return el && el.textContent.trim() === want;
-    },
-    [countSel, cfg.expect_count],
-    { timeout: cfg.timeout_ms },
-  );
+  // Live updates: every distinct value the fan-out count and the budget's calls show while the cell runs.
+  result.fanout_counts_seen = [];
+  result.budget_calls_seen = [];
+  const deadline = Date.now() + cfg.timeout_ms;
+  for (;;) {
+    const seen = await page.evaluate(() => [
+      document.querySelector(".rlm-fanout .rlm-fanout-count")?.textContent.trim(),
+      document.querySelector(".rlm-budget .rlm-budget-calls")?.textContent.trim(),
+    ]);
+    if (seen[0] && !result.fanout_counts_seen.includes(seen[0])) result.fanout_counts_seen.push(seen[0]);
+    if (seen[1] && !result.budget_calls_seen.includes(seen[1])) result.budget_calls_seen.push(seen[1]);
+    if (seen[0] === cfg.expect_count) break;
+    if (Date.now() > deadline) throw new Error(`fan-out count stuck at ${seen[0]}`);
+    await page.waitForTimeout(50);
+  }
   result.fanout_count = (await page.textContent(countSel)).trim();
+  result.observed = await page.evaluate((t) => window.__rlmSeen.map(([at, v]) => [at - t, v]), t0);
   result.fanout_bar_classes = await page.evaluate(() =>
     [...document.querySelectorAll(".rlm-fanout .rlm-fanout-bar *")].map((e) => e.className).join(" "),
   );

@@ -337,6 +337,10 @@ def test_inspect_and_help_of_public_names(rlm_kernel: KernelHarness) -> None:
     ex = rlm_kernel.execute("len?")
     assert ex.ok and ex.reply["payload"], str(ex)
     assert "Return the number of items" in str(ex.reply["payload"][0]["data"])
+    printed = rlm_kernel.execute("print?")  # issue 21: a newcomer saw "not found" here
+    assert printed.ok and printed.reply["payload"], str(printed)
+    assert "Prints the values to a stream" in str(printed.reply["payload"][0]["data"])
+    assert rlm_kernel.inspect("print")["found"] is True
     assert rlm_kernel.inspect("%time")["found"] is True
     assert rlm_kernel.inspect("%run")["found"] is False
 

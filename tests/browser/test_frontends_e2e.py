@@ -1,10 +1,13 @@
-"""Real-browser end-to-end test: JupyterLab, headless Chromium (Playwright), the `rlm` kernel, a local LLM.
+"""Real-browser end-to-end test: JupyterLab 4 and Notebook 7, headless Chromium (Playwright), the `rlm`
+kernel, a local LLM.
 
-Runs a notebook fanning out 200 calls and reads the widgets off the page. Set up by `.ci/browser`.
+Runs a notebook fanning out 200 calls in each frontend, reads the widgets off the page while they update and
+when done, and saves a screenshot of each to out/browser/. Set up and run by `.ci/browser`.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -26,10 +29,21 @@ pytestmark = pytest.mark.browser
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-ARTIFACTS = REPO / "tests" / "artifacts"
+ARTIFACTS = REPO / "out" / "browser"  # the screenshots, for the README
 CHROMIUM = os.environ.get("RLM_CHROMIUM", "/usr/bin/chromium")
 KERNEL = os.environ.get("RLM_BROWSER_KERNEL", "rlm")
 N_CALLS = 200
+LATENCY = 0.25  # seconds per answer: 200 calls at 16 at a time take ~3 s, long enough to watch them update
+# How each frontend is started and where it opens a notebook.
+FRONTENDS = {
+    "jupyterlab": (
+        ["jupyterlab", "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+         "--LabApp.extension_manager=readonly"],
+        "lab/tree/{path}",
+    ),
+    "notebook7": (["notebook", "--JupyterNotebookApp.expose_app_in_browser=True"], "notebooks/{path}"),
+}  # fmt: skip
 PRICE_IN, PRICE_OUT = 1.0, 2.0  # USD per 1M tokens, set in the kernel's config file
 BUDGET_MAX_CALLS = 250  # 200 of 250 = 80 %: the calls gauge must turn to its warning style
 
@@ -48,8 +62,9 @@ def _missing() -> list[str]:
         missing.append("playwright-core (npm install in tests/browser)")
     if shutil.which("node") is None:
         missing.append("node")
-    if shutil.which("jupyter-lab", path=str(Path(sys.executable).parent)) is None:
-        missing.append("jupyterlab (pip install jupyterlab)")
+    for module, package in (("jupyterlab", "jupyterlab"), ("notebook", "notebook>=7")):
+        if importlib.util.find_spec(module) is None:
+            missing.append(f"{package} (pip install '{package}')")
     return missing
 
 
@@ -71,15 +86,20 @@ def _free_port() -> int:
 
 @pytest.fixture
 def llm() -> Iterator[LLMTestServer]:
-    server = LLMTestServer(mode="echo", latency=0.05)
+    server = LLMTestServer(mode="echo", latency=LATENCY)
     server.start()
     yield server
     server.stop()
 
 
+@pytest.fixture(params=sorted(FRONTENDS))
+def frontend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 @pytest.fixture
-def lab(tmp_path: Path, llm: LLMTestServer) -> Iterator[tuple[str, Path]]:
-    """JupyterLab on loopback, its kernels pointed at the local LLM server; yields (url template, root)."""
+def lab(tmp_path: Path, llm: LLMTestServer, frontend: str) -> Iterator[tuple[str, Path]]:
+    """The frontend on loopback, its kernels pointed at the local LLM server; yields (url template, root)."""
     root = tmp_path / "root"
     root.mkdir()
     port, token = _free_port(), secrets.token_hex(16)
@@ -111,13 +131,10 @@ def lab(tmp_path: Path, llm: LLMTestServer) -> Iterator[tuple[str, Path]]:
     log = (tmp_path / "lab.log").open("w")
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "jupyterlab",
+            sys.executable, "-m", *FRONTENDS[frontend][0],
             "--no-browser", "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
             *(["--allow-root"] if os.geteuid() == 0 else []),
-            "--LabApp.expose_app_in_browser=True",
-            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.extension_manager=readonly",
         ],
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
     )  # fmt: skip
@@ -132,9 +149,9 @@ def lab(tmp_path: Path, llm: LLMTestServer) -> Iterator[tuple[str, Path]]:
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"JupyterLab did not start:\n{(tmp_path / 'lab.log').read_text()[-3000:]}")
+                raise RuntimeError(f"{frontend} did not start:\n{(tmp_path / 'lab.log').read_text()[-3000:]}")
             time.sleep(0.5)
-        yield f"{base}/lab/tree/{{path}}?token={token}", root
+        yield f"{base}/{FRONTENDS[frontend][1]}?token={token}", root
     finally:
         proc.terminate()
         try:
@@ -155,13 +172,13 @@ def _write_notebook(path: Path) -> None:
     nbformat.write(nb, path)
 
 
-def test_fanout_and_budget_widgets_in_jupyterlab(
-    lab: tuple[str, Path], llm: LLMTestServer, tmp_path: Path
+def test_fanout_and_budget_widgets_update_live(
+    lab: tuple[str, Path], llm: LLMTestServer, tmp_path: Path, frontend: str
 ) -> None:
     url_template, root = lab
     _write_notebook(root / "fanout.ipynb")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    screenshot = ARTIFACTS / "browser-fanout.png"
+    screenshot = ARTIFACTS / f"{frontend}-fanout.png"
     # What the budget must end up showing is what the server counted, so compute it after the run; the page is
     # given a provisional target (the server's count is deterministic: words of each request's messages).
     prompts = [f"question {i}: how far has this fan-out got" for i in range(N_CALLS)]
@@ -189,6 +206,11 @@ def test_fanout_and_budget_widgets_in_jupyterlab(
     server_out = sum(count_words(r.last_user) for r in answered)
 
     assert page["fanout_count"] == f"{N_CALLS}/{N_CALLS}"
+    # live: the page showed the count and the budget's calls moving while the calls were answered
+    moving = [c for c in page["fanout_counts_seen"] if c != f"{N_CALLS}/{N_CALLS}"]
+    assert len(moving) >= 2, (page["fanout_counts_seen"], page["observed"])
+    calls_between = [c for c in page["budget_calls_seen"] if not c.startswith(("0 of", f"{N_CALLS} of"))]
+    assert calls_between, page["budget_calls_seen"]
     assert page["widget_count"] == 1
     usd = (server_in * PRICE_IN + server_out * PRICE_OUT) / 1e6
     assert f"{server_in:,} in / {server_out:,} out tokens" in page["fanout_stats"], page["fanout_stats"]
