@@ -27,6 +27,7 @@ from traitlets import Dict, Type
 from rlm_kernel import magics
 from rlm_kernel.introspect import LookupRefused, resolve_path
 from rlm_kernel.repl import preload
+from rlm_kernel.rlm.loop import ROOT_LOOP
 from rlm_kernel.sandbox import (
     Limits,
     SandboxError,
@@ -168,7 +169,7 @@ class RLMShell(ZMQInteractiveShell):
         self._install_hidden_helpers()
         install_warning_format()
         self._load_magic_modules()
-        preload.install(self.user_ns, self)
+        preload.install(self.user_ns, self, root_loop=ROOT_LOOP)
         self.user_ns_hidden.update({k: v for k, v in self.user_ns.items()})
 
     # -- namespace ---------------------------------------------------------------------------------

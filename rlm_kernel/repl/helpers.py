@@ -16,9 +16,8 @@ from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl import corpus as corpusmod
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
-from rlm_kernel.repl.state import ReplState
-from rlm_kernel.rlm.gate import rejection, shares_text
-from rlm_kernel.rlm.trajectory import ChildCall, Usage
+from rlm_kernel.repl.gate import rejection, shares_text
+from rlm_kernel.repl.state import ChildCall, ReplState, RootLoop, Usage
 from rlm_kernel.sandbox.coerce import (
     CoercionError,
     exact_float,
@@ -56,6 +55,13 @@ def _llm():
     except ImportError:  # pragma: no cover - only while the LLM layer is being built
         raise QueryError("the LLM layer (rlm_kernel.llm) is not available in this kernel") from None
     return llm
+
+
+def root_loop(state: ReplState, what: str) -> RootLoop:
+    """The root loop handed to this namespace, or a clear error naming the helper that needs it."""
+    if state.root_loop is None:
+        raise ReplError(f"{what}: no root loop in this namespace (preload.install was given none)") from None
+    return state.root_loop
 
 
 def _usage(completions: list) -> Usage:
@@ -301,8 +307,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         return texts
 
     def run_child(prompt: str, model: str | None) -> tuple[str, Usage]:
-        from rlm_kernel.rlm.loop import run_rlm
-
+        run_rlm = root_loop(state, "rlm_query").run_rlm
         depth = max(state.depth, 0) + 1
         options = state.options.with_(shared=False, budget_usd=None)
         if model:
@@ -543,9 +548,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         cost, termination, message, trajectory and namespace; export with result.save("run.ipynb") and
         result.to_jsonl(path).
         """
-        from rlm_kernel.rlm.loop import run_from_namespace
-
         refuse_in_model_code("rlm_run (use rlm_query for a sub-problem)")
+        run_from_namespace = root_loop(state, "rlm_run").run_from_namespace
         if type(question) is not str or not question.strip():
             raise ReplError("rlm_run: the question must be a non-empty str") from None
         try:

@@ -13,6 +13,7 @@ from IPython.core.error import UsageError
 from rlm_kernel import magics
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.errors import ReplError
+from rlm_kernel.repl.helpers import root_loop
 
 __all__ = ["context_magic", "parse_rlm_line", "rlm_cell_magic"]
 
@@ -70,9 +71,8 @@ def context_magic(line: str) -> object:
 
 def rlm_cell_magic(line: str, cell: str) -> None:
     """Run the root loop on the cell's question, showing it live; stores the RLMResult in `rlm_result`."""
-    from rlm_kernel.rlm.loop import run_from_namespace
-
     ns, state = preload.notebook()
+    run_from_namespace = root_loop(state, "%%rlm").run_from_namespace
     question = cell.strip()
     if not question:
         raise UsageError("%%rlm: write the question in the cell body, below the %%rlm line")

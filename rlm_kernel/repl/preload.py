@@ -12,7 +12,7 @@ from rlm_kernel.errors import RLMError
 from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.helpers import build_helpers, set_context
-from rlm_kernel.repl.state import ReplState
+from rlm_kernel.repl.state import ChildCall, ReplState, RootLoop
 from rlm_kernel.sandbox.coerce import CoercionError, exact_str, plain_data
 
 __all__ = ["ANALYSIS_NAMES", "install", "notebook", "populate", "repair"]
@@ -45,8 +45,6 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
     """A plain closure around an analysis function: text-only errors, and counted as a child call in a run."""
 
     def helper(*args: object, **kwargs: object) -> object:
-        from rlm_kernel.rlm.trajectory import ChildCall
-
         try:
             # exact built-ins only: these values reach the LLM thread (a subclass's methods would run there)
             args = tuple(_plain_or_corpus(a, f"{name}'s arguments") for a in args)
@@ -107,14 +105,18 @@ def populate(ns: dict, state: ReplState, loaded: LoadedContext | None = None) ->
     _registry[id(ns)] = (ns, state)
 
 
-def install(ns: dict, shell: object | None = None) -> None:
-    """Put the preloaded helpers into the notebook namespace `ns` (called once by the kernel's shell)."""
+def install(ns: dict, shell: object | None = None, root_loop: RootLoop | None = None) -> None:
+    """Put the preloaded helpers into the notebook namespace `ns` (called once by the kernel's shell).
+
+    `root_loop` is what `rlm_query`, `rlm_run` and `%%rlm` start (the shell hands in `rlm.loop.ROOT_LOOP`).
+    """
     global _notebook
     state = ReplState(
         session=getattr(shell, "sandbox_session", None),
         depth=0,
         interactive=shell is not None,
         hidden=getattr(shell, "user_ns_hidden", set()),
+        root_loop=root_loop,
     )
     populate(ns, state)
     _notebook = (ns, state)

@@ -1,16 +1,54 @@
-"""Per-namespace REPL state the helpers close over, and the options of a root-loop run.
+"""Per-namespace REPL state the helpers close over, and what they share with the root loop: options, records.
 
 Never handed to sandboxed code: helpers hold it in their closures only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from rlm_kernel.rlm.gate import FinalGate
-from rlm_kernel.rlm.trajectory import ChildCall
+from rlm_kernel.repl.gate import FinalGate
 
-__all__ = ["ReplState", "RunOptions", "RunTracker"]
+__all__ = ["ChildCall", "ReplState", "RootLoop", "RunOptions", "RunTracker", "Usage"]
+
+
+@dataclass
+class Usage:
+    """Calls, tokens and dollars spent."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost_usd += other.cost_usd
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class ChildCall:
+    """One helper call made by a block: `kind` is the helper's name (llm_query, rlm_query_batched, …)."""
+
+    kind: str
+    prompt_preview: str
+    ok: bool
+    items: int = 1
+    failed: int = 0
+    response_preview: str = ""
+    error: str | None = None
+    model: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    saw_context: bool = False
+    """Whether the call's prompt contained part of the run's `context` (what the FINAL gate counts)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +104,20 @@ class RunTracker:
         return calls, rejections
 
 
+@dataclass(frozen=True)
+class RootLoop:
+    """The root loop as the helpers start it (rlm_query, rlm_run, %%rlm): handed to them, never imported.
+
+    The root-loop package builds one (`rlm_kernel.rlm.loop.ROOT_LOOP`); the shell passes it to
+    `preload.install`, and each run passes it on to the namespaces it creates.
+    """
+
+    run_rlm: Callable[..., object]
+    """`run_rlm(question, loaded, *, options, depth, session, parent_budget, ...)` -> RLMResult."""
+    run_from_namespace: Callable[..., object]
+    """`run_from_namespace(state, ns, question, context, options)` -> RLMResult."""
+
+
 @dataclass
 class ReplState:
     """The state one namespace's helpers share. `depth` 0 is a person's notebook; runs are depth ≥ 1."""
@@ -79,3 +131,5 @@ class ReplState:
     protected: dict[str, object] = field(default_factory=dict)
     hidden: object = field(default_factory=set)
     """Names SHOW_VARS leaves out besides the preloaded ones (the shell's `user_ns_hidden`)."""
+    root_loop: RootLoop | None = None
+    """What `rlm_query` / `rlm_run` / `%%rlm` start; None where no root loop was handed in."""

@@ -11,14 +11,14 @@ import time
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
-from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
+from rlm_kernel.repl.gate import block_facts, prints_only_literals, rejection
+from rlm_kernel.repl.state import ReplState, RootLoop, RunOptions, RunTracker
 from rlm_kernel.rlm.display import LiveDisplay, RunBudgetDisplay
 from rlm_kernel.rlm.extract import extract
-from rlm_kernel.rlm.gate import block_facts, prints_only_literals, rejection
 from rlm_kernel.rlm.prompt import context_message, system_prompt, window_tokens
 from rlm_kernel.rlm.trajectory import RLMResult, Turn, Usage
 
-__all__ = ["active_runs", "run_from_namespace", "run_rlm", "truncate"]
+__all__ = ["ROOT_LOOP", "active_runs", "run_from_namespace", "run_rlm", "truncate"]
 
 _REPLY_KEEP = 8000
 _ANSWER_LIKE_CHARS = 200
@@ -405,7 +405,9 @@ def run_rlm(
         if session is None:
             session = SandboxSession()
         ns = new_namespace(session)
-        state = ReplState(session=session, depth=depth, options=options, budget=budget, run=tracker)
+        state = ReplState(
+            session=session, depth=depth, options=options, budget=budget, run=tracker, root_loop=ROOT_LOOP
+        )
         preload.populate(ns, state, loaded)
     global _active
     display = LiveDisplay(question) if live else None
@@ -462,3 +464,7 @@ def run_from_namespace(
         state=state if shared else None,
         live=state.interactive if live is None else live,
     )
+
+
+ROOT_LOOP = RootLoop(run_rlm=run_rlm, run_from_namespace=run_from_namespace)
+"""The root loop as the REPL helpers get it (the shell hands it to `preload.install`)."""

@@ -10,45 +10,13 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rlm_kernel.repl.context import check_allowed
+from rlm_kernel.repl.errors import ReplError
+from rlm_kernel.repl.state import ChildCall, Usage
+from rlm_kernel.rlm.display import result_html
+from rlm_kernel.sandbox.origin import model_code_running
+
 __all__ = ["ChildCall", "RLMResult", "Turn", "Usage"]
-
-
-@dataclass
-class Usage:
-    """Calls, tokens and dollars spent."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, other: Usage) -> None:
-        self.calls += other.calls
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cost_usd += other.cost_usd
-
-    @property
-    def tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-
-@dataclass
-class ChildCall:
-    """One helper call made by a block: `kind` is the helper's name (llm_query, rlm_query_batched, …)."""
-
-    kind: str
-    prompt_preview: str
-    ok: bool
-    items: int = 1
-    failed: int = 0
-    response_preview: str = ""
-    error: str | None = None
-    model: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    seconds: float = 0.0
-    saw_context: bool = False
-    """Whether the call's prompt contained part of the run's `context` (what the FINAL gate counts)."""
 
 
 @dataclass
@@ -78,11 +46,7 @@ class Turn:
 
 
 def _check_target(path: str | os.PathLike, suffix: str, overwrite: bool) -> Path:
-    from rlm_kernel.repl.context import check_allowed
-    from rlm_kernel.repl.errors import ReplError
-    from rlm_kernel.rlm.loop import active_runs
-
-    if active_runs():
+    if model_code_running():  # a run's blocks are model code (rlm.loop.execute); so are its sub-runs'
         raise ReplError("saving files is not available inside a root-loop run; save the result afterwards")
     target = Path(path)
     if target.suffix != suffix:
@@ -152,8 +116,6 @@ class RLMResult:
         return f"RLMResult({self.summary_line()})\n{self.message}\nanswer: {answer}"
 
     def _repr_html_(self) -> str:
-        from rlm_kernel.rlm.display import result_html
-
         return result_html(self)
 
     def records(self) -> list[dict]:
