@@ -112,21 +112,6 @@ class Budget:
         set_limits = {k: v for k, v in self.limits.items() if v is not None}
         return f"Budget(depth={self.depth}, limits={set_limits}, used={self._used})"
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """How a notebook shows a budget: its one-line text, plus the live budget widget in widgets mode.
-
-        The rendering lives in `rlm_kernel.widgets.budget` (imported on first display); without it, or with
-        an invalid display setting, the text line or the plain repr is shown.
-        """
-        try:
-            from rlm_kernel.widgets.budget import budget_mimebundle
-        except ImportError:  # widgets not installed: the plain repr still says what was spent
-            return {"text/plain": repr(self)}
-        try:
-            return budget_mimebundle(self)
-        except ValueError:  # an invalid `display` setting: `%rlm display` explains it; show the text line
-            return budget_mimebundle(self, "text")
-
     def set_limits(self, **limits: float | None) -> None:
         """Change limits in place (None removes one); spending so far is kept. Unknown names are an error."""
         for name, value in limits.items():

@@ -17,6 +17,7 @@ from typing import Any
 
 from rlm_kernel.llm.errors import ConfigError
 from rlm_kernel.llm.redact import redact, register_secret
+from rlm_kernel.sandbox.roots import START_DIR, allowed_roots
 
 __all__ = [
     "CACHE_MODES",
@@ -218,7 +219,7 @@ _settings: dict[str, Any] = {}
 _settings_version = 0
 
 
-_START_DIR = Path.cwd().resolve()  # the kernel's working directory at start (the notebook's directory)
+_START_DIR = START_DIR  # the kernel's working directory at start (the notebook's directory)
 
 
 def _start_cache_dirs() -> list[Path]:
@@ -234,12 +235,7 @@ def _start_cache_dirs() -> list[Path]:
         toml_dir = None
     if toml_dir:
         places.append(_resolve_from_start(str(toml_dir)))
-    try:
-        from rlm_kernel.repl.context import allowed_roots
-
-        places += allowed_roots()
-    except ImportError:  # pragma: no cover - the REPL layer is part of the kernel
-        places.append(_START_DIR)
+    places += allowed_roots()
     return places
 
 

@@ -7,14 +7,13 @@ must not block. Subscribers never receive live clients, keys or httpx objects â€
 from __future__ import annotations
 
 import contextvars
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "CANCELLED",
@@ -25,7 +24,9 @@ __all__ = [
     "bus",
     "current_batch",
     "current_owner",
+    "current_parent",
     "inside_batch",
+    "set_current_parent",
 ]
 
 EventKind = Literal["batch_start", "batch_end", "start", "retry", "finish", "cached", "failed"]
@@ -122,18 +123,28 @@ def inside_batch(batch_id: str | None) -> Iterator[None]:
         _current_batch.reset(token)
 
 
+_current_parent: dict[str, Any] = {}
+
+
+def set_current_parent(parent: dict[str, Any]) -> None:
+    """Record the running execute_request's parent message (the kernel calls this as each cell starts)."""
+    global _current_parent
+    _current_parent = parent or {}
+
+
+def current_parent() -> dict[str, Any]:
+    """The parent message of the running (or last) execute_request; `["header"]`, `["msg_id"]` as usual.
+
+    Use it to route output from background threads (`set_thread_parent`) and to tag events with their owner.
+    Returns {} before the first cell and outside the kernel.
+    """
+    return _current_parent
+
+
 def current_owner() -> str | None:
-    """The running cell's msg_id inside the kernel (None elsewhere; never imports the kernel itself)."""
-    kernel = sys.modules.get("rlm_kernel.kernel")
-    current_parent = getattr(kernel, "current_parent", None)
-    if current_parent is None:
-        return None
-    try:
-        parent = current_parent() or {}
-        header = parent.get("header") or {}
-        return header.get("msg_id") or parent.get("msg_id")
-    except Exception:  # noqa: BLE001
-        return None
+    """The running cell's msg_id inside the kernel (None elsewhere)."""
+    header = _current_parent.get("header") or {}
+    return header.get("msg_id") or _current_parent.get("msg_id")
 
 
 _UNSET: object = object()
