@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "rlm_kernel"
 
 
-def module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
+def module_name(path: Path, root: Path = ROOT) -> str:
+    rel = path.relative_to(root).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
