@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlm_kernel.llm.errors import BudgetExceeded
+from rlm_kernel.llm.schema import BUDGET_DIMS
 
 __all__ = [
     "Budget",
@@ -26,14 +27,8 @@ __all__ = [
     "reset_session_budget",
 ]
 
-_UNITS = {
-    "max_calls": ("calls", "{:.0f}"),
-    "max_input_tokens": ("input tokens", "{:.0f}"),
-    "max_output_tokens": ("output tokens", "{:.0f}"),
-    "max_usd": ("USD", "${:.4f}"),
-    "max_seconds": ("seconds", "{:.1f} s"),
-    "max_depth": ("depth", "{:.0f}"),
-}
+_UNITS = {d.limit: (d.unit, d.fmt) for d in BUDGET_DIMS}
+_METERED = tuple(d for d in BUDGET_DIMS if d.metered)  # reserved before a call, settled after it
 
 
 @dataclass
@@ -160,13 +155,9 @@ class Budget:
         try:
             if lim["max_seconds"] is not None and self.elapsed >= lim["max_seconds"]:
                 raise _exceeded("max_seconds", lim["max_seconds"], self.elapsed, 0, self.label)
-            checks = (
-                ("max_calls", "calls", 1),
-                ("max_input_tokens", "input_tokens", input_tokens),
-                ("max_output_tokens", "output_tokens", output_tokens),
-                ("max_usd", "usd", usd),
-            )
-            for limit, key, need in checks:
+            needs = {"calls": 1, "input_tokens": input_tokens, "output_tokens": output_tokens, "usd": usd}
+            for dim in _METERED:
+                limit, key, need = dim.limit, dim.used, needs[dim.used]
                 value = lim[limit]
                 if value is None:
                     continue
@@ -232,12 +223,8 @@ class Budget:
             reserved = dict(self._reserved)
             counts = dict(self._counts)
         remaining: dict[str, float | None] = {}
-        for limit, key in (
-            ("max_calls", "calls"),
-            ("max_input_tokens", "input_tokens"),
-            ("max_output_tokens", "output_tokens"),
-            ("max_usd", "usd"),
-        ):
+        for dim in _METERED:
+            limit, key = dim.limit, dim.used
             value = self.limits[limit]
             remaining[key] = None if value is None else max(0.0, value - used[key] - reserved[key])
         if self.limits["max_seconds"] is not None:
@@ -257,7 +244,6 @@ class Budget:
 _session_lock = threading.Lock()
 _session: Budget | None = None
 _session_version = -1
-_LIMIT_NAMES = ("calls", "input_tokens", "output_tokens", "usd", "seconds", "depth")
 
 
 def _configured_limits() -> dict[str, Any]:
@@ -267,7 +253,7 @@ def _configured_limits() -> dict[str, Any]:
         limits = load_config().budget_limits
     except Exception:  # noqa: BLE001 - an unusable config surfaces on the first call, not here
         limits = {}
-    return {f"max_{k}": limits.get(f"max_{k}") for k in _LIMIT_NAMES}
+    return {d.limit: limits.get(d.limit) for d in BUDGET_DIMS}
 
 
 def get_session_budget() -> Budget:

@@ -15,6 +15,7 @@ import ipywidgets as w
 
 from rlm_kernel.llm.budget import Budget, get_session_budget
 from rlm_kernel.llm.events import CallEvent, bus
+from rlm_kernel.llm.schema import BUDGET_DIMS
 from rlm_kernel.widgets.display_mode import resolve_mode
 from rlm_kernel.widgets.text import budget_line, format_duration, format_tokens, format_usd
 from rlm_kernel.widgets.throttle import Coalescer, FlushScheduler, ManualScheduler
@@ -36,15 +37,14 @@ __all__ = [
 WARNING_AT = 0.8
 DANGER_AT = 1.0
 
-_CAPPED = (
-    # (used key, cap key, label, formatter)
-    ("calls", "max_calls", "calls", lambda v: format_tokens(int(v))),
-    ("input_tokens", "max_input_tokens", "input tokens", lambda v: format_tokens(int(v))),
-    ("output_tokens", "max_output_tokens", "output tokens", lambda v: format_tokens(int(v))),
-    ("usd", "max_usd", "cost", format_usd),
-    ("elapsed_s", "max_seconds", "time", format_duration),
-    ("depth", "max_depth", "depth", lambda v: str(int(v))),
-)
+_FORMAT: dict[str, Callable[[float], str]] = {
+    "count": lambda v: format_tokens(int(v)),
+    "usd": format_usd,
+    "seconds": format_duration,
+    "depth": lambda v: str(int(v)),
+}
+_CAPPED = tuple((d.used, d.limit, d.gauge, _FORMAT[d.kind]) for d in BUDGET_DIMS)
+# (used key, cap key, label, formatter) of every budget dimension, in the schema's order
 
 
 def gauge_style(used: float, cap: float | None) -> str:
