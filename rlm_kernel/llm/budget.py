@@ -208,14 +208,6 @@ class Budget:
             for b in self._chain():
                 b._counts["cached"] += 1
 
-    def check_time(self) -> None:
-        """Raise `BudgetExceeded` if this budget's (or an ancestor's) wall-time limit has passed."""
-        with self._lock:
-            for b in self._chain():
-                limit = b.limits["max_seconds"]
-                if limit is not None and b.elapsed >= limit:
-                    raise _exceeded("max_seconds", limit, b.elapsed, 0, b.label)
-
     def snapshot(self) -> dict[str, Any]:
         """Plain figures: limits, used, reserved (in flight), remaining, counts, elapsed seconds and depth."""
         with self._lock:

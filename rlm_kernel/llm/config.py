@@ -24,6 +24,7 @@ from rlm_kernel.llm.schema import (
     TIERS,
 )
 from rlm_kernel.sandbox.roots import START_DIR, allowed_roots
+from rlm_kernel.secrets import get_secret
 
 __all__ = [
     "CACHE_MODES",
@@ -259,14 +260,9 @@ def _read_toml(environ: Mapping[str, str]) -> tuple[dict[str, Any], str]:
 def _secret_lookup(environ: Mapping[str, str], use_store: bool) -> Callable[[str], str | None]:
     def get(name: str) -> str | None:
         if use_store:
-            try:
-                from rlm_kernel.secrets import get_secret
-            except ImportError:  # the kernel's secret store is optional outside the kernel
-                get_secret = None  # type: ignore[assignment]
-            if get_secret is not None:
-                value = get_secret(name)
-                if value:
-                    return value
+            value = get_secret(name)
+            if value:
+                return value
         value = environ.get(name)
         return value or None
 
@@ -480,8 +476,6 @@ def _file_key(key: str) -> str:
 
 
 def _local_model_name(key: str = "tiny") -> str:
-    try:
-        from rlm_kernel.llm.local_models import LOCAL_MODELS
-    except ImportError:
-        return "local"
+    from rlm_kernel.llm.local_models import LOCAL_MODELS  # local_models imports this module: not at the top
+
     return LOCAL_MODELS[key].name

@@ -12,6 +12,7 @@ import keyword
 import time
 from collections.abc import Callable
 
+from rlm_kernel import llm
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl import corpus as corpusmod
@@ -47,14 +48,6 @@ HELPER_NAMES = (
 )
 CONTEXT_NAMES = ("context", "ctx", "context_files")
 _PREVIEW = 200
-
-
-def _llm():
-    try:
-        from rlm_kernel import llm
-    except ImportError:  # pragma: no cover - only while the LLM layer is being built
-        raise QueryError("the LLM layer (rlm_kernel.llm) is not available in this kernel") from None
-    return llm
 
 
 def root_loop(state: ReplState, what: str) -> RootLoop:
@@ -192,7 +185,6 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         """
         prompt = _check_prompt(prompt, "llm_query")
         model, max_tokens, system = _check_options("llm_query", model, max_tokens, system)
-        llm = _llm()
         chosen = model or state.options.child_model
         started = time.monotonic()
         try:
@@ -237,7 +229,6 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         model = _check_options("llm_query_batched", model)[0]
         if not items:
             return []
-        llm = _llm()
         chosen = model or state.options.child_model
         started = time.monotonic()
         label = f"{len(items)} prompts, first: {_preview(items[0])}"
@@ -378,7 +369,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         errors: dict[int, str] = {}
         if not items:
             return []
-        events = _llm().events
+        events = llm.events
         label = f"{len(items)} sub-RLMs, first: {_preview(items[0])}"
         depth = int(getattr(state.budget, "depth", 0) or 0)
         # one fan-out whose items are the sub-RLMs: their own calls and fan-outs nest under it

@@ -8,6 +8,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
+from rlm_kernel import analysis
+from rlm_kernel.analysis.corpus import Corpus
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
@@ -36,8 +38,6 @@ def _calls_a_model(name: str, args: tuple, kwargs: dict) -> bool:
 def _plain_or_corpus(value: object, what: str) -> object:
     """`plain_data(value)`, except that a `Corpus` (exactly that frozen type, holding plain data only; its
     partitions are looked up kernel-side) passes as it is."""
-    from rlm_kernel.analysis.corpus import Corpus
-
     return value if type(value) is Corpus else plain_data(value, what)
 
 
@@ -80,10 +80,6 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
 
 def _analysis_helpers(state: ReplState) -> dict[str, object]:
     """The analysis helpers (wrapped) and their error classes, as far as rlm_kernel.analysis provides them."""
-    try:
-        from rlm_kernel import analysis
-    except ImportError:
-        return {}
     found: dict[str, object] = {}
     for name in ANALYSIS_NAMES:
         fn = getattr(analysis, name, None)

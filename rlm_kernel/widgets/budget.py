@@ -18,7 +18,7 @@ from rlm_kernel.llm.events import CallEvent, bus
 from rlm_kernel.llm.schema import BUDGET_DIMS
 from rlm_kernel.widgets.display_mode import resolve_mode
 from rlm_kernel.widgets.text import budget_line, format_duration, format_tokens, format_usd
-from rlm_kernel.widgets.throttle import Coalescer, FlushScheduler, ManualScheduler
+from rlm_kernel.widgets.throttle import Coalescer, Scheduler
 
 __all__ = [
     "DANGER_AT",
@@ -143,7 +143,7 @@ class BudgetMonitor:
     def __init__(
         self,
         subscribe: Callable[[Callable[[CallEvent], None]], Callable[[], None]] = bus.subscribe,
-        scheduler: FlushScheduler | ManualScheduler | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._lock = threading.Lock()

@@ -19,7 +19,7 @@ from rlm_kernel.widgets.controller import FanoutController
 from rlm_kernel.widgets.display_mode import MODES, register_setting, resolve_mode
 from rlm_kernel.widgets.kernel_sink import KernelSink
 
-__all__ = ["DisplayStatus", "budget_command", "display_command", "install", "installed_controller"]
+__all__ = ["DisplayStatus", "budget_command", "display_command", "install"]
 
 _lock = threading.Lock()
 _controller: FanoutController | None = None
@@ -47,10 +47,6 @@ def install(shell: Any = None) -> FanoutController:
         _controller = FanoutController(_LazySink(shell)).subscribe()
         get_monitor()
         return _controller
-
-
-def installed_controller() -> FanoutController | None:
-    return _controller
 
 
 class _LazySink:

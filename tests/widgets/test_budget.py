@@ -9,7 +9,7 @@ import pytest
 from rlm_kernel.llm.budget import Budget
 from rlm_kernel.llm.events import CallEvent, EventBus
 from rlm_kernel.widgets.budget import BudgetDisplay, BudgetMonitor, gauge_style, normalise_snapshot
-from rlm_kernel.widgets.throttle import ManualScheduler
+from tests.widgets.manual_scheduler import ManualScheduler
 
 
 @pytest.mark.parametrize(
