@@ -11,8 +11,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rlm_kernel import secrets
+
+if TYPE_CHECKING:
+    from rlm_kernel.sandbox.confine import KernelPaths
 
 __all__ = ["kernel_calls_models", "main"]
 
@@ -125,6 +130,31 @@ def _connection_file(argv: list[str]) -> str | None:
     return None
 
 
+def _kernel_paths(cache: bool) -> KernelPaths:
+    """The context roots and (`cache`: when the kernel makes its own model calls, without a broker) the LLM
+    layer's files that confinement must leave open: its settings file and response cache directory."""
+    from rlm_kernel.llm.config import config_path, load_config
+    from rlm_kernel.repl.context import allowed_roots
+    from rlm_kernel.sandbox.confine import KernelPaths
+
+    try:
+        roots = tuple(str(p) for p in allowed_roots())
+    except Exception:  # noqa: BLE001 - no roots known: only the working directory
+        roots = (os.getcwd(),)
+    read: list[str] = []
+    write: list[str] = []
+    try:
+        read.append(str(config_path()))
+        config = load_config()
+        if cache and getattr(config, "cache", "off") != "off":
+            cache_dir = Path(config.cache_dir).expanduser().resolve()
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            write.append(str(cache_dir))
+    except Exception:  # noqa: BLE001 - a broken LLM config is reported when it is used, not here
+        pass
+    return KernelPaths(context_roots=roots, llm_read=tuple(read), llm_write=tuple(write))
+
+
 def _confine_before_threads(calls_models: bool) -> None:
     """Landlock and the seccomp process filter, while this process has one thread (see README, Security)."""
     from rlm_kernel.sandbox.confine import ConfinementRequired, confine_process
@@ -137,7 +167,12 @@ def _confine_before_threads(calls_models: bool) -> None:
 
         programs = local_model_available()  # the in-kernel local-model server is a program the kernel starts
     try:
-        confine_process(_connection_file(sys.argv[1:]), network=network or dask, programs=programs)
+        confine_process(
+            _connection_file(sys.argv[1:]),
+            network=network or dask,
+            programs=programs,
+            paths=_kernel_paths(cache=network),
+        )
     except ConfinementRequired as exc:
         print(f"rlm kernel: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(3) from None

@@ -12,6 +12,8 @@ import re
 import types
 from typing import Any
 
+from rlm_kernel.sandbox.policy import REFUSED_NAMES
+
 __all__ = ["LookupRefused", "complete", "resolve_path"]
 
 _PATH = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -28,10 +30,6 @@ _COMPILED_BUILTINS: dict[str, Any] = {"print": builtins.print}
 
 
 def _refused_names() -> frozenset[str]:
-    try:
-        from rlm_kernel.sandbox.policy import REFUSED_NAMES
-    except ImportError:  # the policy's list is the authority; this fallback only keeps completion tidy
-        return frozenset({"get_ipython", "exit", "quit", "open", "eval", "exec", "compile", "input"})
     return frozenset(REFUSED_NAMES)
 
 

@@ -1,7 +1,7 @@
 """The rlm Jupyter kernel: ipykernel's IPythonKernel wired to the sandboxed `RLMShell`.
 
 Wiring only: the debugger is refused, completion follows the sandbox's rules, and the running cell's parent
-message is kept for output from background threads (`current_parent()`).
+message is recorded for output from background threads (`llm.events.current_parent()`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from traitlets import Type
 
 from rlm_kernel import __version__, introspect, magics, security_magic
 from rlm_kernel.callscope import call_scope
+from rlm_kernel.llm import loop as llm_loop
+from rlm_kernel.llm.events import current_parent, set_current_parent
 from rlm_kernel.sandbox import audit, cell_limits, consume_backstop_note
 from rlm_kernel.shell import RLMCompiler, RLMShell
 
 __all__ = ["RLMKernel", "current_parent"]
-
-_current_parent: dict[str, Any] = {}
 
 BANNER = (
     f"RLM kernel {__version__} — a Recursive Language Model REPL on Python {sys.version.split()[0]}.\n"
@@ -29,24 +29,12 @@ BANNER = (
 )
 
 
-def current_parent() -> dict[str, Any]:
-    """The parent message of the running (or last) execute_request; `["header"]`, `["msg_id"]` as usual.
-
-    Use it to route output from background threads (`set_thread_parent`) and to tag events with their owner.
-    Returns {} before the first cell.
-    """
-    return _current_parent
-
-
 def _cancel_model_calls() -> None:
     """Cancel every model call in flight or queued (signal-safe; nothing to do if no call was ever made)."""
-    loop = sys.modules.get("rlm_kernel.llm.loop")  # not imported yet: no call can be running
-    cancel_soon = getattr(loop, "cancel_all_soon", None)
-    if cancel_soon is not None:
-        try:
-            cancel_soon()
-        except Exception:  # noqa: BLE001 - the interrupt itself must still be raised
-            pass
+    try:
+        llm_loop.cancel_all_soon()
+    except Exception:  # noqa: BLE001 - the interrupt itself must still be raised
+        pass
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -82,7 +70,7 @@ def _install_comm_cap(session: Any) -> None:
                 size = len(json.dumps(data, default=str)) + sum(len(memoryview(b)) for b in buffers or ())
             except (TypeError, ValueError):
                 size = cap + 1
-            cell = _current_parent.get("header", {}).get("msg_id")
+            cell = current_parent().get("header", {}).get("msg_id")
             if traffic["cell"] != cell:
                 traffic["cell"], traffic["bytes"] = cell, 0
             if traffic["bytes"] + size > max(cap * COMM_TRAFFIC_FACTOR, COMM_TRAFFIC_FLOOR):
@@ -140,12 +128,12 @@ class RLMKernel(IPythonKernel):
         return info
 
     async def do_execute(self, code: str, silent: bool, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        global _current_parent
-        _current_parent = self.get_parent("shell") or {}
+        set_current_parent(self.get_parent("shell") or {})
         if self._restart_note:
             note, self._restart_note = self._restart_note, None
             print(note, file=sys.stderr, flush=True)
-        owner = _current_parent.get("header", {}).get("msg_id") or _current_parent.get("msg_id")
+        parent = current_parent()
+        owner = parent.get("header", {}).get("msg_id") or parent.get("msg_id")
         with call_scope(owner=owner):  # the model calls this cell makes are tagged (and cancelled) as its own
             return await super().do_execute(code, silent, *args, **kwargs)
 

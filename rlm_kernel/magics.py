@@ -17,6 +17,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from rlm_kernel.sandbox.errors import SandboxError, format_refusal
+from rlm_kernel.sandbox.guards import DENIED_TYPES
 from rlm_kernel.sandbox.origin import refuse_in_model_code
 from rlm_kernel.sandbox.policy import is_sandboxed_filename
 
@@ -289,8 +290,6 @@ def _exact_text(*values: Any) -> None:
 
 def _cell_locals(frame: types.FrameType) -> dict[str, Any]:
     """The calling cell frame's variables for %time/%timeit: public names only, kernel objects refused."""
-    from rlm_kernel.sandbox.guards import DENIED_TYPES
-
     if frame.f_locals is frame.f_globals:
         return frame.f_globals  # a cell's top level: its own namespace, where `%time x = 1` assigns
     local_ns = {}

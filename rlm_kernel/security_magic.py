@@ -10,6 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rlm_kernel.llm.config import load_config
+from rlm_kernel.llm.magics import Table
+from rlm_kernel.llm.redact import redact
 from rlm_kernel.magics import register_rlm_subcommand
 from rlm_kernel.sandbox.confine import UNSAFE_POLICY_ENV, policy_disabled, status
 
@@ -33,9 +36,6 @@ def banner_lines() -> str:
 
 def _endpoints() -> list[list[str]]:
     try:
-        from rlm_kernel.llm.config import load_config
-        from rlm_kernel.llm.redact import redact
-
         config = load_config()
     except Exception as exc:  # noqa: BLE001 - a broken config is shown, not raised
         return [["model endpoint", f"not configured ({str(exc)[:200]})"]]
@@ -71,8 +71,6 @@ def _context_roots() -> list[list[str]]:
 
 def security_command(line: str) -> Any:
     """`%rlm security`: the layers, the roots, the endpoints."""
-    from rlm_kernel.llm.magics import Table
-
     rows: list[list[str]] = []
     if policy_disabled():
         rows.append(["sandbox policy", f"OFF — UNSAFE ({UNSAFE_POLICY_ENV}=1, for tests only)"])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
-import importlib
 import logging
 import sys
 import types
@@ -26,7 +25,10 @@ from traitlets import Dict, Type
 
 from rlm_kernel import magics
 from rlm_kernel.introspect import LookupRefused, resolve_path
+from rlm_kernel.llm import magics as llm_magics  # noqa: F401 - registers %rlm set/show/… when imported
+from rlm_kernel.repl import magics as repl_magics  # noqa: F401 - registers %context and %%rlm when imported
 from rlm_kernel.repl import preload
+from rlm_kernel.rlm.loop import ROOT_LOOP
 from rlm_kernel.sandbox import (
     Limits,
     SandboxError,
@@ -42,18 +44,12 @@ from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.sandbox.data.figures import flush_figures
 from rlm_kernel.sandbox.errors import add_name_suggestion
 from rlm_kernel.warnings_display import install_warning_format
+from rlm_kernel.widgets import magics as widgets_magics
 
-__all__ = ["RLMCompiler", "RLMDisplayHook", "RLMDisplayPublisher", "RLMShell", "MAGIC_MODULES"]
+__all__ = ["RLMCompiler", "RLMDisplayHook", "RLMDisplayPublisher", "RLMShell"]
 
 log = logging.getLogger(__name__)
 
-# Modules that register magics and %rlm subcommands when imported (each may be absent while being built).
-MAGIC_MODULES = (
-    "rlm_kernel.repl.magics",
-    "rlm_kernel.llm.magics",
-    "rlm_kernel.widgets.magics",
-    "rlm_kernel.rlm.magics",
-)
 # Names under which IPython compiles the bodies of %time / %timeit.
 MAGIC_BODY_FILENAMES = frozenset({"<timed exec>", "<timed eval>", "<magic-timeit>"})
 # The filename restrict_ast gets for those bodies (refusals then quote the offending node, not a cell line).
@@ -193,8 +189,8 @@ class RLMShell(ZMQInteractiveShell):
         repair_namespace(self.user_ns, self.sandbox_session)
         self._install_hidden_helpers()
         install_warning_format()
-        self._load_magic_modules()
-        preload.install(self.user_ns, self)
+        widgets_magics.install(self)  # fan-out controller, budget displays, widget comms
+        preload.install(self.user_ns, self, root_loop=ROOT_LOOP)
         self.user_ns_hidden.update({k: v for k, v in self.user_ns.items()})
 
     # -- namespace ---------------------------------------------------------------------------------
@@ -232,18 +228,6 @@ class RLMShell(ZMQInteractiveShell):
         """History lives in memory: cells never read other sessions' history from the shared sqlite file."""
         self.history_manager = HistoryManager(shell=self, parent=self, hist_file=":memory:")
         self.configurables.append(self.history_manager)
-
-    def _load_magic_modules(self) -> None:
-        for name in MAGIC_MODULES:
-            try:
-                importlib.import_module(name)
-            except ModuleNotFoundError as exc:
-                if exc.name != name:
-                    log.exception("magic module %s failed to import; its magics are unavailable", name)
-                else:
-                    log.info("magic module %s not present", name)
-            except Exception:  # noqa: BLE001 - one broken helper area must not keep the kernel from starting
-                log.exception("magic module %s failed to import; its magics are unavailable", name)
 
     # -- compile time ------------------------------------------------------------------------------
     def transform_ast(self, node: ast.AST) -> ast.AST:

@@ -15,6 +15,7 @@ from typing import Any
 
 from rlm_kernel.callscope import call_scope, current_scope
 from rlm_kernel.llm.errors import BudgetExceeded
+from rlm_kernel.llm.schema import BUDGET_DIMS
 
 __all__ = [
     "Budget",
@@ -26,14 +27,8 @@ __all__ = [
     "reset_session_budget",
 ]
 
-_UNITS = {
-    "max_calls": ("calls", "{:.0f}"),
-    "max_input_tokens": ("input tokens", "{:.0f}"),
-    "max_output_tokens": ("output tokens", "{:.0f}"),
-    "max_usd": ("USD", "${:.4f}"),
-    "max_seconds": ("seconds", "{:.1f} s"),
-    "max_depth": ("depth", "{:.0f}"),
-}
+_UNITS = {d.limit: (d.unit, d.fmt) for d in BUDGET_DIMS}
+_METERED = tuple(d for d in BUDGET_DIMS if d.metered)  # reserved before a call, settled after it
 
 
 @dataclass
@@ -112,21 +107,6 @@ class Budget:
         set_limits = {k: v for k, v in self.limits.items() if v is not None}
         return f"Budget(depth={self.depth}, limits={set_limits}, used={self._used})"
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """How a notebook shows a budget: its one-line text, plus the live budget widget in widgets mode.
-
-        The rendering lives in `rlm_kernel.widgets.budget` (imported on first display); without it, or with
-        an invalid display setting, the text line or the plain repr is shown.
-        """
-        try:
-            from rlm_kernel.widgets.budget import budget_mimebundle
-        except ImportError:  # widgets not installed: the plain repr still says what was spent
-            return {"text/plain": repr(self)}
-        try:
-            return budget_mimebundle(self)
-        except ValueError:  # an invalid `display` setting: `%rlm display` explains it; show the text line
-            return budget_mimebundle(self, "text")
-
     def set_limits(self, **limits: float | None) -> None:
         """Change limits in place (None removes one); spending so far is kept. Unknown names are an error."""
         for name, value in limits.items():
@@ -178,13 +158,9 @@ class Budget:
         try:
             if lim["max_seconds"] is not None and self.elapsed >= lim["max_seconds"]:
                 raise _exceeded("max_seconds", lim["max_seconds"], self.elapsed, 0, self.label)
-            checks = (
-                ("max_calls", "calls", 1),
-                ("max_input_tokens", "input_tokens", input_tokens),
-                ("max_output_tokens", "output_tokens", output_tokens),
-                ("max_usd", "usd", usd),
-            )
-            for limit, key, need in checks:
+            needs = {"calls": 1, "input_tokens": input_tokens, "output_tokens": output_tokens, "usd": usd}
+            for dim in _METERED:
+                limit, key, need = dim.limit, dim.used, needs[dim.used]
                 value = lim[limit]
                 if value is None:
                     continue
@@ -240,14 +216,6 @@ class Budget:
             for b in self._chain():
                 b._counts["cached"] += 1
 
-    def check_time(self) -> None:
-        """Raise `BudgetExceeded` if this budget's (or an ancestor's) wall-time limit has passed."""
-        with self._lock:
-            for b in self._chain():
-                limit = b.limits["max_seconds"]
-                if limit is not None and b.elapsed >= limit:
-                    raise _exceeded("max_seconds", limit, b.elapsed, 0, b.label)
-
     def snapshot(self) -> dict[str, Any]:
         """Plain figures: limits, used, reserved (in flight), remaining, counts, elapsed seconds and depth."""
         with self._lock:
@@ -255,12 +223,8 @@ class Budget:
             reserved = dict(self._reserved)
             counts = dict(self._counts)
         remaining: dict[str, float | None] = {}
-        for limit, key in (
-            ("max_calls", "calls"),
-            ("max_input_tokens", "input_tokens"),
-            ("max_output_tokens", "output_tokens"),
-            ("max_usd", "usd"),
-        ):
+        for dim in _METERED:
+            limit, key = dim.limit, dim.used
             value = self.limits[limit]
             remaining[key] = None if value is None else max(0.0, value - used[key] - reserved[key])
         if self.limits["max_seconds"] is not None:
@@ -280,7 +244,6 @@ class Budget:
 _session_lock = threading.Lock()
 _session: Budget | None = None
 _session_version = -1
-_LIMIT_NAMES = ("calls", "input_tokens", "output_tokens", "usd", "seconds", "depth")
 
 
 def _configured_limits() -> dict[str, Any]:
@@ -290,7 +253,7 @@ def _configured_limits() -> dict[str, Any]:
         limits = load_config().budget_limits
     except Exception:  # noqa: BLE001 - an unusable config surfaces on the first call, not here
         limits = {}
-    return {f"max_{k}": limits.get(f"max_{k}") for k in _LIMIT_NAMES}
+    return {d.limit: limits.get(d.limit) for d in BUDGET_DIMS}
 
 
 def get_session_budget() -> Budget:

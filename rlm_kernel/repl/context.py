@@ -8,13 +8,14 @@ from __future__ import annotations
 import glob as globmod
 import html
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
 from rlm_kernel.repl.errors import ContextError
 from rlm_kernel.repl.textfile import BIG_FILE, DecodeRefused, assemble, read_text
+from rlm_kernel.sandbox.roots import ROOTS_ENV, START_DIR, allowed_roots, set_allowed_roots
 
 __all__ = [
     "ContextSummary",
@@ -26,13 +27,10 @@ __all__ = [
     "set_allowed_roots",
 ]
 
-ROOTS_ENV = "RLM_CONTEXT_ROOTS"
-ROOTS_ONLY_ENV = "RLM_CONTEXT_ROOTS_ONLY"
 _SKIP_DIRS = {"__pycache__", "node_modules"}
 _GLOB_CHARS = set("*?[")
 PREVIEW_CHARS = 500
-_roots_override: list[Path] | None = None
-_start_dir = Path.cwd().resolve()
+_start_dir = START_DIR
 
 # Well-known files that hold keys, read only when the person's own cell passes allow_secrets=True.
 _SECRET_NAMES = frozenset(
@@ -59,28 +57,6 @@ def _refuse_secret(source: str, path: Path, allow_secrets: bool) -> None:
         return
     if is_secret_file(path) or is_secret_file(Path(source)):
         raise ContextError(f"refused {source!r}: it is {_SECRET_NOTE} (model-written code never can)")
-
-
-def set_allowed_roots(roots: Iterable[str | os.PathLike] | None) -> None:
-    """Kernel-side setting (never exposed to cells): replace the allowed roots; None restores the default."""
-    global _roots_override
-    _roots_override = None if roots is None else [Path(r).expanduser().resolve() for r in roots]
-
-
-def allowed_roots() -> list[Path]:
-    """The directories context may be read from: `set_allowed_roots`, else the kernel's working directory
-    (the notebook's directory) tree plus the `$RLM_CONTEXT_ROOTS` directories (os.pathsep-separated).
-
-    The roots given replace the notebook's directory only when asked to: a leading `=` in the variable
-    (`RLM_CONTEXT_ROOTS==/data`) or `RLM_CONTEXT_ROOTS_ONLY=1`."""
-    if _roots_override is not None:
-        return list(_roots_override)
-    env = os.environ.get(ROOTS_ENV, "").strip()
-    only = env.startswith("=") or os.environ.get(ROOTS_ONLY_ENV, "").strip().lower() in ("1", "true", "yes")
-    given = [Path(p).expanduser().resolve() for p in env.lstrip("=").split(os.pathsep) if p.strip()]
-    if only and given:
-        return given
-    return list(dict.fromkeys([_start_dir, *given]))
 
 
 def _rule_text(roots: list[Path]) -> str:

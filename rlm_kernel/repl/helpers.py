@@ -12,14 +12,13 @@ import keyword
 import time
 from collections.abc import Callable
 
+from rlm_kernel import llm
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl import corpus as corpusmod
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
-from rlm_kernel.repl.state import ReplState
-from rlm_kernel.rlm import run_args
-from rlm_kernel.rlm.gate import rejection, shares_text
-from rlm_kernel.rlm.trajectory import ChildCall, Usage
+from rlm_kernel.repl.gate import rejection, shares_text
+from rlm_kernel.repl.state import ChildCall, ReplState, RootLoop, Usage
 from rlm_kernel.sandbox import shown
 from rlm_kernel.sandbox.coerce import (
     CoercionError,
@@ -52,12 +51,11 @@ CONTEXT_NAMES = ("context", "ctx", "context_files")
 _PREVIEW = 200
 
 
-def _llm():
-    try:
-        from rlm_kernel import llm
-    except ImportError:  # pragma: no cover - only while the LLM layer is being built
-        raise QueryError("the LLM layer (rlm_kernel.llm) is not available in this kernel") from None
-    return llm
+def root_loop(state: ReplState, what: str) -> RootLoop:
+    """The root loop handed to this namespace, or a clear error naming the helper that needs it."""
+    if state.root_loop is None:
+        raise ReplError(f"{what}: no root loop in this namespace (preload.install was given none)") from None
+    return state.root_loop
 
 
 def _usage(completions: list) -> Usage:
@@ -202,7 +200,6 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         """
         prompt = _check_prompt(prompt, "llm_query")
         model, max_tokens, system = _check_options("llm_query", model, max_tokens, system)
-        llm = _llm()
         chosen = model or state.options.child_model
         started = time.monotonic()
         try:
@@ -249,7 +246,6 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         model = _check_options("llm_query_batched", model)[0]
         if not items:
             return []
-        llm = _llm()
         chosen = model or state.options.child_model
         started = time.monotonic()
         label = f"{len(items)} prompts, first: {_preview(items[0])}"
@@ -321,8 +317,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         return texts
 
     def child_steps(prompt: str, model: str | None, best_effort: bool | None = None):  # -> RunSteps
-        from rlm_kernel.rlm.loop import run_rlm_steps
-
+        run_rlm_steps = root_loop(state, "rlm_query").run_rlm_steps
         depth = max(state.depth, 0) + 1
         # a sub-RLM answers in text with the default prompt; tools carry on (rlm/tools)
         options = state.options.with_(
@@ -397,11 +392,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             raise QueryError("rlm_query: best_effort must be True, False or None") from None
         if at_max_depth():
             return llm_query(prompt, model=model)
-        from rlm_kernel.rlm.steps import drive
-
         started = time.monotonic()
         try:
-            result = drive(child_steps(prompt, model, best_effort))
+            result = root_loop(state, "rlm_query").drive(child_steps(prompt, model, best_effort))
         except RLMError as err:
             record(
                 ChildCall("rlm_query", _preview(prompt), False, error=str(err), model=model, prompt=prompt)
@@ -418,8 +411,6 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         surface like llm_query_batched: QueryBatchError with `.results` (None where failed) and `.errors`
         {index: reason}, after every prompt has been tried.
         """
-        from rlm_kernel.rlm import subruns
-
         items = _check_prompts(prompts, "rlm_query_batched")
         model = _check_options("rlm_query_batched", model)[0]
         if at_max_depth():
@@ -428,7 +419,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             return []
         results: list[str | None] = [None] * len(items)
         errors: dict[int, str] = {}
-        events = _llm().events
+        events = llm.events
         label = f"{len(items)} sub-RLMs, first: {_preview(items[0])}"
         depth = int(getattr(state.budget, "depth", 0) or 0)
 
@@ -474,8 +465,9 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
 
             calls: dict[int, ChildCall] = {}  # recorded in input order, whatever order the runs end in
             try:
-                not_started = subruns.run_concurrently(
-                    [make(i) for i in range(len(items))], subruns.concurrency(), on_start, on_end
+                loop = root_loop(state, "rlm_query_batched")
+                not_started = loop.run_concurrently(
+                    [make(i) for i in range(len(items))], loop.subrun_concurrency(), on_start, on_end
                 )
             except BaseException as err:  # an interrupt or time limit: the runs still going were cancelled
                 for i in sorted(running):
@@ -648,14 +640,13 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         cost, termination, message, trajectory and namespace; export with result.save("run.ipynb") and
         result.to_jsonl(path).
         """
-        from rlm_kernel.rlm.loop import run_from_namespace
-
         refuse_in_model_code("rlm_run (use rlm_query for a sub-problem)")
+        loop = root_loop(state, "rlm_run")
         if type(question) is not str or not question.strip():
             raise ReplError("rlm_run: the question must be a non-empty str") from None
         try:
             options = {exact_str(k, "rlm_run option"): v for k, v in options.items()}
-            options, special, previous = run_args.split(options, set(state.protected))
+            options, special, previous = loop.split_args(options, set(state.protected))
             options = {k: plain_data(v, f"rlm_run: {k}") for k, v in options.items()}
             opts = state.options.with_(**options, **special).check()
         except (TypeError, ValueError) as err:
@@ -665,7 +656,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 context = _context_source(context)
             except CoercionError as err:
                 raise ReplError(f"rlm_run: {err}") from None
-        return run_from_namespace(state, ns, question, context, opts, continue_from=previous)
+        return loop.run_from_namespace(state, ns, question, context, opts, continue_from=previous)
 
     helpers = {
         "load_context": load_context,

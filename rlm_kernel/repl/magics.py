@@ -13,7 +13,7 @@ from IPython.core.error import UsageError
 from rlm_kernel import magics
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.errors import ReplError
-from rlm_kernel.rlm import prompt_control, run_args
+from rlm_kernel.repl.helpers import root_loop
 
 __all__ = ["context_magic", "parse_rlm_line", "rlm_cell_magic"]
 
@@ -78,19 +78,18 @@ def context_magic(line: str) -> object:
 
 def rlm_cell_magic(line: str, cell: str) -> None:
     """Run the root loop on the cell's question, showing it live; stores the RLMResult in `rlm_result`."""
-    from rlm_kernel.rlm.loop import run_from_namespace
-
     ns, state = preload.notebook()
+    loop = root_loop(state, "%%rlm")
     question = cell.strip()
     if not question:
         raise UsageError("%%rlm: write the question in the cell body, below the %%rlm line")
     try:
-        options, previous = run_args.from_magic(parse_rlm_line(line), ns, set(state.protected))
+        options, previous = loop.magic_args(parse_rlm_line(line), ns, set(state.protected))
         opts = state.options.with_(**options).check()
     except (TypeError, ValueError) as err:
         raise UsageError(f"%%rlm: {err}") from None
     try:
-        result = run_from_namespace(state, ns, question, None, opts, continue_from=previous)
+        result = loop.run_from_namespace(state, ns, question, None, opts, continue_from=previous)
     except ReplError as err:
         raise ReplError(str(err)) from None
     ns["rlm_result"] = result
@@ -99,4 +98,3 @@ def rlm_cell_magic(line: str, cell: str) -> None:
 
 magics.register_line_magic("context", context_magic, CONTEXT_DOC)
 magics.register_cell_magic("rlm", rlm_cell_magic, RLM_DOC)
-magics.register_rlm_subcommand("prompt", prompt_control.show_prompt, prompt_control.PROMPT_HELP)

@@ -10,12 +10,14 @@ import inspect
 import time
 from collections.abc import Callable
 
+from rlm_kernel import analysis
+from rlm_kernel.analysis.corpus import Corpus
 from rlm_kernel.callscope import call_scope
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.helpers import build_helpers, set_context
-from rlm_kernel.repl.state import LibraryCalls, ReplState
+from rlm_kernel.repl.state import LibraryCalls, ReplState, RootLoop
 from rlm_kernel.sandbox.coerce import CoercionError, exact_str, plain_data
 
 __all__ = ["ANALYSIS_NAMES", "install", "notebook", "populate", "repair"]
@@ -39,8 +41,6 @@ def _calls_a_model(name: str, args: tuple, kwargs: dict) -> bool:
 def _plain_or_corpus(value: object, what: str) -> object:
     """`plain_data(value)`, except that a `Corpus` (exactly that frozen type, holding plain data only; its
     partitions are looked up kernel-side) passes as it is."""
-    from rlm_kernel.analysis.corpus import Corpus
-
     return value if type(value) is Corpus else plain_data(value, what)
 
 
@@ -86,10 +86,6 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
 
 def _analysis_helpers(state: ReplState) -> dict[str, object]:
     """The analysis helpers (wrapped) and their error classes, as far as rlm_kernel.analysis provides them."""
-    try:
-        from rlm_kernel import analysis
-    except ImportError:
-        return {}
     found: dict[str, object] = {}
     for name in ANALYSIS_NAMES:
         fn = getattr(analysis, name, None)
@@ -111,14 +107,18 @@ def populate(ns: dict, state: ReplState, loaded: LoadedContext | None = None) ->
     _registry[id(ns)] = (ns, state)
 
 
-def install(ns: dict, shell: object | None = None) -> None:
-    """Put the preloaded helpers into the notebook namespace `ns` (called once by the kernel's shell)."""
+def install(ns: dict, shell: object | None = None, root_loop: RootLoop | None = None) -> None:
+    """Put the preloaded helpers into the notebook namespace `ns` (called once by the kernel's shell).
+
+    `root_loop` is what `rlm_query`, `rlm_run` and `%%rlm` start (the shell hands in `rlm.loop.ROOT_LOOP`).
+    """
     global _notebook
     state = ReplState(
         session=getattr(shell, "sandbox_session", None),
         depth=0,
         interactive=shell is not None,
         hidden=getattr(shell, "user_ns_hidden", set()),
+        root_loop=root_loop,
     )
     populate(ns, state)
     _notebook = (ns, state)

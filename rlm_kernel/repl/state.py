@@ -1,17 +1,82 @@
-"""Per-namespace REPL state the helpers close over, and the options of a root-loop run.
+"""Per-namespace REPL state the helpers close over, and what they share with the root loop: options, records.
 
 Never handed to sandboxed code: helpers hold it in their closures only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rlm_kernel.rlm.gate import FinalGate
-from rlm_kernel.rlm.trajectory import ChildCall, Usage
+from rlm_kernel.repl.gate import FinalGate
 
-__all__ = ["LibraryCalls", "ReplState", "RunOptions", "RunTracker"]
+__all__ = ["ChildCall", "LibraryCalls", "ReplState", "RootLoop", "RunOptions", "RunTracker", "Usage"]
+
+
+@dataclass
+class Usage:
+    """Calls, tokens and dollars spent; `cache_hits` are answers replayed from the cache (not in `calls`)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    cache_hits: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost_usd += other.cost_usd
+        self.cache_hits += other.cache_hits
+
+    @classmethod
+    def of(cls, completions: list) -> Usage:
+        """The usage of some `Completion`s (None entries skipped): a cached one counts as a cache hit."""
+        u = cls()
+        for c in completions:
+            if c is None:
+                continue
+            if getattr(c, "cached", False):
+                u.cache_hits += 1
+            else:
+                u.calls += 1
+            u.input_tokens += int(getattr(c, "input_tokens", 0) or 0)
+            u.output_tokens += int(getattr(c, "output_tokens", 0) or 0)
+            u.cost_usd += float(getattr(c, "cost_usd", 0.0) or 0.0)
+        return u
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class ChildCall:
+    """One helper call made by a block: `kind` is the helper's name (llm_query, rlm_query_batched, …)."""
+
+    kind: str
+    prompt_preview: str
+    ok: bool
+    items: int = 1
+    failed: int = 0
+    response_preview: str = ""
+    error: str | None = None
+    model: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    saw_context: bool = False
+    """Whether the call's prompt contained part of the run's `context` (what the FINAL gate counts)."""
+    prompt: str = ""
+    """The full prompt (the first one for a batch)."""
+    response: str = ""
+    """The full answer (the first one for a batch)."""
+    run: dict | None = None
+    """A sub-RLM's own run (`RLMResult.tree()`): its turns, calls and nested runs."""
+    cache_keys: list[str] = field(default_factory=list)
+    answer_kind: str | None = None
+    """For a sub-RLM: "final" or "best_effort" (it stopped without FINAL; rlm/best_effort)."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +213,32 @@ class RunTracker:
         return calls, rejections
 
 
+@dataclass(frozen=True)
+class RootLoop:
+    """The root loop as the helpers start it (rlm_query, rlm_run, %%rlm): handed to them, never imported.
+
+    The root-loop package builds one (`rlm_kernel.rlm.loop.ROOT_LOOP`); the shell passes it to
+    `preload.install`, and each run passes it on to the namespaces it creates.
+    """
+
+    run_rlm: Callable[..., object]
+    """`run_rlm(question, loaded, *, options, depth, session, parent_budget, ...)` -> RLMResult."""
+    run_from_namespace: Callable[..., object]
+    """`run_from_namespace(state, ns, question, context, options)` -> RLMResult."""
+    run_rlm_steps: Callable[..., Any]
+    """`run_rlm` as steps (yields root requests, returns the RLMResult; see `rlm.steps`)."""
+    drive: Callable[[Any], object]
+    """Runs steps to the end, one root call at a time."""
+    run_concurrently: Callable[..., list[int]]
+    """`run_concurrently(makers, limit, on_start, on_end)`: runs whose root calls overlap."""
+    subrun_concurrency: Callable[[], int]
+    """How many sub-RLMs `rlm_query_batched` runs at once (the `subrun_concurrency` setting)."""
+    split_args: Callable[..., tuple]
+    """`split_args(options, reserved)` -> (plain options, special options, run to continue) for `rlm_run`."""
+    magic_args: Callable[..., tuple]
+    """`magic_args(parsed line, ns, reserved)` -> (options, run to continue) for `%%rlm`."""
+
+
 @dataclass
 class ReplState:
     """The state one namespace's helpers share. `depth` 0 is a person's notebook; runs are depth ≥ 1."""
@@ -161,3 +252,5 @@ class ReplState:
     protected: dict[str, object] = field(default_factory=dict)
     hidden: object = field(default_factory=set)
     """Names SHOW_VARS leaves out besides the preloaded ones (the shell's `user_ns_hidden`)."""
+    root_loop: RootLoop | None = None
+    """What `rlm_query` / `rlm_run` / `%%rlm` start; None where no root loop was handed in."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import ast
 
+from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import RunTracker
 from rlm_kernel.rlm.answer_types import text_of
-from rlm_kernel.rlm.gate import rejection
 
 __all__ = ["NAME", "before", "check", "install"]
 

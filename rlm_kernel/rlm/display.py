@@ -8,6 +8,9 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
+from rlm_kernel.widgets.budget import budget_mimebundle, get_monitor
+from rlm_kernel.widgets.display_mode import resolve_mode
+
 if TYPE_CHECKING:
     from rlm_kernel.rlm.trajectory import RLMResult, Turn
 
@@ -149,26 +152,15 @@ class RunBudgetDisplay:
         if get_ipython() is None or budget is None:
             return
         try:
-            from rlm_kernel.widgets.display_mode import resolve_mode
-        except ImportError:
-            self.mode = "text"
-            return
-        try:
             self.mode = resolve_mode()[0]
         except ValueError:  # an invalid display setting: `%rlm display` says what to fix
             self.mode = "text"
         if self.mode == "widgets":
-            display(budget)
+            display(budget_mimebundle(budget, "widgets"), raw=True)
 
     def finish(self) -> None:
         """The final figures: the widget flushed at once (widgets mode) or the text line printed."""
         if self.mode == "off":
-            return
-        try:
-            from rlm_kernel.widgets.budget import budget_mimebundle, get_monitor
-        except ImportError:
-            if self.mode == "text":
-                print(f"{self.PREFIX}budget: {self.budget!r}", flush=True)
             return
         if self.mode == "widgets":
             get_monitor().view_for(self.budget)  # flushes pending figures now, not an interval later

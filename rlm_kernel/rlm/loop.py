@@ -12,17 +12,26 @@ from rlm_kernel.callscope import call_scope
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
-from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
-from rlm_kernel.rlm import answer_dict, answer_types, best_effort, continuation, prompt_control, tools
+from rlm_kernel.repl.gate import block_facts, prints_only_literals, rejection
+from rlm_kernel.repl.state import ReplState, RootLoop, RunOptions, RunTracker
+from rlm_kernel.rlm import (
+    answer_dict,
+    answer_types,
+    best_effort,
+    continuation,
+    prompt_control,
+    run_args,
+    subruns,
+    tools,
+)
 from rlm_kernel.rlm.compaction import maybe_compact
 from rlm_kernel.rlm.display import LiveDisplay, RunBudgetDisplay
 from rlm_kernel.rlm.extract import extract
-from rlm_kernel.rlm.gate import block_facts, prints_only_literals, rejection
 from rlm_kernel.rlm.prompt import context_message, window_tokens
 from rlm_kernel.rlm.steps import RootRequest, RunSteps, drive
 from rlm_kernel.rlm.trajectory import RLMResult, Turn, Usage
 
-__all__ = ["active_runs", "run_from_namespace", "run_rlm", "run_rlm_steps", "truncate"]
+__all__ = ["ROOT_LOOP", "active_runs", "run_from_namespace", "run_rlm", "run_rlm_steps", "truncate"]
 
 _REPLY_KEEP = 8000
 _ANSWER_LIKE_CHARS = 200
@@ -470,7 +479,9 @@ def run_rlm_steps(
         if session is None:
             session = SandboxSession()
         ns = new_namespace(session)
-        state = ReplState(session=session, depth=depth, options=options, budget=budget, run=tracker)
+        state = ReplState(
+            session=session, depth=depth, options=options, budget=budget, run=tracker, root_loop=ROOT_LOOP
+        )
         preload.populate(ns, state, loaded)
     tools.install(ns, None if shared else state.protected, options.tools)
     if earlier is None:
@@ -571,3 +582,16 @@ def run_from_namespace(
         state=state if shared else None,
         live=state.interactive if live is None else live,
     )
+
+
+ROOT_LOOP = RootLoop(
+    run_rlm=run_rlm,
+    run_from_namespace=run_from_namespace,
+    run_rlm_steps=run_rlm_steps,
+    drive=drive,
+    run_concurrently=subruns.run_concurrently,
+    subrun_concurrency=subruns.concurrency,
+    split_args=run_args.split,
+    magic_args=run_args.from_magic,
+)
+"""The root loop as the REPL helpers get it (the shell hands it to `preload.install`)."""

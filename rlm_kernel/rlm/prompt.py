@@ -6,6 +6,8 @@ the configured sub-model's real window and the FINAL gate's rule (see `gate`).
 
 from __future__ import annotations
 
+from rlm_kernel.llm.config import register_setting
+
 __all__ = [
     "DEFAULT_WINDOW_TOKENS",
     "SYSTEM_PROMPT",
@@ -110,10 +112,6 @@ def _parse_window(value: object) -> int:
 
 def register_window_setting() -> None:
     """Make `context_window` (the sub-model's window in tokens) a setting (`%rlm set`, env, TOML)."""
-    try:
-        from rlm_kernel.llm.config import register_setting
-    except ImportError:  # the LLM layer is optional for the pure logic
-        return
     register_setting(
         "context_window",
         _parse_window,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from rlm_kernel import magics
 from rlm_kernel.repl.state import RunOptions
 from rlm_kernel.rlm import answer_types, tools
 from rlm_kernel.rlm.prompt import system_prompt, window_tokens
@@ -49,3 +50,6 @@ def show_prompt(line: str = "") -> PromptText:
     except Exception:  # noqa: BLE001 - no configured client: the default window
         pass
     return PromptText(system_prompt(window, answer))
+
+
+magics.register_rlm_subcommand("prompt", show_prompt, PROMPT_HELP)

@@ -10,72 +10,12 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rlm_kernel.repl.context import check_allowed
+from rlm_kernel.repl.errors import ReplError
+from rlm_kernel.repl.state import ChildCall, Usage
+from rlm_kernel.sandbox.origin import model_code_running
+
 __all__ = ["ChildCall", "RLMResult", "Turn", "Usage"]
-
-
-@dataclass
-class Usage:
-    """Calls, tokens and dollars spent; `cache_hits` are answers replayed from the cache (not in `calls`)."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    cache_hits: int = 0
-
-    def add(self, other: Usage) -> None:
-        self.calls += other.calls
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.cost_usd += other.cost_usd
-        self.cache_hits += other.cache_hits
-
-    @classmethod
-    def of(cls, completions: list) -> Usage:
-        """The usage of some `Completion`s (None entries skipped): a cached one counts as a cache hit."""
-        u = cls()
-        for c in completions:
-            if c is None:
-                continue
-            if getattr(c, "cached", False):
-                u.cache_hits += 1
-            else:
-                u.calls += 1
-            u.input_tokens += int(getattr(c, "input_tokens", 0) or 0)
-            u.output_tokens += int(getattr(c, "output_tokens", 0) or 0)
-            u.cost_usd += float(getattr(c, "cost_usd", 0.0) or 0.0)
-        return u
-
-    @property
-    def tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-
-@dataclass
-class ChildCall:
-    """One helper call made by a block: `kind` is the helper's name (llm_query, rlm_query_batched, …)."""
-
-    kind: str
-    prompt_preview: str
-    ok: bool
-    items: int = 1
-    failed: int = 0
-    response_preview: str = ""
-    error: str | None = None
-    model: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    seconds: float = 0.0
-    saw_context: bool = False
-    """Whether the call's prompt contained part of the run's `context` (what the FINAL gate counts)."""
-    prompt: str = ""
-    """The full prompt (the first one for a batch)."""
-    response: str = ""
-    """The full answer (the first one for a batch)."""
-    run: dict | None = None
-    """A sub-RLM's own run (`RLMResult.tree()`): its turns, calls and nested runs."""
-    cache_keys: list[str] = field(default_factory=list)
-    answer_kind: str | None = None
-    """For a sub-RLM: "final" or "best_effort" (it stopped without FINAL; rlm/best_effort)."""
 
 
 @dataclass
@@ -107,11 +47,7 @@ class Turn:
 
 
 def _check_target(path: str | os.PathLike, suffix: str, overwrite: bool) -> Path:
-    from rlm_kernel.repl.context import check_allowed
-    from rlm_kernel.repl.errors import ReplError
-    from rlm_kernel.rlm.loop import active_runs
-
-    if active_runs():
+    if model_code_running():  # a run's blocks are model code (rlm.loop.execute); so are its sub-runs'
         raise ReplError("saving files is not available inside a root-loop run; save the result afterwards")
     target = Path(path)
     if target.suffix != suffix:

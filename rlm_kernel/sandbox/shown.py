@@ -7,17 +7,15 @@ it. The mark holds for the cell that made it and is used up once checked.
 
 from __future__ import annotations
 
+from rlm_kernel.callscope import current_scope
+
 __all__ = ["consume", "mark"]
 
 _mark: tuple[object, str | None] | None = None
 
 
 def _cell() -> str | None:
-    try:
-        from rlm_kernel.llm.events import current_owner
-    except ImportError:  # pragma: no cover
-        return None
-    return current_owner()
+    return current_scope().owner  # the running cell's msg_id (None outside cells)
 
 
 def mark(value: object) -> object:

@@ -13,9 +13,12 @@ from typing import Any
 
 import ipywidgets as w
 
+from rlm_kernel.llm.budget import Budget, get_session_budget
 from rlm_kernel.llm.events import CallEvent, bus
+from rlm_kernel.llm.schema import BUDGET_DIMS
+from rlm_kernel.widgets.display_mode import resolve_mode
 from rlm_kernel.widgets.text import budget_line, format_duration, format_tokens, format_usd
-from rlm_kernel.widgets.throttle import Coalescer, FlushScheduler, ManualScheduler
+from rlm_kernel.widgets.throttle import Coalescer, Scheduler
 
 __all__ = [
     "DANGER_AT",
@@ -27,20 +30,21 @@ __all__ = [
     "gauge_style",
     "get_monitor",
     "normalise_snapshot",
+    "register_displays",
+    "show_budget",
 ]
 
 WARNING_AT = 0.8
 DANGER_AT = 1.0
 
-_CAPPED = (
-    # (used key, cap key, label, formatter)
-    ("calls", "max_calls", "calls", lambda v: format_tokens(int(v))),
-    ("input_tokens", "max_input_tokens", "input tokens", lambda v: format_tokens(int(v))),
-    ("output_tokens", "max_output_tokens", "output tokens", lambda v: format_tokens(int(v))),
-    ("usd", "max_usd", "cost", format_usd),
-    ("elapsed_s", "max_seconds", "time", format_duration),
-    ("depth", "max_depth", "depth", lambda v: str(int(v))),
-)
+_FORMAT: dict[str, Callable[[float], str]] = {
+    "count": lambda v: format_tokens(int(v)),
+    "usd": format_usd,
+    "seconds": format_duration,
+    "depth": lambda v: str(int(v)),
+}
+_CAPPED = tuple((d.used, d.limit, d.gauge, _FORMAT[d.kind]) for d in BUDGET_DIMS)
+# (used key, cap key, label, formatter) of every budget dimension, in the schema's order
 
 
 def gauge_style(used: float, cap: float | None) -> str:
@@ -139,7 +143,7 @@ class BudgetMonitor:
     def __init__(
         self,
         subscribe: Callable[[Callable[[CallEvent], None]], Callable[[], None]] = bus.subscribe,
-        scheduler: FlushScheduler | ManualScheduler | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._lock = threading.Lock()
@@ -221,16 +225,11 @@ def get_monitor() -> BudgetMonitor:
 def budget_mimebundle(budget: Any = None, mode: str | None = None) -> dict[str, Any]:
     """What displaying a budget shows: always a text/plain budget line, plus the live widget in widgets mode.
 
-    `budget` defaults to the session budget; `mode` to the resolved display mode. `Budget._repr_mimebundle_`
-    can return this.
+    `budget` defaults to the session budget; `mode` to the resolved display mode.
     """
     if budget is None:
-        from rlm_kernel.llm.budget import get_session_budget
-
         budget = get_session_budget()
     if mode is None:
-        from rlm_kernel.widgets.display_mode import resolve_mode
-
         mode = resolve_mode()[0]
     monitor = get_monitor()
     bundle: dict[str, Any] = {"text/plain": budget_line(monitor.norm(budget))}
@@ -241,6 +240,20 @@ def budget_mimebundle(budget: Any = None, mode: str | None = None) -> dict[str, 
         if view_json:
             bundle["application/vnd.jupyter.widget-view+json"] = view_json
     return bundle
+
+
+def show_budget(budget: Budget) -> dict[str, Any]:
+    """How a notebook shows a `Budget` object: its text line, plus the live widget in widgets mode (with an
+    invalid `display` setting, which `%rlm display` explains, the text line alone)."""
+    try:
+        return budget_mimebundle(budget)
+    except ValueError:
+        return budget_mimebundle(budget, "text")
+
+
+def register_displays(shell: Any) -> None:
+    """Teach `shell`'s display formatter to show budgets (the LLM layer knows nothing of widgets)."""
+    shell.display_formatter.mimebundle_formatter.for_type(Budget, show_budget)
 
 
 class BudgetDisplay:

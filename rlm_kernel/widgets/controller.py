@@ -15,7 +15,7 @@ from rlm_kernel.widgets.display_mode import resolve_mode
 from rlm_kernel.widgets.fanout import FanoutView
 from rlm_kernel.widgets.state import FanoutTracker
 from rlm_kernel.widgets.text import fanout_summary
-from rlm_kernel.widgets.throttle import Coalescer, FlushScheduler, ManualScheduler, default_scheduler
+from rlm_kernel.widgets.throttle import Coalescer, Scheduler, default_scheduler
 
 __all__ = ["FanoutController", "Sink"]
 
@@ -58,7 +58,7 @@ class FanoutController:
         sink: Sink,
         mode: Callable[[], str] = lambda: resolve_mode()[0],
         tracker: FanoutTracker | None = None,
-        scheduler: FlushScheduler | ManualScheduler | None = None,
+        scheduler: Scheduler | None = None,
         interval: float = 0.1,
         timing: bool = True,
         tick: float = 1.0,

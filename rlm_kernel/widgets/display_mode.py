@@ -10,6 +10,9 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from rlm_kernel.llm.config import config_path, get_settings
+from rlm_kernel.llm.config import register_setting as register_llm_setting
+
 __all__ = ["MODES", "DisplayMode", "frontend_has_widgets", "parse_mode", "register_setting", "resolve_mode"]
 
 DisplayMode = Literal["off", "text", "widgets"]
@@ -27,11 +30,7 @@ def parse_mode(value: Any) -> str:
 
 def register_setting() -> None:
     """Make `display` a known setting so `%rlm set display=…`, `RLM_DISPLAY` and the TOML file accept it."""
-    try:
-        from rlm_kernel.llm.config import register_setting as register
-    except ImportError:  # the LLM layer is optional for the pure logic
-        return
-    register("display", parse_mode, "auto", _WHAT)
+    register_llm_setting("display", parse_mode, "auto", _WHAT)
 
 
 def frontend_has_widgets() -> bool:
@@ -48,19 +47,11 @@ def frontend_has_widgets() -> bool:
 
 
 def _from_settings() -> tuple[str | None, str]:
-    try:
-        from rlm_kernel.llm.config import get_settings
-    except ImportError:
-        return None, ""
     value = get_settings().get("display")
     return (parse_mode(value), "%rlm set display") if value is not None else (None, "")
 
 
 def _from_toml(environ: Mapping[str, str]) -> tuple[str | None, str]:
-    try:
-        from rlm_kernel.llm.config import config_path
-    except ImportError:
-        return None, ""
     path = config_path(environ)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

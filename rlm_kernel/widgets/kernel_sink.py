@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rlm_kernel.llm.events import current_parent
+
 __all__ = ["KernelSink", "current_parent_message"]
 
 _MAX_PARENTS = 64
@@ -19,14 +21,9 @@ _MAX_PARENTS = 64
 
 def current_parent_message(shell: Any) -> dict[str, Any]:
     """The running cell's parent message: the rlm kernel's `current_parent()`, else ipykernel's own."""
-    try:
-        from rlm_kernel.kernel import current_parent
-
-        parent = current_parent()
-        if parent:
-            return parent
-    except ImportError:
-        pass
+    parent = current_parent()
+    if parent:
+        return parent
     kernel = getattr(shell, "kernel", None)
     if kernel is not None:
         try:

@@ -1,6 +1,7 @@
 """Widgets in the kernel: `%rlm budget`, `%rlm display`, start-up wiring (fan-out controller, widget comms).
 
-Imported by the shell at start; `install()` is idempotent and also callable from a stock IPython kernel.
+The shell imports this module and calls `install(shell)` at start; `install()` is idempotent and also
+callable from a stock IPython kernel.
 """
 
 from __future__ import annotations
@@ -9,13 +10,16 @@ import sys
 import threading
 from typing import Any
 
+from IPython import get_ipython
 from IPython.core.error import UsageError
 
-from rlm_kernel.widgets.budget import BudgetDisplay, get_monitor
+from rlm_kernel.magics import register_rlm_subcommand
+from rlm_kernel.widgets.budget import BudgetDisplay, get_monitor, register_displays
 from rlm_kernel.widgets.controller import FanoutController
 from rlm_kernel.widgets.display_mode import MODES, register_setting, resolve_mode
+from rlm_kernel.widgets.kernel_sink import KernelSink
 
-__all__ = ["DisplayStatus", "budget_command", "display_command", "install", "installed_controller"]
+__all__ = ["DisplayStatus", "budget_command", "display_command", "install"]
 
 _lock = threading.Lock()
 _controller: FanoutController | None = None
@@ -37,16 +41,12 @@ def install(shell: Any = None) -> FanoutController:
         ipywidgets.register_comm_target()
         register_setting()
         if shell is None:
-            from IPython import get_ipython
-
             shell = get_ipython()
+        if shell is not None:
+            register_displays(shell)
         _controller = FanoutController(_LazySink(shell)).subscribe()
         get_monitor()
         return _controller
-
-
-def installed_controller() -> FanoutController | None:
-    return _controller
 
 
 class _LazySink:
@@ -61,10 +61,6 @@ class _LazySink:
     def _get(self) -> Any:
         with self._lock:
             if self._sink is None:
-                from IPython import get_ipython
-
-                from rlm_kernel.widgets.kernel_sink import KernelSink
-
                 self._sink = KernelSink(self._shell or get_ipython(), self._stdout)
             return self._sink
 
@@ -115,23 +111,8 @@ def display_command(line: str) -> DisplayStatus:
 
 
 def _register() -> None:
-    try:
-        from rlm_kernel.magics import register_rlm_subcommand
-    except ImportError:  # outside the rlm kernel (e.g. a stock IPython kernel in tests)
-        return
     register_rlm_subcommand("budget", budget_command, "the session budget, live: calls, tokens, USD vs caps")
     register_rlm_subcommand("display", display_command, "how fan-outs/budgets show: off, text or widgets")
 
 
-def _in_kernel_process() -> bool:
-    """True inside a running ipykernel process (its app exists before the shell imports this module)."""
-    try:
-        from ipykernel.kernelapp import IPKernelApp
-    except ImportError:
-        return False
-    return IPKernelApp.initialized()
-
-
 _register()
-if _in_kernel_process():
-    install()

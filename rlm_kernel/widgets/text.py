@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from rlm_kernel.llm.schema import BUDGET_DIMS
 from rlm_kernel.widgets.state import FanoutSnapshot
 
 __all__ = [
@@ -86,13 +87,9 @@ def fanout_progress_line(snap: FanoutSnapshot) -> str:
     return " · ".join(parts)
 
 
-_BUDGET_FIELDS: tuple[tuple[str, str, str], ...] = (
-    # (snapshot key, cap key, label)
-    ("calls", "max_calls", "calls"),
-    ("input_tokens", "max_input_tokens", "in tokens"),
-    ("output_tokens", "max_output_tokens", "out tokens"),
-    ("usd", "max_usd", "USD"),
-)
+_BUDGET_FIELDS: tuple[tuple[str, str, str], ...] = tuple(
+    (d.used, d.limit, d.line) for d in BUDGET_DIMS if d.line is not None
+)  # (snapshot key, cap key, label) of the dimensions on the budget line
 
 
 def budget_line(snapshot: Mapping[str, object]) -> str:

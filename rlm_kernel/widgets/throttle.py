@@ -10,8 +10,9 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
-__all__ = ["Coalescer", "FlushScheduler", "ManualScheduler", "DEFAULT_INTERVAL_S", "default_scheduler"]
+__all__ = ["Coalescer", "FlushScheduler", "Scheduler", "DEFAULT_INTERVAL_S", "default_scheduler"]
 
 DEFAULT_INTERVAL_S = 0.1
 """At most 10 flushes per second per view."""
@@ -53,30 +54,12 @@ class FlushScheduler:
                 pass
 
 
-class ManualScheduler:
-    """A scheduler for tests: nothing runs until `advance(to)` runs every callback due by then, in order."""
+class Scheduler(Protocol):
+    """What a `Coalescer` needs of a scheduler: `clock`, `call_at` (FlushScheduler; tests have their own)."""
 
-    def __init__(self, start: float = 0.0) -> None:
-        self.now = start
-        self._heap: list[tuple[float, int, Callable[[], None]]] = []
-        self._seq = itertools.count()
+    def clock(self) -> float: ...
 
-    def clock(self) -> float:
-        return self.now
-
-    def call_at(self, due: float, fn: Callable[[], None]) -> None:
-        heapq.heappush(self._heap, (due, next(self._seq), fn))
-
-    def advance(self, to: float) -> None:
-        while self._heap and self._heap[0][0] <= to:
-            due, _, fn = heapq.heappop(self._heap)
-            self.now = max(self.now, due)
-            fn()
-        self.now = max(self.now, to)
-
-    @property
-    def pending(self) -> int:
-        return len(self._heap)
+    def call_at(self, due: float, fn: Callable[[], None]) -> None: ...
 
 
 _default: FlushScheduler | None = None
@@ -104,7 +87,7 @@ class Coalescer:
         self,
         flush: Callable[[], None],
         interval: float = DEFAULT_INTERVAL_S,
-        scheduler: FlushScheduler | ManualScheduler | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self._flush = flush
         self.interval = interval

@@ -9,6 +9,7 @@ import pytest
 from ipykernel.comm.comm import BaseComm
 
 from rlm_kernel import kernel as rlm_kernel_module
+from rlm_kernel.llm import events as llm_events
 from rlm_kernel.sandbox import Limits, SandboxSession
 
 
@@ -23,7 +24,7 @@ def test_comm_messages_are_capped_while_a_cell_runs(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(BaseComm, "publish_msg", record)
     session = SandboxSession(Limits(output_bytes=1000, memory_mb=0), seed=1)
     monkeypatch.setattr(rlm_kernel_module, "COMM_TRAFFIC_FLOOR", 0)
-    monkeypatch.setattr(rlm_kernel_module, "_current_parent", {"header": {"msg_id": "cell-1"}})
+    monkeypatch.setattr(llm_events, "_current_parent", {"header": {"msg_id": "cell-1"}})
     rlm_kernel_module._install_comm_cap(session)
     comm = object.__new__(BaseComm)
 

@@ -50,6 +50,7 @@ def rlm_kernel():
     yield harness
     harness.shutdown()
 
+
 REFUSED_MAGICS = [
     "%run x.py",
     "%load x.py",

@@ -11,6 +11,7 @@ from rlm_kernel.llm.events import CallEvent, bus
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.errors import QueryBatchError
 from rlm_kernel.repl.state import ReplState
+from rlm_kernel.rlm.loop import ROOT_LOOP
 from rlm_kernel.widgets.state import FanoutTracker
 from rlm_kernel.widgets.text import fanout_summary
 from tests.llm_server import LLMTestServer
@@ -29,7 +30,7 @@ def events() -> Iterator[list[CallEvent]]:
 
 def notebook() -> dict:
     ns: dict = {}
-    preload.populate(ns, ReplState())
+    preload.populate(ns, ReplState(root_loop=ROOT_LOOP))
     return ns
 
 

@@ -7,12 +7,13 @@ import pytest
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.errors import QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.state import ReplState, RunTracker
+from rlm_kernel.rlm.loop import ROOT_LOOP
 from tests.llm_server import Fault, LLMTestServer
 
 
 def fresh(run: bool = False) -> tuple[dict, ReplState]:
     ns: dict = {}
-    state = ReplState(run=RunTracker() if run else None, depth=1 if run else 0)
+    state = ReplState(run=RunTracker() if run else None, depth=1 if run else 0, root_loop=ROOT_LOOP)
     preload.populate(ns, state)
     return ns, state
 
@@ -172,3 +173,11 @@ def test_analysis_helpers_preloaded_and_counted_only_when_a_model_is_asked(clien
     client_on_server.reply_with(lambda rec: "part")
     assert ns["map_reduce"]("a\nb\nc\nd\n", "Summarise {chunk}", "Combine {results}", n_chunks=2) == "part"
     assert state.run.successes == 1 and state.run.calls[-1].kind == "map_reduce"
+
+
+def test_rlm_query_without_a_root_loop_says_so() -> None:
+    """The root loop is handed to the helpers (ReplState.root_loop): without one, a clear error."""
+    ns: dict = {}
+    preload.populate(ns, ReplState(run=RunTracker(), depth=1))
+    with pytest.raises(QueryError, match="no root loop in this namespace"):
+        ns["rlm_query"]("sub")

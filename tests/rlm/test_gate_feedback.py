@@ -10,8 +10,8 @@ import pytest
 
 from rlm_kernel import llm
 from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl.gate import answer_in_output, block_facts, shares_text
 from rlm_kernel.repl.state import RunOptions
-from rlm_kernel.rlm.gate import answer_in_output, block_facts, shares_text
 from rlm_kernel.rlm.loop import run_rlm
 from tests.llm_server import LLMTestServer
 from tests.rlm.script import Script, repl

@@ -9,7 +9,7 @@ import pytest
 from rlm_kernel.llm.budget import Budget
 from rlm_kernel.llm.events import CallEvent, EventBus
 from rlm_kernel.widgets.budget import BudgetDisplay, BudgetMonitor, gauge_style, normalise_snapshot
-from rlm_kernel.widgets.throttle import ManualScheduler
+from tests.widgets.manual_scheduler import ManualScheduler
 
 
 @pytest.mark.parametrize(
@@ -103,21 +103,29 @@ def test_mimebundle_text_and_widget() -> None:
 
 
 def test_a_budget_displays_itself_through_ipython(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`display(budget)`: IPython's formatter finds `Budget._repr_mimebundle_` (the same bundle as above)."""
+    """`display(budget)`: the widgets package registers the budget display with IPython's formatter
+    (`register_displays`); the LLM layer itself knows nothing of widgets (the same bundle as above)."""
+    from types import SimpleNamespace
+
     from IPython.core.formatters import DisplayFormatter
+
+    from rlm_kernel.widgets.budget import register_displays
 
     b = Budget(max_calls=10, label="run")
     spend(b, 2, 7, 3, 0.0)
     line = "budget: 2 of 10 calls · 14 in tokens · 6 out tokens · $0.0000 · 0 cache hits · depth 0"
     monkeypatch.setenv("RLM_DISPLAY", "text")
-    data, _meta = DisplayFormatter().format(b)
+    assert DisplayFormatter().format(b)[0] == {"text/plain": repr(b)}  # not registered: the plain repr
+    shell = SimpleNamespace(display_formatter=DisplayFormatter())
+    register_displays(shell)
+    data, _meta = shell.display_formatter.format(b)
     assert data == {"text/plain": line}
     monkeypatch.setenv("RLM_DISPLAY", "widgets")
-    data, _meta = DisplayFormatter().format(b)
+    data, _meta = shell.display_formatter.format(b)
     assert data["text/plain"] == line
     assert "model_id" in data["application/vnd.jupyter.widget-view+json"]
     monkeypatch.setenv("RLM_DISPLAY", "sparkly")  # an invalid setting still shows the text line
-    assert DisplayFormatter().format(b)[0] == {"text/plain": line}
+    assert shell.display_formatter.format(b)[0] == {"text/plain": line}
 
 
 def test_batch_end_flushes_at_once() -> None:

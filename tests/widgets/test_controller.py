@@ -10,8 +10,8 @@ from rlm_kernel.llm.events import CallEvent
 from rlm_kernel.widgets.controller import FanoutController
 from rlm_kernel.widgets.fanout import FanoutView
 from rlm_kernel.widgets.state import FanoutTracker
-from rlm_kernel.widgets.throttle import ManualScheduler
 from tests.widgets.events import batch_events, call_events
+from tests.widgets.manual_scheduler import ManualScheduler
 
 
 class RecordingSink:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from rlm_kernel.widgets.throttle import Coalescer, FlushScheduler, ManualScheduler
+from rlm_kernel.widgets.throttle import Coalescer, FlushScheduler
+from tests.widgets.manual_scheduler import ManualScheduler
 
 
 def test_manual_schedule_coalesces_10k_marks_over_2s_into_at_most_21_flushes() -> None:

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from rlm_kernel.llm.errors import ProviderError
 
 __all__ = [
     "ChatRequest",
     "ChatResponse",
-    "WireFormat",
     "error_text",
     "join_text",
     "load_json",
@@ -52,18 +51,6 @@ class ChatResponse:
     finish_reason: str | None
     request_id: str | None
     cost_usd: float | None = None
-
-
-class WireFormat(Protocol):
-    """What a provider module offers (module-level functions)."""
-
-    name: str
-
-    def build(
-        self, req: ChatRequest, base_url: str, api_key: str | None
-    ) -> tuple[str, dict[str, str], dict]: ...
-
-    def parse(self, body: bytes, headers: dict[str, str], model: str) -> ChatResponse: ...
 
 
 def load_json(body: bytes, provider: str, model: str) -> dict[str, Any]:

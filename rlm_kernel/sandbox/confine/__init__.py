@@ -24,6 +24,7 @@ __all__ = [
     "ConfinementRequired",
     "Layer",
     "Status",
+    "KernelPaths",
     "confine_process",
     "confine_sockets",
     "policy_disabled",
@@ -154,34 +155,6 @@ def _config_files() -> list[str]:
     return [f for f in files if os.path.isfile(f)] + [os.path.join(d, "startup") for d in dirs[:1]]
 
 
-def _context_roots() -> list[str]:
-    try:
-        from rlm_kernel.repl.context import allowed_roots
-
-        return [str(p) for p in allowed_roots()]
-    except Exception:  # noqa: BLE001 - no roots known: none allowed
-        return [os.getcwd()]
-
-
-def _llm_paths(cache: bool) -> tuple[list[str], list[str]]:
-    """(read, write) paths the in-kernel LLM layer uses: its config file and (`cache`: when the kernel makes
-    its own model calls, without a broker) its response cache directory."""
-    read: list[str] = []
-    write: list[str] = []
-    try:
-        from rlm_kernel.llm.config import config_path, load_config
-
-        read.append(str(config_path()))
-        config = load_config()
-        if cache and getattr(config, "cache", "off") != "off":
-            cache_dir = Path(config.cache_dir).expanduser().resolve()
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            write.append(str(cache_dir))
-    except Exception:  # noqa: BLE001 - a broken LLM config is reported when it is used, not here
-        pass
-    return read, write
-
-
 def _backstop_marker(connection_file: str | None) -> list[str]:
     """The file the CPU backstop writes beside the connection file: created now so a rule can name it."""
     if not connection_file:
@@ -231,7 +204,9 @@ def _remove_stale_markers(folder: Path) -> None:
         pass
 
 
-def _apply_landlock(connection_file: str | None, network: bool, programs: bool, st: Status) -> Layer:
+def _apply_landlock(
+    connection_file: str | None, network: bool, programs: bool, st: Status, paths: KernelPaths
+) -> Layer:
     rules = landlock.Rules()
     execute = landlock.EXECUTE if programs else 0
     python = _python_roots()
@@ -241,15 +216,14 @@ def _apply_landlock(connection_file: str | None, network: bool, programs: bool, 
     rules.allow(DEVICES_RW, landlock.READ_FILE | landlock.WRITE_FILE | landlock.TRUNCATE)
     pid_dir = f"/proc/{os.getpid()}"
     rules.allow([pid_dir], landlock.FS_READ)
-    roots = _context_roots()
+    roots = list(paths.context_roots)
     rules.allow(roots, landlock.FS_READ | landlock.FS_WRITE_FILES)  # result.save/to_jsonl write into roots
     write: list[str] = []
     if connection_file:
         rules.allow([connection_file], landlock.READ_FILE)
     write += _backstop_marker(connection_file)
-    llm_read, llm_write = _llm_paths(cache=network)
-    rules.allow(llm_read, landlock.READ_FILE)  # the settings file: read by the kernel for %rlm show/set
-    write += llm_write
+    rules.allow(list(paths.llm_read), landlock.READ_FILE)  # the settings file: read for %rlm show/set
+    write += paths.llm_write
     tmp = _private_tmp()
     if tmp:
         write.append(tmp)
@@ -278,11 +252,27 @@ def _apply_landlock(connection_file: str | None, network: bool, programs: bool, 
     return Layer("Landlock", True, "; ".join(parts))
 
 
-def confine_process(connection_file: str | None, *, network: bool, programs: bool = False) -> Status:
+@dataclass(frozen=True)
+class KernelPaths:
+    """The kernel's own paths Landlock must leave open, computed by the launcher (it knows the layers above).
+
+    context_roots: read, and written by result.save/to_jsonl; llm_read: the LLM settings file; llm_write: the
+    response cache directory (when the kernel makes its own model calls).
+    """
+
+    context_roots: tuple[str, ...] = ()
+    llm_read: tuple[str, ...] = ()
+    llm_write: tuple[str, ...] = ()
+
+
+def confine_process(
+    connection_file: str | None, *, network: bool, programs: bool = False, paths: KernelPaths | None = None
+) -> Status:
     """Apply Landlock and the seccomp process filter to this (still single-threaded) process.
 
     network: the kernel still makes its own model calls (TCP connect allowed, network sockets allowed).
     programs: the kernel may start programs (only for the in-kernel local-model server).
+    paths: the context roots and LLM files to leave open (none given: only the working directory is a root).
     Raises ConfinementRequired if RLM_REQUIRE_CONFINEMENT=1 and a layer could not be applied.
     """
     global _status
@@ -305,7 +295,9 @@ def confine_process(connection_file: str | None, *, network: bool, programs: boo
             except seccomp.SeccompUnavailable as exc:
                 sc_module_error = exc
             try:
-                st.layers.append(_apply_landlock(connection_file, network, programs, st))
+                if paths is None:
+                    paths = KernelPaths(context_roots=(os.getcwd(),))
+                st.layers.append(_apply_landlock(connection_file, network, programs, st, paths))
             except landlock.LandlockUnavailable as exc:
                 st.layers.append(Layer("Landlock", False, f"unavailable: {exc.strerror or exc}"))
             if sc_module_error is not None:
