@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from rlm_kernel.rlm import answer_types
+import rlm_kernel.rlm.answer_types as answer_types
 from rlm_kernel.rlm.extract import extract
 from rlm_kernel.rlm.steps import RunSteps
 from rlm_kernel.rlm.trajectory import Turn, Usage
@@ -32,7 +32,7 @@ def request(message: str) -> str:
 
 
 def _messages(run: object, ask: str) -> list[dict]:
-    from rlm_kernel.rlm.loop import truncate
+    from rlm_kernel.rlm.textcut import truncate
 
     messages = [dict(m) for m in run.messages()]
     last = run.turns[-1] if run.turns else None

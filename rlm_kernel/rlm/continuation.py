@@ -59,9 +59,9 @@ def session_of(result: object) -> Session | None:
 
 def check(value: object) -> object:
     """`value` if it is a run result that can be continued, else ValueError saying what to pass."""
-    from rlm_kernel.rlm.trajectory import RLMResult
-
-    if type(value) is not RLMResult:
+    # only results of runs are registered (by identity), so the registry alone decides; the type is named for
+    # the message (trajectory imports this module for `RLMResult.history`)
+    if session_of(value) is None and type(value).__name__ != "RLMResult":
         raise ValueError(
             "continue_from must be the RLMResult of an earlier run (e.g. rlm_result), "
             f"got {type(value).__name__ if type(type(value)) is type else 'object'}"
@@ -97,7 +97,7 @@ def prior_messages(previous: object) -> list[dict]:
 def transcript(prior: list[dict], first: str, run: object) -> tuple[dict, ...]:
     """The conversation after a run: the earlier one, this run's question, its turns (and the reply that
     ended it), as role/content dicts in order (consecutive user messages joined)."""
-    from rlm_kernel.rlm.loop import truncate
+    from rlm_kernel.rlm.textcut import truncate
 
     messages = [*prior, {"role": "user", "content": first}, *run.history]
     fed = len(run.history) // 2

@@ -29,6 +29,7 @@ from rlm_kernel.rlm.display import LiveDisplay, RunBudgetDisplay
 from rlm_kernel.rlm.extract import extract
 from rlm_kernel.rlm.prompt import context_message, window_tokens
 from rlm_kernel.rlm.steps import RootRequest, RunSteps, drive
+from rlm_kernel.rlm.textcut import truncate
 from rlm_kernel.rlm.trajectory import RLMResult, Turn, Usage
 
 __all__ = ["ROOT_LOOP", "active_runs", "run_from_namespace", "run_rlm", "run_rlm_steps", "truncate"]
@@ -42,15 +43,6 @@ _active = 0
 def active_runs() -> int:
     """How many root-loop runs are in progress in this process (nested sub-RLMs included)."""
     return _active
-
-
-def truncate(text: str, limit: int) -> str:
-    """Keep the head and the tail of `text` within about `limit` chars, saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    head = int(limit * 0.7)
-    tail = limit - head
-    return f"{text[:head]}\n… [{len(text) - limit:,} chars cut] …\n{text[-tail:]}"
 
 
 def answer_text(value: object) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shlex
 
+import rlm_kernel.rlm.provenance as provenance
+import rlm_kernel.rlm.viewer as viewer
 from rlm_kernel.repl.errors import ReplError
-from rlm_kernel.rlm import provenance, viewer
 
 __all__ = ["register", "rlm_view"]
 
