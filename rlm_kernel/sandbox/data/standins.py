@@ -91,7 +91,7 @@ def class_for_cell(kind: type) -> Any:
 
 def check_base(base: Any) -> None:
     """Refuse a class statement whose base is a numpy/pandas/matplotlib class or a stand-in."""
-    from rlm_kernel.sandbox.data.attrs import is_data_class
+    from rlm_kernel.sandbox.data.attrs import is_data_class  # loaded at kernel start (sandbox.policy)
 
     if isinstance(base, _StandInMeta) or (isinstance(base, type) and is_data_class(base)):
         raise refusal(
