@@ -368,16 +368,20 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         )
         return answer
 
-    def rlm_query_batched(prompts: list[str], model: str | None = None) -> list[str]:
+    def rlm_query_batched(
+        prompts: list[str], model: str | None = None, best_effort: bool | None = None
+    ) -> list[str]:
         """Run one sub-RLM per prompt; returns their answers in input order.
 
-        rlm_query_batched(prompts, model=None) -> list[str]
+        rlm_query_batched(prompts, model=None, best_effort=None) -> list[str]
         Sub-RLMs run one after another (each one's own llm_query_batched calls fan out concurrently). At the
         maximum depth this is llm_query_batched. Failures surface like llm_query_batched: QueryBatchError with
         `.results` (None where failed) and `.errors` {index: reason}, after every prompt has been tried.
         """
         items = _check_prompts(prompts, "rlm_query_batched")
         model = _check_options("rlm_query_batched", model)[0]
+        if best_effort is not None and best_effort is not True and best_effort is not False:
+            raise QueryError("rlm_query_batched: best_effort must be True, False or None") from None
         if at_max_depth():
             return llm_query_batched(items, model=model)
         results: list[str | None] = []
@@ -393,7 +397,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                 batch.start(i)
                 try:
                     with batch.inside():
-                        answer = rlm_query(prompt, model=model)
+                        answer = rlm_query(prompt, model=model, best_effort=best_effort)
                 except ReplError as err:
                     batch.fail(i, str(err))
                     results.append(None)

@@ -426,7 +426,6 @@ def run_rlm(
         budget, ns, state = earlier.budget, earlier.ns, earlier.state
         if not earlier.shared:
             loaded = earlier.loaded
-        if not earlier.shared:
             preload.track(ns, state)
     else:
         try:
