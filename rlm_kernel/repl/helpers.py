@@ -402,10 +402,12 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             raise QueryError(f"rlm_query failed: {err}") from None
         return settle_child(prompt, model, result, time.monotonic() - started)
 
-    def rlm_query_batched(prompts: list[str], model: str | None = None) -> list[str]:
+    def rlm_query_batched(
+        prompts: list[str], model: str | None = None, best_effort: bool | None = None
+    ) -> list[str]:
         """Run one sub-RLM per prompt, several at once; returns their answers in input order.
 
-        rlm_query_batched(prompts, model=None) -> list[str]
+        rlm_query_batched(prompts, model=None, best_effort=None) -> list[str]
         Up to `subrun_concurrency` sub-RLMs (setting, default 4) run at once: their model calls overlap,
         their code blocks run one at a time. At the maximum depth this is llm_query_batched. Failures
         surface like llm_query_batched: QueryBatchError with `.results` (None where failed) and `.errors`
@@ -413,6 +415,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         """
         items = _check_prompts(prompts, "rlm_query_batched")
         model = _check_options("rlm_query_batched", model)[0]
+        if best_effort is not None and best_effort is not True and best_effort is not False:
+            raise QueryError("rlm_query_batched: best_effort must be True, False or None") from None
         if at_max_depth():
             return llm_query_batched(items, model=model)
         if not items:
@@ -429,7 +433,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             def make(i: int):  # noqa: ANN202 - RunSteps
                 def steps():  # noqa: ANN202 - the sub-RLM inside this fan-out's item
                     with batch.inside():
-                        return (yield from child_steps(items[i], model))
+                        return (yield from child_steps(items[i], model, best_effort))
 
                 return steps
 

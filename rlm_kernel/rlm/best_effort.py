@@ -67,8 +67,9 @@ def attempt(run: object, reason: str, message: str) -> RunSteps:
     if reason not in ENDINGS or not run.options.best_effort:
         return None, None, message
     started = time.monotonic()
+    run.best_effort_request = request(message)  # what the conversation (`history`) records before the reply
     try:
-        completion = yield from run.ask_root(_messages(run, request(message)))
+        completion = yield from run.ask_root(_messages(run, run.best_effort_request))
     except llm.BudgetExceeded as err:
         return (
             None,

@@ -101,7 +101,10 @@ def transcript(prior: list[dict], first: str, run: object) -> tuple[dict, ...]:
 
     messages = [*prior, {"role": "user", "content": first}, *run.history]
     fed = len(run.history) // 2
+    ask = getattr(run, "best_effort_request", None)
     for turn in run.turns[fed:]:
+        if ask and turn is run.turns[-1] and turn.code is None and turn.note.startswith("best-effort"):
+            messages.append({"role": "user", "content": ask})
         messages.append({"role": "assistant", "content": truncate(turn.reply, 8000)})
         if turn.final is None:
             messages.append(

@@ -442,7 +442,6 @@ def run_rlm_steps(
         budget, ns, state = earlier.budget, earlier.ns, earlier.state
         if not earlier.shared:
             loaded = earlier.loaded
-        if not earlier.shared:
             preload.track(ns, state)
     else:
         try:

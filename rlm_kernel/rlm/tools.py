@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import keyword
+import sys
 import types
 
 __all__ = ["RESERVED", "ToolError", "check_tools", "describe", "install", "refuse_clobbering", "signature"]
@@ -135,7 +136,9 @@ def signature(name: str, fn: types.FunctionType) -> str:
     code = get["__code__"].__get__(fn)
     defaults = get["__defaults__"].__get__(fn) or ()
     kwdefaults = get["__kwdefaults__"].__get__(fn) or {}
-    annotations = get["__annotations__"].__get__(fn)
+    # before 3.14 annotations are evaluated when the def runs; from 3.14 reading them runs the cell's
+    # annotation code (PEP 649), so they are left out there rather than evaluated here
+    annotations = get["__annotations__"].__get__(fn) if sys.version_info < (3, 14) else {}
     annotations = annotations if type(annotations) is dict else {}
     names = code.co_varnames
     npos, nkw = code.co_argcount, code.co_kwonlyargcount

@@ -57,6 +57,9 @@ def test_turn_limit_gives_a_best_effort_answer(served, kernel: KernelHarness) ->
     assert "best-effort" in got[4]
     assert BEST_EFFORT_ASK in s.root_prompts[-1] and "k2 = k * 2" in s.root_prompts[-1]
     assert "best-effort answer" in probe(kernel, "r.message")
+    history = probe(kernel, "r.history[-2:]")
+    assert [m["role"] for m in history] == ["user", "assistant"] and BEST_EFFORT_ASK in history[0]["content"]
+    assert history[1]["content"] == "FINAL(about 6, from k2)"
     header = probe(kernel, "r.records()[0]")
     assert header["answer_kind"] == "best_effort" and header["answer"] == "about 6, from k2"
 
@@ -196,7 +199,11 @@ def test_replaced_and_extended_prompts_reach_the_server(served, kernel: KernelHa
     ok(kernel, f"mine = {custom!r}")
     ok(kernel, "%%rlm --system mine\nq")
     ok(kernel, "r = rlm_run('q', context='abc', system_prompt_extra='EXTRA RULE: be brief.')")
-    first, second, third = systems(served)
+    ok(kernel, "rule = 'MAGIC RULE: cite lines.'")
+    script(served, Script(root=[repl("n = len(context)\nFINAL(n)")]))
+    ok(kernel, "%%rlm --system-extra rule\nq")
+    first, second, third, fourth = systems(served)
+    assert "Strategies" in fourth and fourth.rstrip().endswith("MAGIC RULE: cite lines.")
     assert first.startswith(custom) and "Strategies" not in first and first == second
     assert "Strategies" in third and third.rstrip().endswith("EXTRA RULE: be brief.")
     ok(kernel, "n = 3")
