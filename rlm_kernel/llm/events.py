@@ -99,6 +99,7 @@ bus = EventBus()
 CANCELLED = "cancelled"
 """The `error` of a `failed` event for a call or item cut short by an interrupt (`cancel_all`)."""
 
+
 def current_batch() -> str | None:
     """The fan-out whose item is running in this context (set by `inside_batch`), or None.
 
