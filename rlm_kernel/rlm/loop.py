@@ -115,12 +115,16 @@ class _Run:
                 self.model = resolve_model(model, role="synthesis", prompt_tokens=0, config=client.config)[1]
         return RootRequest(self.messages(), model, system, self.state.budget)
 
-    def ask_root(self) -> RunSteps:
+    def ask_root_steps(self) -> RunSteps:
         """Yield the next root request; returns its completion (noting the model that answered)."""
         request = self.root_request()
         completion = yield request
         self.model = getattr(completion, "model", None) or self.model or request.model
         return completion
+
+    def ask_root(self) -> object:
+        """The next root call, made here and waited for (not overlapped with other runs' calls)."""
+        return drive(self.ask_root_steps())
 
     # -- sandbox side
     def execute_blocks(self, blocks: tuple[str, ...], turn: Turn, notes: list[str]) -> None:
@@ -292,7 +296,7 @@ class _Run:
             try:
                 try:
                     yield from maybe_compact(self, index)
-                    completion = yield from self.ask_root()
+                    completion = yield from self.ask_root_steps()
                 except llm.BudgetExceeded as err:
                     return None, "budget", f"the budget was exhausted before turn {index}: {err}"
                 except RLMError as err:
