@@ -62,6 +62,21 @@ def _usage(completions: list) -> Usage:
     return Usage.of(completions)
 
 
+def _default_model(kind: str) -> str | None:
+    """The model a call of helper `kind` goes to when none is named (the child tier, or the root's)."""
+    try:
+        from rlm_kernel import llm
+        from rlm_kernel.llm.tiers import resolve_model
+
+        config = llm.get_client().config
+        if kind.startswith("rlm_query"):
+            root = getattr(config, "root_model", None)
+            return root or resolve_model(None, role="synthesis", prompt_tokens=0, config=config)[1]
+        return resolve_model(None, role="map", prompt_tokens=0, config=config)[1]
+    except Exception:  # noqa: BLE001 - a name for the record only; no provider configured, say so
+        return None
+
+
 def _preview(value: object) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= _PREVIEW else text[:_PREVIEW] + "…"
@@ -161,6 +176,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
     def record(call: ChildCall) -> None:
         if not call.ok and call.failed == 0:
             call.failed = call.items
+        if call.model is None:  # the trajectory names a model even for a call that never answered
+            call.model = _default_model(call.kind)
         if state.run is not None:
             state.run.calls.append(call)
             if call.failed < call.items:

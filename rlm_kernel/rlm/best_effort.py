@@ -69,7 +69,7 @@ def attempt(run: object, reason: str, message: str) -> RunSteps:
     started = time.monotonic()
     run.best_effort_request = request(message)  # what the conversation (`history`) records before the reply
     try:
-        completion = yield from run.ask_root(_messages(run, run.best_effort_request))
+        completion = yield from run.ask_root_steps(_messages(run, run.best_effort_request))
     except llm.BudgetExceeded as err:
         return (
             None,

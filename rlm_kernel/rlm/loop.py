@@ -127,12 +127,16 @@ class _Run:
             messages if messages is not None else self.messages(), model, system, self.state.budget
         )
 
-    def ask_root(self, messages: list[dict] | None = None) -> RunSteps:
+    def ask_root_steps(self, messages: list[dict] | None = None) -> RunSteps:
         """Yield the next root request; returns its completion (noting the model that answered)."""
         request = self.root_request(messages)
         completion = yield request
         self.model = getattr(completion, "model", None) or self.model or request.model
         return completion
+
+    def ask_root(self, messages: list[dict] | None = None) -> object:
+        """The next root call, made here and waited for (not overlapped with other runs' calls)."""
+        return drive(self.ask_root_steps(messages))
 
     # -- sandbox side
     def execute_blocks(self, blocks: tuple[str, ...], turn: Turn, notes: list[str]) -> None:
@@ -309,7 +313,7 @@ class _Run:
             try:
                 try:
                     yield from maybe_compact(self, index)
-                    completion = yield from self.ask_root()
+                    completion = yield from self.ask_root_steps()
                 except llm.BudgetExceeded as err:
                     return None, "budget", f"the budget was exhausted before turn {index}: {err}"
                 except RLMError as err:

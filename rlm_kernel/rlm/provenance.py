@@ -69,7 +69,7 @@ class Ledger:
             if cell is None:
                 if len(self._cells) >= _MAX_CELLS:
                     self._cells.pop(next(iter(self._cells)))
-                cell = self._cells[event.owner] = CellCalls()
+                cell = self._cells[event.owner] = CellCalls(execution_count=_running_count())
             if event.kind == "cached":
                 cell.cache_hits += 1
             else:
@@ -109,6 +109,17 @@ class Ledger:
                 for c in self._cells.values()
                 if c.calls or c.cache_hits
             ]
+
+
+def _running_count() -> int | None:
+    """The running cell's number (IPython counts a cell before it runs it), None outside a kernel."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return None
+    shell = get_ipython()
+    count = getattr(shell, "execution_count", None)
+    return count - 1 if isinstance(count, int) else None
 
 
 ledger = Ledger()

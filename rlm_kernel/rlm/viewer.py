@@ -113,7 +113,8 @@ def _run_html(tree: dict, child: bool = False) -> str:
     kind = "Sub-RLM" if child else "RLM run"
     summary = _e(
         f"{kind} (depth {head.get('depth', 1)}, {head.get('model') or '?'}) — "
-        f"{head.get('termination')}: {len(turns)} turn(s) · {_usage(head)}"
+        f"{head.get('termination')}: {sum(t.get('kind', 'turn') == 'turn' for t in turns)} turn(s) · "
+        f"{_usage(head)}"
     )
     shown = _cut("(no answer)" if answer is None else str(answer), 20000)
     body = [

@@ -58,11 +58,14 @@ def test_results_and_displays_carry_rlm_metadata_and_the_summary_lists_cells(ser
     ]
     assert stamped and max(s["calls"] for s in stamped) == 2  # the root call and the sub-call
 
+    quiet = kernel.execute("x = llm_query('printed only')\nprint(len(x))", timeout=60)
+    assert quiet.ok, quiet
     table = kernel.execute("%rlm provenance", timeout=30)
     assert table.ok, table
     text = table.result or "".join(d.get("text/plain", "") for d in table.display)
     assert "Model calls by cell" in text, text
     assert f"[{first.execution_count}]" in text and f"[{run.execution_count}]" in text
+    assert f"[{quiet.execution_count}]" in text  # a cell with no output is numbered too
     assert "test-model ×2" in text
 
 

@@ -266,3 +266,18 @@ def test_no_compaction_below_the_threshold(client_on_server: LLMTestServer) -> N
     result = run(client_on_server, Script(root=[repl("a = context[:5]\nprint(a)"), "FINAL_VAR(a)"]))
     assert result.termination == "final" and all(t.kind == "turn" for t in result.trajectory)
     assert not any("You compress the working notes" in r.prompt for r in client_on_server.requests)
+
+
+def test_a_failed_child_call_still_names_its_model(client_on_server: LLMTestServer) -> None:
+    from tests.llm_server import Fault
+
+    script = Script(
+        root=[
+            repl("try:\n    llm_query('x ' + context[:40])\nexcept QueryError as e:\n    print('failed')"),
+            repl("n = len(context)\nFINAL(n)"),
+        ],
+        child=lambda rec: Fault.http(500),
+    )
+    result = run(client_on_server, script)
+    (call,) = result.trajectory[0].calls
+    assert not call.ok and call.model == "test-model" and result.model == "test-model"
