@@ -13,6 +13,7 @@ import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from rlm_kernel.sandbox.data.standins import check_base, class_for_cell
 from rlm_kernel.sandbox.errors import LimitExceeded, SandboxTypeError, refusal
 from rlm_kernel.sandbox.policy import REFUSED_NAMES
 
@@ -57,8 +58,6 @@ class _SafeTypeMeta(type):
         if issubclass(kind, type):
             return cls
         if "numpy" in sys.modules:  # numpy's array classes are served as stand-ins (data/standins.py)
-            from rlm_kernel.sandbox.data.standins import class_for_cell
-
             return class_for_cell(kind)
         return kind
 
@@ -269,8 +268,6 @@ def safe_build_class(func: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
     runs their `__init__` — while the class is being created, so an instance could escape a later refusal."""
     resolved = types.resolve_bases(bases)
     if resolved and any(lib in sys.modules for lib in ("numpy", "pandas", "matplotlib")):
-        from rlm_kernel.sandbox.data.standins import check_base
-
         for base in resolved:
             check_base(base)
     for base in resolved:

@@ -194,6 +194,8 @@ _RAW: list[Payload] = [
     _P("mpl_files", "rc_context_figure_hooks", "plt.rc_context({'figure.hooks': ['os:system']})", REFUSED),
     _P("mpl_files", "rc_font_family", "plt.rcParams['font.family'] = 'Liberation Sans'", REFUSED),
     _P("mpl_files", "usetex_via_set", _FIG + "t = ax.set_title('x')\nt.set(usetex=True)\nplt.show()", REFUSED),
+    _P("mpl_files", "font_file_path", _FIG + "ax.set_title('x', fontproperties={'fname': '{secret_file}'})\nplt.show()", REFUSED),
+    _P("pd_files", "timezone_path_traversal", "pd.Timestamp('2020-01-01', tz='../../../../{secret_file}')", BLOCKED),
     _P("mpl_files", "get_fig_manager", "plt.get_current_fig_manager()", REFUSED),
     # -- limits ----------------------------------------------------------------------------------------------
     _P("data_limits", "zeros_huge", "np.zeros(10**12)", LIMIT),
@@ -244,6 +246,7 @@ _RAW: list[Payload] = [
     _P("control", "mpl_mathtext_fonts", _FIG + "ax.set_title('$x^2$', fontweight='bold')\nbuf = io.BytesIO()\nfig.savefig(buf, format='svg')\nprint(len(buf.getvalue()) > 1000)", OK, "True"),
     _P("control", "pd_info", _DF + "df.info()", OK, "RangeIndex: 3 entries"),
     _P("control", "mpl_looks_rc", "plt.rcParams['axes.grid'] = True\nplt.rcParams['lines.linewidth'] = 2\nwith plt.rc_context({'font.size': 8}):\n    plt.plot([1, 2])\n    plt.show()\nprint(plt.rcParams['axes.grid'])\nplt.rcdefaults()", OK, "True"),
+    _P("control", "pd_time_zones", "print(pd.date_range('2024-01-01', periods=2, freq='D', tz='Europe/Paris').tz_convert('UTC')[0])", OK, "2023-12-31 23:00:00+00:00"),
     _P("control", "mpl_plain_formatter", _FIG + "ax.xaxis.set_major_formatter('{x:.1f}')\nprint(ax.xaxis.get_major_formatter()(2.0))", OK, "2.0"),
 ]
 # fmt: on
