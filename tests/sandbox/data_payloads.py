@@ -160,6 +160,7 @@ _RAW: list[Payload] = [
     _P("pd_internals", "to_xml_xslt", _DF + "df.to_xml(stylesheet='{secret_file}')", REFUSED),
     _P("pd_internals", "info_to_path", _DF + "df.info(buf='/tmp/rlm_info.txt')", REFUSED),
     _P("pd_eval", "nested_spec", _DF + "df.agg({'a': [[[[[[['eval']]]]]]]})", REFUSED),
+    _P("pd_internals", "plot_accessor_type", "import functools\np = functools.partial(print, 'kept')\ntype(pd.Series([1]).plot)(p).args", REFUSED),
     _P("pd_internals", "show_versions", "pd.show_versions()", REFUSED),
     # -- matplotlib: files, programs, backends ---------------------------------------------------------------
     _P("mpl_files", "savefig_path", _FIG + "plt.savefig('/tmp/rlm_fig.png')", REFUSED),
