@@ -207,6 +207,7 @@ _RAW: list[Payload] = [
     _P("data_limits", "apply_forever", "s = pd.Series(range(3))\ndef f(x):\n    while True:\n        pass\ns.apply(f)", LIMIT),
     _P("data_limits", "list_times_numpy_int", "[0] * np.int64(10**10)", LIMIT),
     _P("data_limits", "info_output_capped", "wide = pd.DataFrame({f'column_{i}': [1] for i in range(4000)})\nwide.info(verbose=True, show_counts=True)", TRUNCATED),
+    _P("data_limits", "too_many_figures", "for i in range(60):\n    plt.figure()", OK, "10 more figures were not drawn"),
     # -- controls: what works --------------------------------------------------------------------------------
     _P("control", "np_create_arith", "a = np.arange(6).reshape(2, 3)\nprint((a * 2 + 1).tolist())", OK, "[[1, 3, 5], [7, 9, 11]]"),
     _P("control", "np_reductions", "a = np.array([3, 1, 2])\nprint(a.sum(), a.mean(), a.max(), np.median(a))", OK, "6 2.0 3 2.0"),
