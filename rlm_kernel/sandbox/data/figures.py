@@ -61,7 +61,8 @@ def show(session: SandboxSession) -> None:
             if session.cancelled is not None
             else f"at most {MAX_FIGURES} are shown"
         )
-        session.write_output(f"[{len(numbers) - shown} more figures were not drawn: {why}]\n")
+        # the kernel's own note (one short line), not the cell's output: written past the output cap
+        session.stdout().write(f"[{len(numbers) - shown} more figures were not drawn: {why}]\n")
 
 
 def flush_figures(session: SandboxSession) -> None:
