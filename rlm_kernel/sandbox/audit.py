@@ -170,7 +170,25 @@ def _matplotlib_data_dir() -> str:
     return os.path.join(os.path.realpath(list(spec.submodule_search_locations)[0]), "mpl-data") + os.sep
 
 
-_MPL_DATA = _matplotlib_data_dir()
+def _timezone_dirs() -> tuple[str, ...]:
+    """The time-zone database: the system's (zoneinfo.TZPATH) and the `tzdata` package's."""
+    import importlib.util
+    import zoneinfo
+
+    dirs = [os.path.realpath(p) + os.sep for p in zoneinfo.TZPATH if os.path.isabs(p)]
+    try:
+        spec = importlib.util.find_spec("tzdata")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        dirs.append(
+            os.path.join(os.path.realpath(list(spec.submodule_search_locations)[0]), "zoneinfo") + os.sep
+        )
+    return tuple(dirs)
+
+
+# Read-only data files libraries open for a cell while they work (fonts for drawing text, time zones).
+_LIBRARY_DATA = tuple(d for d in (_matplotlib_data_dir(), *_timezone_dirs()) if d)
 
 
 # -- the hook -------------------------------------------------------------------------------------------
@@ -356,8 +374,8 @@ def _open(event: str, args: tuple[Any, ...], frame: Any) -> Refusal:
         real = os.path.realpath(os.fsdecode(path))
         if real.endswith(".py") and real.startswith(_LIBRARY_SOURCES):
             return None  # tracebacks and warnings quote library source lines
-        if _MPL_DATA and real.startswith(_MPL_DATA):
-            return None  # matplotlib reading its own fonts while it draws text (read-only, library data)
+        if real.startswith(_LIBRARY_DATA):
+            return None  # matplotlib's fonts, the time-zone database: read-only library data
     return FileAccessRefused, "restricted code cannot open files; read them with load_context()"
 
 

@@ -13,7 +13,7 @@ import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from rlm_kernel.sandbox.data import standins  # light (no numpy): used from cells, where imports are refused
+from rlm_kernel.sandbox.data.standins import check_base, class_for_cell
 from rlm_kernel.sandbox.errors import LimitExceeded, SandboxTypeError, refusal
 from rlm_kernel.sandbox.policy import REFUSED_NAMES
 
@@ -58,7 +58,7 @@ class _SafeTypeMeta(type):
         if issubclass(kind, type):
             return cls
         if "numpy" in sys.modules:  # numpy's array classes are served as stand-ins (data/standins.py)
-            return standins.class_for_cell(kind)
+            return class_for_cell(kind)
         return kind
 
     def __repr__(cls) -> str:
@@ -269,7 +269,7 @@ def safe_build_class(func: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
     resolved = types.resolve_bases(bases)
     if resolved and any(lib in sys.modules for lib in ("numpy", "pandas", "matplotlib")):
         for base in resolved:
-            standins.check_base(base)
+            check_base(base)
     for base in resolved:
         if isinstance(base, type) and issubclass(base, BaseExceptionGroup):
             raise refusal(

@@ -72,7 +72,7 @@ class Facade:
         except KeyError:
             raise AttributeError(
                 f"module {self._rlm_name!r} in the rlm sandbox has no attribute {attr!r}; "
-                f"available: {', '.join(self.__dir__())}"
+                f"available: {_listing(self.__dir__(), self._rlm_name)}"
             ) from None
         if type(value) is Refused:
             raise refusal(f"{self._rlm_name}.{attr} {value.reason}")
@@ -91,6 +91,13 @@ class Facade:
 
     def __reduce__(self) -> Any:
         raise TypeError("facades cannot be pickled or copied")
+
+
+def _listing(names: list[str], module: str) -> str:
+    """The names a facade offers, for an error message (long lists point at dir() instead)."""
+    if len(names) <= 60:
+        return ", ".join(names)
+    return f"{', '.join(names[:20])}, ... ({len(names)} names; dir() of the module lists them)"
 
 
 class Refused:

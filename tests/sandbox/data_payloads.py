@@ -160,6 +160,7 @@ _RAW: list[Payload] = [
     _P("pd_internals", "to_xml_xslt", _DF + "df.to_xml(stylesheet='{secret_file}')", REFUSED),
     _P("pd_internals", "info_to_path", _DF + "df.info(buf='/tmp/rlm_info.txt')", REFUSED),
     _P("pd_eval", "nested_spec", _DF + "df.agg({'a': [[[[[[['eval']]]]]]]})", REFUSED),
+    _P("pd_internals", "plot_accessor_type", "import functools\np = functools.partial(print, 'kept')\ntype(pd.Series([1]).plot)(p).args", REFUSED),
     _P("pd_internals", "show_versions", "pd.show_versions()", REFUSED),
     # -- matplotlib: files, programs, backends ---------------------------------------------------------------
     _P("mpl_files", "savefig_path", _FIG + "plt.savefig('/tmp/rlm_fig.png')", REFUSED),
@@ -194,6 +195,8 @@ _RAW: list[Payload] = [
     _P("mpl_files", "rc_context_figure_hooks", "plt.rc_context({'figure.hooks': ['os:system']})", REFUSED),
     _P("mpl_files", "rc_font_family", "plt.rcParams['font.family'] = 'Liberation Sans'", REFUSED),
     _P("mpl_files", "usetex_via_set", _FIG + "t = ax.set_title('x')\nt.set(usetex=True)\nplt.show()", REFUSED),
+    _P("mpl_files", "font_file_path", _FIG + "ax.set_title('x', fontproperties={'fname': '{secret_file}'})\nplt.show()", REFUSED),
+    _P("pd_files", "timezone_path_traversal", "pd.Timestamp('2020-01-01', tz='../../../../{secret_file}')", BLOCKED),
     _P("mpl_files", "get_fig_manager", "plt.get_current_fig_manager()", REFUSED),
     # -- limits ----------------------------------------------------------------------------------------------
     _P("data_limits", "zeros_huge", "np.zeros(10**12)", LIMIT),
@@ -204,6 +207,7 @@ _RAW: list[Payload] = [
     _P("data_limits", "apply_forever", "s = pd.Series(range(3))\ndef f(x):\n    while True:\n        pass\ns.apply(f)", LIMIT),
     _P("data_limits", "list_times_numpy_int", "[0] * np.int64(10**10)", LIMIT),
     _P("data_limits", "info_output_capped", "wide = pd.DataFrame({f'column_{i}': [1] for i in range(4000)})\nwide.info(verbose=True, show_counts=True)", TRUNCATED),
+    _P("data_limits", "too_many_figures", "for i in range(60):\n    plt.figure()", OK, "10 more figures were not drawn"),
     # -- controls: what works --------------------------------------------------------------------------------
     _P("control", "np_create_arith", "a = np.arange(6).reshape(2, 3)\nprint((a * 2 + 1).tolist())", OK, "[[1, 3, 5], [7, 9, 11]]"),
     _P("control", "np_reductions", "a = np.array([3, 1, 2])\nprint(a.sum(), a.mean(), a.max(), np.median(a))", OK, "6 2.0 3 2.0"),
@@ -244,6 +248,7 @@ _RAW: list[Payload] = [
     _P("control", "mpl_mathtext_fonts", _FIG + "ax.set_title('$x^2$', fontweight='bold')\nbuf = io.BytesIO()\nfig.savefig(buf, format='svg')\nprint(len(buf.getvalue()) > 1000)", OK, "True"),
     _P("control", "pd_info", _DF + "df.info()", OK, "RangeIndex: 3 entries"),
     _P("control", "mpl_looks_rc", "plt.rcParams['axes.grid'] = True\nplt.rcParams['lines.linewidth'] = 2\nwith plt.rc_context({'font.size': 8}):\n    plt.plot([1, 2])\n    plt.show()\nprint(plt.rcParams['axes.grid'])\nplt.rcdefaults()", OK, "True"),
+    _P("control", "pd_time_zones", "print(pd.date_range('2024-01-01', periods=2, freq='D', tz='Europe/Paris').tz_convert('UTC')[0])", OK, "2023-12-31 23:00:00+00:00"),
     _P("control", "mpl_plain_formatter", _FIG + "ax.xaxis.set_major_formatter('{x:.1f}')\nprint(ax.xaxis.get_major_formatter()(2.0))", OK, "2.0"),
 ]
 # fmt: on

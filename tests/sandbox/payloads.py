@@ -595,7 +595,7 @@ PAYLOADS: list[Payload] = [
     _P("control", "function_attributes", "def f():\n    f.calls += 1\n    return f.calls\nf.calls = 0\nf()\nprint(f())", OK, match="2"),
     _P("control", "main_guard", "def main():\n    print('main ran')\nif __name__ == '__main__':\n    main()", OK, match="main ran"),
     _P("control", "class_name_idiom", "class A:\n    def __repr__(self):\n        return f'{self.__class__.__name__}({vars(self)})'\n    def __init__(self):\n        self.n = 1\nprint(repr(A()), A().__class__.__name__)", OK, match="A({'n': 1}) A"),
-    _P("control", "import_fallback", "try:\n    import numpy as np\nexcept ImportError:\n    np = None\nprint(np)", OK, match="None"),
+    _P("control", "import_fallback", "try:\n    import scipy\nexcept ImportError:\n    scipy = None\nprint(scipy)", OK, match="None"),
     _P("control", "time_and_copy", "import time, copy\nt = time.perf_counter()\nx = [[1], {'a': 2}]\ny = copy.deepcopy(x)\ny[0].append(3)\nprint(x, y, time.perf_counter() >= t)", OK, match="[[1], {'a': 2}] [[1, 3], {'a': 2}] True"),
     _P("control", "while_loop_done", "n = 0\nwhile n < 100000:\n    n += 1\nprint(n)", OK, match="100000"),
     _P("control", "try_finally_ok", "def f():\n    try:\n        return 1\n    finally:\n        print('cleanup')\nprint(f())",

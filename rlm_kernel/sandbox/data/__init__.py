@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# Imported with the package, never on a cell's first `import pandas`: the audit hook refuses imports of kernel
+# modules while a cell runs.
+from rlm_kernel.sandbox.data.loader import load
+from rlm_kernel.sandbox.data.modules import build
+
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
@@ -23,9 +28,6 @@ def data_facades(session: SandboxSession) -> dict[str, Any]:
     """The facades of DATA_MODULES for `session` (built once per session; the libraries load on first use)."""
     built = getattr(session, "_data_facades", None)
     if built is None:
-        from rlm_kernel.sandbox.data.loader import load
-        from rlm_kernel.sandbox.data.modules import build
-
         load()
         built = build(session)
         session._data_facades = built

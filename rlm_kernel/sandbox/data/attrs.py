@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 NOT_HANDLED: Any = object()
+_TOKEN = object()
 _LIBRARIES = frozenset({"numpy", "pandas", "matplotlib"})
 _BUFFERS = (io.StringIO, io.BytesIO)
 
@@ -269,7 +270,9 @@ class PlotAccessor:
 
     __slots__ = ("_rlm_accessor",)
 
-    def __init__(self, accessor: Any) -> None:
+    def __init__(self, accessor: Any, *, token: object = None) -> None:
+        if token is not _TOKEN:  # `type(df.plot)(obj)` would read obj's attributes past the guard's checks
+            raise refusal("the plot accessor cannot be created from a cell; use df.plot")
         object.__setattr__(self, "_rlm_accessor", accessor)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -292,7 +295,7 @@ class PlotAccessor:
 
 def _plot(name: str, value: Any) -> Any:
     if callable(value) and type(value).__name__ == "PlotAccessor":
-        return PlotAccessor(value)
+        return PlotAccessor(value, token=_TOKEN)
     return _no_backend(name, value) if callable(value) else value
 
 

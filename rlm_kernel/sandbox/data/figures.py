@@ -35,15 +35,34 @@ def _publish(session: SandboxSession, bundle: dict[str, Any]) -> None:
         session.write_output(f"{bundle['text/plain']} (shown as an image in the notebook)\n")
 
 
+MAX_FIGURES = 50  # figures shown by one show() or end-of-cell flush; the rest are closed with a note
+
+
 def show(session: SandboxSession) -> None:
-    """`plt.show()`: display every open figure as PNG, then close them (as the inline backend does)."""
+    """`plt.show()`: display every open figure as PNG, then close them (as the inline backend does).
+
+    Stops early once the cell is out of time (the timers only mark it: no cell frame is on the stack while
+    the kernel flushes) and after MAX_FIGURES figures, saying how many were not drawn."""
     import matplotlib.pyplot as plt
 
+    numbers = plt.get_fignums()
+    shown = 0
     try:
-        for num in plt.get_fignums():
+        for num in numbers:
+            if session.cancelled is not None or shown >= MAX_FIGURES:
+                break
             _publish(session, figure_bundle(plt.figure(num)))
+            shown += 1
     finally:
         plt.close("all")
+    if shown < len(numbers):
+        why = (
+            "the cell ran out of time"
+            if session.cancelled is not None
+            else f"at most {MAX_FIGURES} are shown"
+        )
+        # the kernel's own note (one short line), not the cell's output: written past the output cap
+        session.stdout().write(f"[{len(numbers) - shown} more figures were not drawn: {why}]\n")
 
 
 def flush_figures(session: SandboxSession) -> None:

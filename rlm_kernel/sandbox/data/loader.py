@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import os
+import tempfile
 import threading
 from typing import Any
 
@@ -43,6 +44,8 @@ def load() -> None:
                 ModuleNotAvailable,
             )
         os.environ["MPLBACKEND"] = "agg"  # never ipykernel's inline backend or a GUI one
+        # matplotlib's font cache: in a confined kernel only its private TMPDIR is writable (~/.cache is not)
+        os.environ.setdefault("MPLCONFIGDIR", os.path.join(tempfile.gettempdir(), "matplotlib"))
         import matplotlib
 
         matplotlib.use("agg", force=True)

@@ -14,7 +14,9 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from rlm_kernel.sandbox.data import figures
 from rlm_kernel.sandbox.data.attrs import check_savefig, function_taker
+from rlm_kernel.sandbox.data.standins import ndarray_standin
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
 
 if TYPE_CHECKING:
@@ -188,8 +190,6 @@ def _shape_items(shape: Any) -> float:
 
 def _numpy(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     import numpy as np
-
-    from rlm_kernel.sandbox.data.standins import ndarray_standin
 
     attrs: dict[str, Any] = {}
     for name in dir(np):
@@ -428,8 +428,6 @@ def _matplotlib(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any]
     import matplotlib
     import matplotlib.pyplot as plt
 
-    from rlm_kernel.sandbox.data import figures
-
     rc_view = RcParamsView()
 
     def rc_context(rc_dict: Any = None, fname: Any = None) -> Any:
@@ -537,8 +535,6 @@ def _matplotlib(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any]
 
 def build(session: SandboxSession) -> dict[str, Any]:
     """Facades for DATA_MODULES bound to `session`; also registers the inline figure formatter."""
-    from rlm_kernel.sandbox.data import figures
-
     np_attrs, linalg, rand = _numpy(session)
     linalg_facade = _facade("numpy.linalg", linalg)
     random_facade = _facade("numpy.random", rand)

@@ -10,8 +10,10 @@ reach the real constructor and the libraries' hooks).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+from rlm_kernel.sandbox.data.attrs import is_data_class
 from rlm_kernel.sandbox.errors import refusal
 
 __all__ = ["ArrayClassStandIn", "class_for_cell", "check_base"]
@@ -81,8 +83,6 @@ def _standin(real: type) -> Any:
 
 def class_for_cell(kind: type) -> Any:
     """What `type(obj)` gives a cell for an object of class `kind`: a stand-in for numpy's array classes."""
-    import sys
-
     np = sys.modules.get("numpy")
     if np is not None and issubclass(kind, np.ndarray):
         return _standin(kind)
@@ -91,8 +91,6 @@ def class_for_cell(kind: type) -> Any:
 
 def check_base(base: Any) -> None:
     """Refuse a class statement whose base is a numpy/pandas/matplotlib class or a stand-in."""
-    from rlm_kernel.sandbox.data.attrs import is_data_class  # loaded at kernel start (sandbox.policy)
-
     if isinstance(base, _StandInMeta) or (isinstance(base, type) and is_data_class(base)):
         raise refusal(
             f"subclassing {getattr(base, '__name__', 'this class')} (numpy, pandas or matplotlib) is not "
