@@ -40,6 +40,7 @@ def test_key_never_leaks(
             client = make_client(provider, model=f"unpriced-{provider}")
             assert PLANTED_KEY not in repr(client) and PLANTED_KEY not in repr(client.config)
             assert PLANTED_KEY not in str(client.config.as_display())
+            client.complete("answered")  # an answered call of an unpriced model: the price warning
             llm_server.queue(Fault.unauthorized(echo_key=True))  # the server repeats the key in its message
             with pytest.raises(LLMError) as info:
                 client.complete("hi")
