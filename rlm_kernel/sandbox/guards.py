@@ -416,7 +416,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
 
     def special_data(obj: Any, name: str) -> Any:
         value = data_attribute(obj, name, session.write_output)
-        return _RAISE if value is NOT_HANDLED else value
+        return _RAISE if value is NOT_HANDLED else check_value(value, f"attribute {name!r}")
 
     _SPECIAL: dict[str, Callable[[Any, str], Any]] = {
         **dict.fromkeys(DATA_NAMES, special_data),
