@@ -248,20 +248,8 @@ class LLMClient:
     ) -> Completion:
         """One completion. `model`: a tier (fast|balanced|powerful|auto, default auto) or a model name."""
         item = self._item(0, prompt, model, max_tokens, system, temperature, stop, role)
-        scope = current_scope()  # read here, in the caller's thread: it travels with the request
-        chosen = budget if budget is not None else current_budget()  # a run's scope, else the session
-        # inside an item of a fan-out (e.g. one sub-RLM of rlm_query_batched) the call names that fan-out
         try:
-            completion = self._run(
-                self._call(
-                    item,
-                    chosen,
-                    batch_id=None,
-                    parent_batch_id=scope.parent_batch_id,
-                    owner=scope.owner,
-                    run=_run_id(scope),
-                )
-            )
+            completion = self._run(self._single(item, budget))
         finally:
             self._warn_unrecorded()
         self._warn_unpriced([item], [completion])
@@ -283,9 +271,19 @@ class LLMClient:
         `rlm_query_batched`): nothing but the HTTP call leaves the caller's thread.
         """
         item = self._item(0, prompt, model, max_tokens, system, None, None, role)
-        scope = current_scope()  # read here, in the caller's thread: it travels with the request
+        coro = self._single(item, budget)
+        if loop.in_loop_thread():
+            coro.close()
+            raise LLMError("model calls cannot be made from the LLM layer's own event loop thread")
+        return PendingCompletion(self, loop.submit(coro), item)
+
+    def _single(self, item: _Item, budget: Budget | None) -> Any:
+        """The coroutine of one call, with the call scope read here, in the caller's thread (it travels with
+        the request): the budget is the run's scope's unless one is given, else the session's; inside an item
+        of a fan-out (e.g. one sub-RLM of rlm_query_batched) the call names that fan-out."""
+        scope = current_scope()
         chosen = budget if budget is not None else current_budget()
-        coro = self._call(
+        return self._call(
             item,
             chosen,
             batch_id=None,
@@ -293,10 +291,6 @@ class LLMClient:
             owner=scope.owner,
             run=_run_id(scope),
         )
-        if loop.in_loop_thread():
-            coro.close()
-            raise LLMError("model calls cannot be made from the LLM layer's own event loop thread")
-        return PendingCompletion(self, loop.submit(coro), item)
 
     def complete_batch(
         self,

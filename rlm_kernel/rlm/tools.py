@@ -14,34 +14,14 @@ import keyword
 import sys
 import types
 
+from rlm_kernel.repl.helpers import CONTEXT_NAMES, HELPER_NAMES
+from rlm_kernel.repl.preload import ANALYSIS_NAMES
+
 __all__ = ["RESERVED", "ToolError", "check_tools", "describe", "install", "refuse_clobbering", "signature"]
 
 RESERVED = frozenset(
-    {
-        "load_context",
-        "load_corpus",
-        "llm_query",
-        "llm_query_batched",
-        "rlm_query",
-        "rlm_query_batched",
-        "SHOW_VARS",
-        "repl_set",
-        "repl_get",
-        "FINAL",
-        "FINAL_VAR",
-        "rlm_run",
-        "context",
-        "ctx",
-        "context_files",
-        "answer",
-        "history",
-        "rlm_result",
-        "final_answer",
-        "map_reduce",
-        "find_relevant",
-        "extract_functions",
-    }
-)
+    (*HELPER_NAMES, *CONTEXT_NAMES, *ANALYSIS_NAMES) + ("answer", "history", "rlm_result", "final_answer")
+)  # what every run's namespace already binds (a tool cannot replace it)
 _DOC_CHARS = 600
 _MAX_TOOLS = 50
 
