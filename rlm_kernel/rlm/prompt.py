@@ -52,6 +52,13 @@ Strategies (combine them):
    hits = [line for line in context.splitlines() if "keyword" in line.lower()]
    print(len(hits)); print(hits[:10])
    ```
+   Then give a sub-model the question WITH the part of `context` you found (a file, or the text around
+   a hit), e.g.
+   ```repl
+   start, end = context_files["data/notes.txt"]  # or around a hit: i = context.find("keyword")
+   answer = llm_query("Question: ...\\n\\nText:\\n" + context[start:end])
+   print(answer)
+   ```
 2. Chunk + batched map-reduce: split the context into chunks (by file, section or size), ask one question
    per chunk with `llm_query_batched`, keep the answers in a variable, then combine them with `llm_query`.
 3. Recursive decomposition: hand a sub-problem with its slice of the data to `rlm_query`.
