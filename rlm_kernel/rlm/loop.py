@@ -101,10 +101,11 @@ class _Run:
         client = llm.get_client()
         model = self.options.model or getattr(client.config, "root_model", None)
         window = window_tokens(client.config)
+        corpus = bool(self.loaded.files)
         completion = client.complete(
             self.messages(),
             model=model,
-            system=system_prompt(window, int(getattr(client.config, "max_tokens", 1024) or 1024)),
+            system=system_prompt(window, int(getattr(client.config, "max_tokens", 1024) or 1024), corpus),
             role="synthesis",
             budget=self.state.budget,
         )
@@ -122,8 +123,12 @@ class _Run:
             if reads:
                 tracker.gate.code_read_context = True
             tracker.gate.literal_in_block = literal
+            before = len(tracker.calls)
             stdout, value, error = self.execute(code, turn.index)
-            if not prints_only_literals(code):
+            # what a context-free sub-call said is the sub-model's guess, not evidence from the context (a
+            # sub-RLM printed such a refusal and had it accepted as its FINAL by gate rule 3)
+            blind = any(c.ok and not c.saw_context for c in tracker.calls[before:])
+            if not prints_only_literals(code) and not blind:
                 tracker.gate.saw(stdout + ("\n" + value if value is not None else ""))
             label = f"[block {i} of {len(blocks)}]\n" if len(blocks) > 1 else ""
             outputs.append(label + stdout)
@@ -284,8 +289,13 @@ class _Run:
             end = f"FINAL_VAR({names[-1]!r})"
         elif turn.value is not None and len(turn.value) <= _ANSWER_LIKE_CHARS * 2:
             end = f"FINAL({turn.value})"
-        else:
-            end = "FINAL(answer)"
+        else:  # no variable holds it: FINAL(answer) here was a NameError, turn after turn (measured)
+            kind = next(c.kind for c in turn.calls if c.ok and c.saw_context)
+            return (
+                f"Your {kind} call was given part of `context` and answered, but no variable holds its "
+                f"answer. If it answers the question, run the call as `answer = {kind}(...)` and end with "
+                "FINAL_VAR('answer')."
+            )
         kind = next(c.kind for c in turn.calls if c.ok and c.saw_context)
         return (
             f"Your {kind} call was given part of `context` and answered. If that answer answers the "

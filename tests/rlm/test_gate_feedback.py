@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.state import RunOptions
 from rlm_kernel.rlm.gate import answer_in_output, block_facts, names_from_sub_calls, shares_text
 from rlm_kernel.rlm.loop import run_rlm
+from rlm_kernel.rlm.prompt import system_prompt
 from tests.llm_server import LLMTestServer
 from tests.rlm.script import Script, repl
 
@@ -78,6 +80,19 @@ def test_a_sub_call_quoting_the_question_does_not_open_the_gate(client_on_server
     turn = result.trajectory[0]
     assert result.termination == "max_iterations" and turn.calls[0].saw_context is False
     assert "call had none of `context` in it, so its answer is a guess" in turn.feedback
+
+
+def test_printing_a_context_free_sub_call_answer_is_not_evidence(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[
+            repl("print(len(context))"),
+            repl("print(llm_query('How many ERROR lines are there?'))"),  # the sub-model's guess, printed
+            "FINAL(12)",
+        ],
+        child=lambda rec: "12",
+    )
+    result = run(client_on_server, script, max_iterations=3)
+    assert result.termination == "max_iterations" and "rejected" in result.trajectory[2].note
 
 
 def test_printing_a_literal_answer_is_not_evidence(client_on_server: LLMTestServer) -> None:
@@ -180,15 +195,17 @@ def test_a_sub_call_that_read_context_suggests_ending(client_on_server: LLMTestS
             repl("a = llm_query('What is this about?')"),  # no context: no suggestion to end
             repl("answer = llm_query('What fills the disk? ' + context[:300])\nprint(answer)"),
             repl("llm_query('What fills the disk? ' + context[:300])"),  # the answer as the block's value
+            repl("print(llm_query('Explain at length: ' + context[:300]) * 100)"),  # a long, unnamed answer
         ],
         child=lambda rec: "logs",
     )
-    result = run(client_on_server, script, max_iterations=3)
-    blind, named, bare = result.trajectory
+    result = run(client_on_server, script, max_iterations=4)
+    blind, named, bare, long = result.trajectory
     assert "answered. If that answer answers the question" not in blind.feedback
     assert "was given part of `context` and answered" in named.feedback
     assert "reply with just:\n```repl\nFINAL_VAR('answer')\n```" in named.feedback
     assert "reply with just:\n```repl\nFINAL('logs')\n```" in bare.feedback
+    assert "no variable holds its answer" in long.feedback and "```repl\\nFINAL(answer)" not in long.feedback
 
 
 def test_names_from_sub_calls() -> None:
@@ -213,6 +230,18 @@ def test_the_prompt_states_the_configured_window(
     assert "window is 16,384 tokens: one call reads at most about 44,580 characters" in (
         client_on_server.requests[0].prompt
     )
+
+
+def test_the_delegation_example_is_for_corpora_only(client_on_server: LLMTestServer) -> None:
+    example = 'start, end = context_files["data/notes.txt"]'
+    assert example in system_prompt(corpus=True) and example not in system_prompt(corpus=False)
+    run(client_on_server, Script(root=[repl("FINAL(len(context))")]))  # one text: no example
+    assert example not in client_on_server.requests[0].prompt
+    client_on_server.reset()
+    client_on_server.reply_with(Script(root=[repl("FINAL(len(context))")]))
+    corpus = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "python-reference"
+    run_rlm("How long?", ctxmod.load(str(corpus)), options=RunOptions())  # a corpus: the example
+    assert example in client_on_server.requests[0].prompt
 
 
 def test_bad_window_setting_is_refused(
