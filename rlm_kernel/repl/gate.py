@@ -25,6 +25,7 @@ __all__ = [
     "answer_in_output",
     "block_facts",
     "context_text",
+    "names_from_sub_calls",
     "rejection",
     "shares_text",
 ]
@@ -115,6 +116,24 @@ def block_facts(code: str) -> tuple[bool, bool]:
         ):
             literal = True
     return reads, literal
+
+
+_SUB_CALLS = frozenset({"llm_query", "rlm_query"})
+
+
+def names_from_sub_calls(code: str) -> list[str]:
+    """The variables a block assigns from one sub-call (`answer = llm_query(...)`), in order."""
+    tree = _parse(code)
+    names: list[str] = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in _SUB_CALLS
+        ):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name) and t.id not in names]
+    return names
 
 
 def _parse(code: str) -> ast.Module | None:

@@ -12,7 +12,7 @@ from rlm_kernel.callscope import call_scope
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
-from rlm_kernel.repl.gate import block_facts, prints_only_literals, rejection
+from rlm_kernel.repl.gate import block_facts, names_from_sub_calls, prints_only_literals, rejection
 from rlm_kernel.repl.state import ReplState, RootLoop, RunOptions, RunTracker
 from rlm_kernel.rlm import (
     answer_dict,
@@ -117,7 +117,7 @@ class _Run:
         model = self.options.model or getattr(client.config, "root_model", None)
         window = window_tokens(client.config)
         answer_tokens = int(getattr(client.config, "max_tokens", 1024) or 1024)
-        system = prompt_control.build(self.options, window, answer_tokens)
+        system = prompt_control.build(self.options, window, answer_tokens, corpus=bool(self.loaded.files))
         if self.model is None:  # named in the trajectory even if no call ever answers
             from rlm_kernel.llm.tiers import resolve_model
 
@@ -150,10 +150,14 @@ class _Run:
                 tracker.gate.code_read_context = True
             tracker.gate.literal_in_block = literal
             armed = answer_dict.before(self.ns)
+            before = len(tracker.calls)
             stdout, value, error = self.execute(code, turn.index)
             if not tracker.final_set:
                 answer_dict.check(self.ns, tracker, code, armed)  # the reference library's answer["ready"]
-            if not prints_only_literals(code):
+            # what a context-free sub-call said is the sub-model's guess, not evidence from the context (a
+            # sub-RLM printed such a refusal and had it accepted as its FINAL by gate rule 3)
+            blind = any(c.ok and not c.saw_context for c in tracker.calls[before:])
+            if not prints_only_literals(code) and not blind:
                 tracker.gate.saw(stdout + ("\n" + value if value is not None else ""))
             label = f"[block {i} of {len(blocks)}]\n" if len(blocks) > 1 else ""
             outputs.append(label + stdout)
@@ -268,12 +272,17 @@ class _Run:
             )
         blind = [c.kind for c in turn.calls if c.ok and not c.saw_context]
         if blind:
+            # Measured with the coder model: a hint with a code template is copied literally ('word' and all)
+            # and a search suggestion is ignored; naming where start and end come from is acted on.
+            where = "`context_files[name]` or " if self.loaded.files else ""
             out.append(
-                f"Your {blind[0]} prompt had none of `context` in it: the sub-model sees only the prompt you "
-                "pass, so it cannot know the answer. Search `context` with code (e.g. "
-                "[line for line in context.splitlines() if 'word' in line]) or pass a chunk: "
-                "llm_query(question + context[start:end])."
+                f"That {blind[0]} call had none of `context` in it, so its answer is a guess: the sub-model "
+                "sees only the prompt you pass. Pass it the part of `context` it needs: "
+                f'{blind[0]}("<the question>\\n\\nText:\\n" + context[start:end]), with start, end from '
+                f"{where}around a search hit (i = context.find(...))."
             )
+        if not turn.error and any(c.ok and c.saw_context for c in turn.calls):
+            out.append(self._read_hint(turn))
         printed = turn.stdout.strip()
         lines = [line for line in printed.splitlines() if line.strip()]
         tracker = self.state.run
@@ -290,7 +299,10 @@ class _Run:
                     "You printed your answer as text, but printing does not end the run. Submit it — reply "
                     f"with just:\n```repl\nFINAL({printed[:300]!r})\n```"
                 )
-            else:
+            elif any(t.stdout.strip() == printed for t in earlier):
+                # Only once the root prints the same short output again: a first short output is as often a
+                # step (a length, a count of hits) as the answer, and a small model told "reply with just
+                # FINAL('468615')" after `print(len(context))` re-runs that block instead of searching.
                 example = repr(lines[0].strip()[:300]) if len(lines) == 1 else "answer"
                 out.append(
                     "Printing an answer does not end the run. If this output answers the question, reply "
@@ -298,6 +310,29 @@ class _Run:
                     "(or FINAL_VAR('name') for a variable holding the answer)."
                 )
         return out
+
+    def _read_hint(self, turn: Turn) -> str:
+        """After a sub-call that was given part of `context` answered: the FINAL gate is open, say how to end.
+
+        Measured with the coder model: without it, the root re-sent the same call turn after turn."""
+        names = [n for n in names_from_sub_calls(turn.code or "") if isinstance(self.ns.get(n), str)]
+        if names:
+            end = f"FINAL_VAR({names[-1]!r})"
+        elif turn.value is not None and len(turn.value) <= _ANSWER_LIKE_CHARS * 2:
+            end = f"FINAL({turn.value})"
+        else:  # no variable holds it: FINAL(answer) here was a NameError, turn after turn (measured)
+            kind = next(c.kind for c in turn.calls if c.ok and c.saw_context)
+            return (
+                f"Your {kind} call was given part of `context` and answered, but no variable holds its "
+                f"answer. If it answers the question, run the call as `answer = {kind}(...)` and end with "
+                "FINAL_VAR('answer')."
+            )
+        kind = next(c.kind for c in turn.calls if c.ok and c.saw_context)
+        return (
+            f"Your {kind} call was given part of `context` and answered. If that answer answers the "
+            f"question, end the run now — reply with just:\n```repl\n{end}\n```\nOtherwise ask about "
+            "another part of `context`."
+        )
 
     # -- the loop --------------------------------------------------------------------------------------------
     def run(self) -> RunSteps:

@@ -54,6 +54,7 @@ Strategies (combine them):
    hits = [line for line in context.splitlines() if "keyword" in line.lower()]
    print(len(hits)); print(hits[:10])
    ```
+{delegate}
 2. Chunk + batched map-reduce: split the context into chunks (by file, section or size), ask one question
    per chunk with `llm_query_batched`, keep the answers in a variable, then combine them with `llm_query`.
 3. Recursive decomposition: hand a sub-problem with its slice of the data to `rlm_query`.
@@ -89,9 +90,28 @@ def window_line(window_tokens: int, answer_tokens: int = 1024) -> str:
     )
 
 
-def system_prompt(window_tokens: int = DEFAULT_WINDOW_TOKENS, answer_tokens: int = 1024) -> str:
-    """The root's system prompt, stating the configured sub-model's real window."""
-    return _TEMPLATE.replace("{window}", window_line(window_tokens, answer_tokens))
+_DELEGATE_CORPUS = """\
+   Then give a sub-model the question WITH the part of `context` you found (a file, or the text around
+   a hit), e.g.
+   ```repl
+   start, end = context_files["data/notes.txt"]  # or around a hit: i = context.find("keyword")
+   answer = llm_query("Question: ...\\n\\nText:\\n" + context[start:end])
+   print(answer)
+   ```"""
+
+# Over one text (a sub-RLM's prompt) the prompt has no delegation example: measured with the coder model, a
+# corpus example there was copied verbatim (`context_files["data/notes.txt"]`, a KeyError) and one slicing
+# around a hit was copied with its "Question: ..." placeholder, on a counting task code answers exactly.
+_DELEGATE_TEXT = ""
+
+
+def system_prompt(
+    window_tokens: int = DEFAULT_WINDOW_TOKENS, answer_tokens: int = 1024, corpus: bool = True
+) -> str:
+    """The root's system prompt, stating the configured sub-model's real window; a `corpus` (a context loaded
+    from files) gets an example of delegating one file to a sub-model."""
+    text = _TEMPLATE.replace("{window}", window_line(window_tokens, answer_tokens))
+    return text.replace("{delegate}\n", _DELEGATE_CORPUS + "\n" if corpus else _DELEGATE_TEXT)
 
 
 SYSTEM_PROMPT = system_prompt()

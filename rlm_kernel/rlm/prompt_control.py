@@ -14,10 +14,12 @@ __all__ = ["PROMPT_HELP", "PromptText", "build", "show_prompt"]
 PROMPT_HELP = "print the root's default system prompt (for the configured model's window)"
 
 
-def build(options: RunOptions, window: int, answer_tokens: int) -> str:
-    """The system prompt of a run with `options`."""
+def build(options: RunOptions, window: int, answer_tokens: int, corpus: bool = False) -> str:
+    """The system prompt of a run with `options` (`corpus`: the context is several files)."""
     base = (
-        options.system_prompt if options.system_prompt is not None else system_prompt(window, answer_tokens)
+        options.system_prompt
+        if options.system_prompt is not None
+        else system_prompt(window, answer_tokens, corpus)
     )
     parts = [base.rstrip()]
     if options.tools:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import pytest
 
 from rlm_kernel import llm
 from rlm_kernel.repl import context as ctxmod
-from rlm_kernel.repl.gate import answer_in_output, block_facts, shares_text
+from rlm_kernel.repl.gate import answer_in_output, block_facts, names_from_sub_calls, shares_text
 from rlm_kernel.repl.state import RunOptions
 from rlm_kernel.rlm.loop import run_rlm
+from rlm_kernel.rlm.prompt import system_prompt
 from tests.llm_server import LLMTestServer
 from tests.rlm.script import Script, repl
 
@@ -22,6 +24,7 @@ ERRORS = sum(1 for i in range(1, 701) if i % 7 == 0)  # 100
 
 def run(server: LLMTestServer, script: Script, question: str = "How many ERROR lines?", **options: object):
     server.reply_with(script)
+    options.setdefault("best_effort", False)  # these tests count turns (best-effort turns: own tests)
     return run_rlm(question, ctxmod.load(LINES, kind="text"), options=RunOptions(**options))
 
 
@@ -77,7 +80,20 @@ def test_a_sub_call_quoting_the_question_does_not_open_the_gate(client_on_server
     result = run(client_on_server, script, question=question, max_iterations=1)
     turn = result.trajectory[0]
     assert result.termination == "max_iterations" and turn.calls[0].saw_context is False
-    assert "had none of `context` in it" in turn.feedback
+    assert "call had none of `context` in it, so its answer is a guess" in turn.feedback
+
+
+def test_printing_a_context_free_sub_call_answer_is_not_evidence(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[
+            repl("print(len(context))"),
+            repl("print(llm_query('How many ERROR lines are there?'))"),  # the sub-model's guess, printed
+            "FINAL(12)",
+        ],
+        child=lambda rec: "12",
+    )
+    result = run(client_on_server, script, max_iterations=3)
+    assert result.termination == "max_iterations" and "rejected" in result.trajectory[2].note
 
 
 def test_printing_a_literal_answer_is_not_evidence(client_on_server: LLMTestServer) -> None:
@@ -149,22 +165,54 @@ def test_a_python_block_beside_a_repl_block_is_reported(client_on_server: LLMTes
 
 def test_a_repeated_block_gets_a_hint(client_on_server: LLMTestServer) -> None:
     code = "print(len(context.splitlines()))"
-    result = run(
-        client_on_server, Script(root=[repl(code), repl(code + "  ")]), max_iterations=2, best_effort=False
-    )
+    result = run(client_on_server, Script(root=[repl(code), repl(code + "  ")]), max_iterations=2)
     first, second = result.trajectory
     assert "same as the one in turn" not in first.feedback
     assert "This block is the same as the one in turn 1" in second.feedback
 
 
-def test_short_output_after_reading_context_suggests_final(client_on_server: LLMTestServer) -> None:
-    script = Script(root=[repl("x = 1\nprint('hello')"), repl("print(len(context.splitlines()))")])
-    result = run(client_on_server, script, max_iterations=2, best_effort=False)
-    first, second = result.trajectory
+def test_short_output_printed_again_suggests_final(client_on_server: LLMTestServer) -> None:
+    count = "print(len(context.splitlines()))"
+    script = Script(root=[repl("x = 1\nprint('hello')"), repl(count), repl("n = 1\n" + count)])
+    result = run(client_on_server, script, max_iterations=3)
+    first, second, third = result.trajectory
     assert "If this output answers the question" not in first.feedback  # no context read yet
+    # a first short output is as often a step (a length, a number of hits) as the answer: no FINAL suggested
+    assert "If this output answers the question" not in second.feedback
     hint = "If this output answers the question, reply with just:\n```repl\nFINAL('700')\n```"
-    assert hint in second.feedback
-    assert second.feedback.rstrip().endswith("for a variable holding the answer).")  # hints come last
+    assert hint in third.feedback  # the same output again: now it is suggested
+    assert third.feedback.rstrip().endswith("for a variable holding the answer).")  # hints come last
+
+
+def test_text_printed_as_the_answer_is_suggested_as_final_at_once(client_on_server: LLMTestServer) -> None:
+    script = Script(root=[repl("print(len(context))"), repl("print('There are 100 ERROR lines.')")])
+    result = run(client_on_server, script, max_iterations=2)
+    assert "FINAL('There are 100 ERROR lines.')" in result.trajectory[1].feedback
+
+
+def test_a_sub_call_that_read_context_suggests_ending(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[
+            repl("a = llm_query('What is this about?')"),  # no context: no suggestion to end
+            repl("answer = llm_query('What fills the disk? ' + context[:300])\nprint(answer)"),
+            repl("llm_query('What fills the disk? ' + context[:300])"),  # the answer as the block's value
+            repl("print(llm_query('Explain at length: ' + context[:300]) * 100)"),  # a long, unnamed answer
+        ],
+        child=lambda rec: "logs",
+    )
+    result = run(client_on_server, script, max_iterations=4)
+    blind, named, bare, long = result.trajectory
+    assert "answered. If that answer answers the question" not in blind.feedback
+    assert "was given part of `context` and answered" in named.feedback
+    assert "reply with just:\n```repl\nFINAL_VAR('answer')\n```" in named.feedback
+    assert "reply with just:\n```repl\nFINAL('logs')\n```" in bare.feedback
+    assert "no variable holds its answer" in long.feedback and "```repl\\nFINAL(answer)" not in long.feedback
+
+
+def test_names_from_sub_calls() -> None:
+    code = "x = 1\nanswer = llm_query('q' + context[:9])\nfor p in ps:\n    r = rlm_query(p)\ny = len(answer)"
+    assert names_from_sub_calls(code) == ["answer", "r"]
+    assert names_from_sub_calls("a = llm_query_batched(ps)") == [] and names_from_sub_calls("a = (") == []
 
 
 # -- the prompt's window ----------
@@ -183,6 +231,18 @@ def test_the_prompt_states_the_configured_window(
     assert "window is 16,384 tokens: one call reads at most about 44,580 characters" in (
         client_on_server.requests[0].prompt
     )
+
+
+def test_the_delegation_example_is_for_corpora_only(client_on_server: LLMTestServer) -> None:
+    example = 'start, end = context_files["data/notes.txt"]'
+    assert example in system_prompt(corpus=True) and example not in system_prompt(corpus=False)
+    run(client_on_server, Script(root=[repl("FINAL(len(context))")]))  # one text: no example
+    assert example not in client_on_server.requests[0].prompt
+    client_on_server.reset()
+    client_on_server.reply_with(Script(root=[repl("FINAL(len(context))")]))
+    corpus = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "python-reference"
+    run_rlm("How long?", ctxmod.load(str(corpus)), options=RunOptions())  # a corpus: the example
+    assert example in client_on_server.requests[0].prompt
 
 
 def test_bad_window_setting_is_refused(
