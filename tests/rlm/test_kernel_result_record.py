@@ -67,3 +67,44 @@ def test_the_walks_of_dataclasses_and_copy_reach_only_plain_data(served, kernel:
     script(served, Script(root=[repl("w = v + '!'"), "FINAL_VAR(w)"]))
     ok(kernel, "r2 = rlm_run('more', continue_from=r)")
     assert probe(kernel, "[r2.answer, r2.namespace['v']]") == ["xxx!", "xxx"]
+
+
+def test_a_finished_runs_helpers_do_not_spend_beside_the_running_one(served, kernel: KernelHarness) -> None:
+    script(served, Script(root=[repl("n = len(context)\nv = 'x' * n"), "FINAL_VAR(v)"]))
+    ok(kernel, "r = rlm_run('q', context='abc', budget_usd=5)")
+    served[0].reset()
+    # from the notebook: the finished run's helpers are bound to its budget and trajectory
+    for call in (
+        "llm_query('hi')",
+        "llm_query_batched(['hi'])",
+        "rlm_query('hi')",
+        "rlm_query_batched(['hi'])",
+    ):
+        refused = kernel.execute(
+            f"r.namespace[{call.partition('(')[0]!r}]({call.partition('(')[2]}", timeout=60
+        )
+        assert not refused.ok and "finished run" in refused.all_text, (call, refused.all_text)
+    assert not served[0].requests, "no model call may be made through a finished run's helpers"
+    # a --shared run's model code reads the notebook's `r`: its helpers would spend beside the run's budget
+    script(
+        served,
+        Script(
+            root=[
+                repl(
+                    "n = len(context)\ntry:\n    out = r.namespace['llm_query']('spend ' + context)\n"
+                    "except Exception as e:\n    out = str(e)"
+                ),
+                "FINAL_VAR(out)",
+            ]
+        ),
+    )
+    ok(kernel, "r2 = rlm_run('q', context='abc', shared=True, budget_usd=0.05)")
+    assert "finished run" in probe(kernel, "r2.answer")
+    # a follow-up runs in the finished run's namespace again: there its helpers work
+    script(
+        served, Script(root=[repl("n = len(context)\nw = llm_query('say hi: ' + context)"), "FINAL_VAR(w)"])
+    )
+    ok(kernel, "r3 = rlm_run('more', continue_from=r)")
+    assert probe(kernel, "[r3.termination, r3.answer]") == ["final", "child answer to: say hi: abc"]
+    refused = kernel.execute("r3.namespace['llm_query']('again')", timeout=60)
+    assert not refused.ok and "finished run" in refused.all_text
