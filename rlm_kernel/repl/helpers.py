@@ -162,6 +162,17 @@ def add_context(state: ReplState, ns: dict, loaded: ctxmod.LoadedContext, append
     state.protected["__context_count__"] = 1
 
 
+def refuse_if_finished(state: ReplState, name: str) -> None:
+    """Refuse a model call through the helpers of a run that ended (`rlm_result.namespace['llm_query']`):
+    they are bound to that run's budget and trajectory, so a cell — or the model of a `--shared` run, which
+    sees the notebook's results — would spend beside the running budget and out of its record."""
+    if state.finished:
+        raise ReplError(
+            f"{name}: this helper belongs to a finished run (found in a result's namespace); call the "
+            f"notebook's own {name}, or continue that run with rlm_run(question, continue_from=result)"
+        ) from None
+
+
 def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
     """Create the helper closures for namespace `ns` (not yet bound into it)."""
 
@@ -215,6 +226,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         `model`: a tier (fast, balanced, powerful, auto) or a model name; default: the run's child model.
         Raises QueryError with the reason when the call fails (or the budget is exhausted).
         """
+        refuse_if_finished(state, "llm_query")
         prompt = _check_prompt(prompt, "llm_query")
         model, max_tokens, system = _check_options("llm_query", model, max_tokens, system)
         chosen = model or state.options.child_model
@@ -259,6 +271,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             try: answers = llm_query_batched(ps)
             except QueryBatchError as e: answers = e.results
         """
+        refuse_if_finished(state, "llm_query_batched")
         items = _check_prompts(prompts, "llm_query_batched")
         model = _check_options("llm_query_batched", model)[0]
         if not items:
@@ -403,6 +416,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         without FINAL returns its best-effort answer (marked in the trajectory) unless best_effort=False,
         when it raises QueryError.
         """
+        refuse_if_finished(state, "rlm_query")
         prompt = _check_prompt(prompt, "rlm_query")
         model = _check_options("rlm_query", model)[0]
         if best_effort is not None and best_effort is not True and best_effort is not False:
@@ -430,6 +444,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         surface like llm_query_batched: QueryBatchError with `.results` (None where failed) and `.errors`
         {index: reason}, after every prompt has been tried.
         """
+        refuse_if_finished(state, "rlm_query_batched")
         items = _check_prompts(prompts, "rlm_query_batched")
         model = _check_options("rlm_query_batched", model)[0]
         if best_effort is not None and best_effort is not True and best_effort is not False:
@@ -661,6 +676,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         cost, termination, message, trajectory and namespace; export with result.save("run.ipynb") and
         result.to_jsonl(path).
         """
+        refuse_if_finished(state, "rlm_run")
         refuse_in_model_code("rlm_run (use rlm_query for a sub-problem)")
         loop = root_loop(state, "rlm_run")
         if type(question) is not str or not question.strip():

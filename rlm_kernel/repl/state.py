@@ -254,3 +254,6 @@ class ReplState:
     """Names SHOW_VARS leaves out besides the preloaded ones (the shell's `user_ns_hidden`)."""
     root_loop: RootLoop | None = None
     """What `rlm_query` / `rlm_run` / `%%rlm` start; None where no root loop was handed in."""
+    finished: bool = False
+    """A run that ended (not a `--shared` one): its helpers, still in `rlm_result.namespace`, make no model
+    calls — they would spend its budget beside the running one's (a follow-up run reopens it)."""

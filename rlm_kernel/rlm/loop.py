@@ -499,6 +499,7 @@ def run_rlm_steps(
     if earlier is not None and not earlier.shared:
         saved = None
         state.depth, state.budget, state.run, state.options = depth, budget, tracker, options
+        state.finished = False  # a follow-up reopens the finished run's helpers
     elif ns is not None and state is not None:
         saved = (state.depth, state.budget, state.run, state.options)
         state.depth, state.budget, state.run, state.options = depth, budget, tracker, options
@@ -538,6 +539,7 @@ def run_rlm_steps(
             state.depth, state.budget, state.run, state.options = saved
         else:
             preload.forget(ns)
+            state.finished = True  # its helpers stay in rlm_result.namespace: they make no more calls
     usage = Usage()
     for turn in run.turns:
         usage.add(turn.usage)

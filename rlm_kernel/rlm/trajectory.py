@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+import weakref
+from dataclasses import InitVar, asdict, dataclass, field
 from pathlib import Path
 
 from rlm_kernel.repl.context import check_allowed
@@ -65,6 +66,25 @@ def _check_target(path: str | os.PathLike, suffix: str, overwrite: bool) -> Path
     return resolved
 
 
+_namespaces: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def _remember_namespace(result: object, ns: object) -> None:
+    if type(ns) is not dict:
+        raise TypeError("RLMResult: the namespace must be a dict")
+    key = id(result)
+    _namespaces[key] = (weakref.ref(result), ns)
+    weakref.finalize(result, _namespaces.pop, key, None)
+
+
+def _namespace_of(result: object) -> dict:
+    """The namespace of the run `result` records ({} for a copy: a copy is the record only)."""
+    entry = _namespaces.get(id(result))
+    if entry is None or entry[0]() is not result:
+        return {}
+    return entry[1]
+
+
 @dataclass
 class RLMResult:
     """The outcome of `rlm_run` / `%%rlm`.
@@ -80,13 +100,18 @@ class RLMResult:
     termination: str
     message: str
     trajectory: list[Turn]
-    _namespace: dict = field(repr=False)
+    _namespace: InitVar[dict]
+    """The run's namespace: kept beside the result (`_namespaces`), never in a field, so the walks of
+    `dataclasses.asdict`/`astuple`, `copy.deepcopy` and `replace` see the record only."""
     usage: Usage = field(default_factory=Usage)
     depth: int = 1
     model: str | None = None
     answer_kind: str | None = None
     """"final" (an accepted FINAL), "best_effort" (the last tool-free turn's answer) or None (no answer)."""
     _history: tuple = field(default=(), repr=False, compare=False)
+
+    def __post_init__(self, _namespace: dict) -> None:
+        _remember_namespace(self, _namespace)
 
     @property
     def history(self) -> list[dict]:
@@ -109,7 +134,7 @@ class RLMResult:
     @property
     def namespace(self) -> dict:
         """The run's variables: a copy of its namespace without the names that start with an underscore."""
-        return {k: v for k, v in self._namespace.items() if not k.startswith("_")}
+        return {k: v for k, v in _namespace_of(self).items() if not k.startswith("_")}
 
     @property
     def iterations(self) -> int:

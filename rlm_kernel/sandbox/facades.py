@@ -134,6 +134,18 @@ ALLOWED_MODULES = (
 ).split()
 
 
+def _deepcopy(x: Any, memo: Any = None) -> Any:
+    """`copy.deepcopy` without a cell's memo: the memo keeps every original the copy walks through
+    (`memo[id(memo)]`) and every copy it makes, so a cell's dict there would collect the internals of library
+    and kernel objects (a figure's callback registry, a result's namespace) that no attribute hands out."""
+    if memo is not None:
+        raise refusal(
+            "copy.deepcopy(x, memo): the memo dict would collect every object the copy walks through "
+            "(library and kernel internals); call copy.deepcopy(x)"
+        )
+    return copy.deepcopy(x)
+
+
 def build_facades(session: SandboxSession) -> dict[str, Facade]:
     """Build every facade for one session (`random` is the session's own `Random`; `pprint` prints capped)."""
     guarded_getattr = session.guards["_getattr_"]
@@ -292,7 +304,8 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "sleep strftime strptime gmtime localtime mktime ctime asctime struct_time timezone altzone daylight "
         "tzname",
     )
-    f["copy"] = _pick(copy, "copy deepcopy Error")
+    f["copy"] = _pick(copy, "copy Error")
+    f["copy"]["deepcopy"] = _deepcopy
 
     def _pprint(
         obj: Any,

@@ -164,6 +164,8 @@ _RAW: list[Payload] = [
     _P("pd_internals", "show_versions", "pd.show_versions()", REFUSED),
     # -- matplotlib: files, programs, backends ---------------------------------------------------------------
     _P("mpl_files", "savefig_path", _FIG + "plt.savefig('/tmp/rlm_fig.png')", REFUSED),
+    _P("mpl_internals", "deepcopy_memo_figure", _FIG + "import copy\nm = {}\ncopy.deepcopy(fig, m)\nprint([type(x).__name__ for x in m[id(m)]])", REFUSED),
+    _P("mpl_internals", "deepcopy_figure_ok", _FIG + "import copy\nf2 = copy.deepcopy(fig)\nprint(type(f2).__name__, len(f2.axes))", OK, match="Figure 1"),
     _P("mpl_files", "fig_savefig_path", _FIG + "fig.savefig('{secret_file}')", REFUSED),
     _P("mpl_files", "savefig_pgf", _FIG + "fig.savefig(io.BytesIO(), format='pgf')", REFUSED),
     _P("mpl_files", "savefig_ps", _FIG + "fig.savefig(io.BytesIO(), format='ps')", REFUSED),

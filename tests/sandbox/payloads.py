@@ -201,6 +201,11 @@ PAYLOADS: list[Payload] = [
     _P("pivot", "time_sys", "import time\ntime.sys", BLOCKED),
     _P("pivot", "copy_copyreg", "import copy\ncopy.copyreg.dispatch_table", BLOCKED),
     _P("pivot", "copy_facade", "import copy, json\ncopy.copy(json)", BLOCKED),
+    # deepcopy's memo keeps every original the walk visits (memo[id(memo)]) and every copy it makes: a cell's
+    # dict there collects the internals of whatever object it copies
+    _P("pivot", "deepcopy_memo_positional", "import copy\nm = {}\ncopy.deepcopy([[1], {'a': 2}], m)\nprint(len(m))", REFUSED),
+    _P("pivot", "deepcopy_memo_keyword", "import copy\nm = {}\ncopy.deepcopy(ValueError('x'), memo=m)\nprint(m[id(m)])", REFUSED),
+    _P("pivot", "deepcopy_memo_none_ok", "import copy\nprint(copy.deepcopy({'a': [1]}, None), copy.deepcopy([2], memo=None))", OK, match="{'a': [1]} [2]"),
     _P("pivot", "facade_write", "import json\njson.dumps = print", REFUSED),
     _P("pivot", "facade_delete", "import math\ndel math.pi", REFUSED),
     _P("pivot", "facade_type_new", "import re\ntype(re)('os', {})", REFUSED),
