@@ -11,6 +11,7 @@ import rlm_kernel.sandbox as sandbox
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.state import ReplState
+from rlm_kernel.rlm.loop import ROOT_LOOP
 from rlm_kernel.sandbox import SandboxSession, new_namespace
 from tests.llm_server import LLMTestServer
 from tests.rlm.script import ROOT_MARK, SUB_MARK, repl
@@ -48,7 +49,9 @@ def test_blocks_run_on_the_calling_thread_one_at_a_time_while_root_calls_overlap
     monkeypatch.setattr(sandbox, "run_source", watched)
     session = SandboxSession()
     ns = new_namespace(session)
-    preload.populate(ns, ReplState(session=session), LoadedContext("", "text", "nothing loaded"))
+    preload.populate(
+        ns, ReplState(session=session, root_loop=ROOT_LOOP), LoadedContext("", "text", "nothing loaded")
+    )
     answers = ns["rlm_query_batched"](["a b", "a b c", "a b c d"])
     assert answers == ["2", "3", "4"]
     assert threads == {threading.get_ident()} and running[1] == 1  # 9 blocks, all here, never two at once
