@@ -101,6 +101,11 @@ def test_every_rlm_section_block_runs_as_written(
         _run(kernel, code)
         assert _value(kernel, "len(answers)") == "3"
 
+    def shown_once(code: str) -> None:
+        r = _run(kernel, code)
+        assert r.all_text.count("total") >= 1, r
+        assert _value(kernel, "'total' in listing, value == total") == "(True, True)"
+
     def parallel_subruns(code: str) -> None:
         sub = Script(root=[], sub=lambda rec: repl("FINAL(llm_query('Classes here?\\n' + context[:200]))"))
         scripted(code, sub)
@@ -183,6 +188,7 @@ def test_every_rlm_section_block_runs_as_written(
         'load_context("notebooks/data/stdlib/")': load_corpus,
         'load_context("notebooks/data/stdlib/glob.py")': several_contexts,
         "prompts = [": batch_failures,
+        "total = len(context)": shown_once,
         "parts = [": parallel_subruns,
         "found = [": answer_dict,
         "%%rlm --max-iterations": magic_run,
