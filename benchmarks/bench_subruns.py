@@ -17,6 +17,7 @@ from rlm_kernel.llm.pricing import UnknownPriceWarning
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.state import ReplState
+from rlm_kernel.rlm.loop import ROOT_LOOP
 from rlm_kernel.sandbox import SandboxSession, new_namespace
 from tests.llm_server import LLMTestServer
 from tests.rlm.script import ROOT_MARK, SUB_MARK, repl
@@ -41,7 +42,7 @@ def _reply(rec) -> str:  # noqa: ANN001 - a RecordedRequest
 def _batched(n: int) -> float:
     session = SandboxSession()
     ns = new_namespace(session)
-    state = ReplState(session=session)
+    state = ReplState(session=session, root_loop=ROOT_LOOP)
     preload.populate(ns, state, LoadedContext("", "text", "nothing loaded"))
     prompts = [" ".join(["w"] * (i + 2)) for i in range(n)]
     t0 = time.perf_counter()

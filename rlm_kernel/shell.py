@@ -28,7 +28,7 @@ from rlm_kernel.introspect import LookupRefused, resolve_path
 from rlm_kernel.llm import magics as llm_magics  # noqa: F401 - registers %rlm set/show/… when imported
 from rlm_kernel.repl import magics as repl_magics  # noqa: F401 - registers %context and %%rlm when imported
 from rlm_kernel.repl import preload
-from rlm_kernel.rlm import magics as rlm_magics  # noqa: F401 - registers %rlm view/provenance and output provenance
+from rlm_kernel.rlm import magics as rlm_magics  # noqa: F401 - registers %rlm view/provenance, starts the ledger
 from rlm_kernel.rlm.loop import ROOT_LOOP
 from rlm_kernel.sandbox import (
     Limits,
