@@ -35,7 +35,8 @@ PRICES: dict[str, tuple[float, float]] = {
     "gemini-2.5-flash-lite": (0.10, 0.40),
     "gemini-2.0-flash": (0.10, 0.40),
     "gemini-2.0-flash-lite": (0.075, 0.30),
-    "smollm2-135m-instruct": (0.0, 0.0),
+    "smollm2-135m-instruct": (0.0, 0.0),  # the offline models (llm/local_models.py) run on this machine
+    "qwen2.5-coder-1.5b-instruct": (0.0, 0.0),
     "local": (0.0, 0.0),
 }
 
