@@ -127,18 +127,25 @@ class KernelHarness:
         self.env = full_env
         self._own_cwd = cwd is None
         self.cwd = cwd or tempfile.mkdtemp(prefix="rlm-kernel-cwd-")
-        self.km = KernelManager(
-            kernel_name=kernel_name, kernel_spec_manager=_kernel_spec_manager(kernel_name)
-        )
         t0 = time.perf_counter()
-        self.km.start_kernel(env=full_env, cwd=self.cwd, extra_arguments=list(extra_arguments or []))
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        try:
-            self.kc.wait_for_ready(timeout=startup_timeout)
-        except RuntimeError:
-            self.shutdown()
-            raise
+        for attempt in range(3):
+            self.km = KernelManager(
+                kernel_name=kernel_name, kernel_spec_manager=_kernel_spec_manager(kernel_name)
+            )
+            self.km.start_kernel(env=full_env, cwd=self.cwd, extra_arguments=list(extra_arguments or []))
+            self.kc = self.km.client()
+            self.kc.start_channels()
+            try:
+                self.kc.wait_for_ready(timeout=startup_timeout)
+                break
+            except RuntimeError as err:
+                # jupyter_client picks free TCP ports, then the kernel binds them: on a busy machine another
+                # process can take one in between ("Address already in use") and the kernel exits at once.
+                # Start again on fresh ports; a kernel that dies for its own reasons dies every time.
+                last = "died" not in str(err) or attempt == 2
+                self._stop(remove_cwd=last)
+                if last:
+                    raise
         self.startup_seconds = time.perf_counter() - t0
 
     # -- requests ----------------------------------------------------------------------------------
@@ -251,12 +258,15 @@ class KernelHarness:
         self.kc.wait_for_ready(timeout=timeout)
 
     def shutdown(self) -> None:
+        self._stop(remove_cwd=True)
+
+    def _stop(self, remove_cwd: bool) -> None:
         try:
             self.kc.stop_channels()
         finally:
             if self.km.has_kernel:
                 self.km.shutdown_kernel(now=True)
-            if self._own_cwd:
+            if remove_cwd and self._own_cwd:
                 shutil.rmtree(self.cwd, ignore_errors=True)
 
     def __enter__(self) -> KernelHarness:
