@@ -9,6 +9,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import logging
+import socket
 import threading
 import time
 import uuid
@@ -159,6 +160,21 @@ def _result(fut: concurrent.futures.Future[Any]) -> Any:
         except TimeoutError:
             if fut.done():
                 raise
+
+
+def _dns_failure(exc: BaseException) -> socket.gaierror | None:
+    """The resolver's error behind a failed connection (aiohttp's and httpx's wrap it), or None."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, socket.gaierror):
+            return e
+        todo += [e.__cause__, e.__context__, getattr(e, "os_error", None)]
+    return None
 
 
 class PendingCompletion:
@@ -921,6 +937,14 @@ class LLMClient:
         else:
             detail = redact(cause) or "no detail"
             text = f"connection to {provider} at {redact(base_url)} failed: {type(cause).__name__}: {detail}"
+            dns = _dns_failure(exc)
+            if dns is not None:  # a name that does not resolve: no server was ever asked
+                text = (
+                    f"the host name in {redact(base_url)} could not be resolved ({dns}): check the base URL "
+                    "(`%rlm show`) and the network"
+                )
+                transient = getattr(dns, "errno", None) == socket.EAI_AGAIN  # the resolver, not the name
+                return ProviderError(text, retryable=transient, provider=provider, model=model)
         return ProviderError(text, retryable=True, timed_out=timed_out, provider=provider, model=model)
 
     def _parse(self, body: bytes, headers: Any, model: str) -> ChatResponse:

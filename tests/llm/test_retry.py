@@ -157,6 +157,30 @@ def test_a_refused_connection_names_the_url_and_no_timeout_advice(tmp_path: Path
     assert "RLM_TIMEOUT" not in text, text
 
 
+def test_a_name_that_does_not_resolve_is_reported_as_such(tmp_path: Path) -> None:
+    # `.invalid` never resolves (RFC 6761): the resolver fails without any server being asked
+    config = load_config(
+        environ={},
+        use_settings=False,
+        provider="openai",
+        base_url="http://no-such-host.invalid/v1",
+        model="m",
+        api_key="sk-test",
+        cache="off",
+        cache_dir=str(tmp_path),
+        max_retries=3,
+    )
+    client = LLMClient(config)
+    try:
+        with pytest.raises(LLMError) as info:
+            client.complete("hello")
+    finally:
+        client.close()
+    text = str(info.value)
+    assert "no-such-host.invalid" in text and "could not be resolved" in text, text
+    assert "RLM_TIMEOUT" not in text and "nothing answered" not in text and "attempts" not in text, text
+
+
 def test_a_timeout_suggests_raising_the_timeout(make_client: MakeClient, llm_server: LLMTestServer) -> None:
     llm_server.queue(Fault.trickle(seconds=30))
     with pytest.raises(LLMError) as info:
