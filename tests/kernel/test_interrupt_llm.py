@@ -35,7 +35,7 @@ def wait_in_thread(fn) -> tuple[threading.Thread, dict]:  # noqa: ANN001
     return worker, outcome
 
 
-def wait_for_requests(server: LLMTestServer, n: int, timeout: float = 10) -> None:
+def wait_for_requests(server: LLMTestServer, n: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while len(server.requests) < n:
         assert time.monotonic() < deadline, f"the server got {len(server.requests)} of {n} requests"

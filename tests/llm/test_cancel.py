@@ -71,7 +71,10 @@ def test_an_interrupt_queued_behind_a_busy_loop_spares_later_calls() -> None:
     import asyncio
     import concurrent.futures
 
+    holding = threading.Event()
+
     async def hold_the_loop() -> None:
+        holding.set()
         time.sleep(0.5)  # blocks the loop thread, as a slow synchronous step would
 
     async def later_call() -> str:
@@ -83,12 +86,11 @@ def test_an_interrupt_queued_behind_a_busy_loop_spares_later_calls() -> None:
         return "never"
 
     victim = llm_loop.submit(interrupted_call())
-    time.sleep(0.1)
-    blocker = llm_loop.submit(hold_the_loop())
-    time.sleep(0.1)  # the loop is now blocked
+    blocker = llm_loop.submit(hold_the_loop())  # runs after the victim has started (the loop is FIFO)
+    assert holding.wait(30)  # the loop is now blocked: awaited, not assumed after a sleep
     assert llm_loop.cancel_all_soon()  # what the kernel's SIGINT handler calls
     spared = llm_loop.submit(later_call())  # the next cell's call, submitted after the interrupt
-    assert spared.result(5) == "finished"
-    concurrent.futures.wait([victim], timeout=5)
+    assert spared.result(30) == "finished"
+    concurrent.futures.wait([victim], timeout=30)
     assert victim.cancelled()
-    blocker.result(5)
+    blocker.result(30)
