@@ -276,6 +276,8 @@ class LLMTestServer:
         self._in_flight = 0
         self.max_in_flight = 0
         """The largest number of requests being handled at one time."""
+        self._gate = 0
+        self._gate_open: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
@@ -300,6 +302,27 @@ class LLMTestServer:
             self._rules.append((contains, reply))
         return self
 
+    def hold_until_in_flight(self, count: int) -> LLMTestServer:
+        """Hold every request until `count` are in flight at once (then open for good; 60 s at most).
+
+        Proves a client overlaps calls without timing it: a client that sends fewer at once is held 60 s and
+        `max_in_flight` shows it, however slow or busy the machine is."""
+        self._gate = count
+        self._gate_open = None
+        return self
+
+    async def _pass_gate(self) -> None:
+        if not self._gate:
+            return
+        if self._gate_open is None:
+            self._gate_open = asyncio.Event()  # made on the server's loop
+        if self._in_flight >= self._gate:
+            self._gate_open.set()
+        try:
+            await asyncio.wait_for(self._gate_open.wait(), 60.0)
+        except TimeoutError:
+            pass
+
     def reset(self) -> None:
         """Forget recorded requests, queued replies, rules, `reply_with`, latency and `require_key`."""
         with self._lock:
@@ -307,6 +330,7 @@ class LLMTestServer:
             self._queue.clear()
             self._rules.clear()
             self.max_in_flight = 0
+        self._gate, self._gate_open = 0, None
         self._reply_fn = None
         self.latency = 0.0
         self.require_key = None
@@ -422,6 +446,7 @@ class LLMTestServer:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:
+            await self._pass_gate()
             return await self._respond(request, wire)
         finally:
             with self._lock:

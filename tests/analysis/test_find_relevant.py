@@ -68,9 +68,9 @@ def test_spec_01_12_under_two_seconds_for_100k_characters() -> None:
         range(1500)
     )
     assert 90_000 < len(content) < 100_000
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: other processes on the machine's cores do not count
     out = find_relevant(content, "parse header handler_1234")
-    assert time.perf_counter() - t0 < 2.0
+    assert time.process_time() - t0 < 2.0
     assert "handler_1234" in out[0][0]
 
 
@@ -89,10 +89,10 @@ def test_repeated_queries_reuse_the_cached_index() -> None:
     content = "".join(f"row {i} value {i * 7}\n" for i in range(50_000))
     first = get_index(content)
     assert get_index(content) is first
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds: other processes on the machine's cores do not count
     for i in range(20):
         find_relevant(content, f"value {i * 7}")
-    assert (time.perf_counter() - t0) / 20 < 0.05
+    assert (time.process_time() - t0) / 20 < 0.05
     assert get_index(content[:-1] + "x") is not first
 
 

@@ -94,11 +94,11 @@ def test_broker_death_mid_batch_fails_the_cell_clearly_and_the_next_cell_works(
     kernel_pid = kernel.km.provisioner.process.pid
     assert kernel.execute('llm_query("warm up")').ok
     (before,) = broker_pids(kernel_pid)
-    server.latency = 5
+    server.latency = 30  # a cell that waited for the replies instead of the dead broker would take ≥ 30 s
     threading.Timer(1.0, os.kill, (before, signal.SIGKILL)).start()
     t0 = time.monotonic()
     ex = kernel.execute('llm_query_batched(["slow %d" % i for i in range(8)])', timeout=60)
-    assert time.monotonic() - t0 < 4.5, ex
+    assert time.monotonic() - t0 < 15, ex  # typical ~1.2 s; generous for a busy machine
     assert not ex.ok and "the LLM broker process" in ex.all_text and "exited" in ex.all_text, ex
     server.latency = 0
     after = kernel.execute('llm_query("after the restart")')

@@ -227,9 +227,9 @@ async def _interrupt_run(url: str) -> list[dict[str, Any]]:
     try:
         info = await _request(kc, kc.kernel_info())
         assert info["content"]["implementation"] == "rlm_kernel"
-        msg_id = kc.execute("n = 0\nwhile True:\n    n += 1", stop_on_error=False)
-        await _wait_busy(kc, msg_id)
-        await asyncio.sleep(1.0)  # let the loop run a little
+        code = "n = 0\nprint('looping', flush=True)\nwhile True:\n    n += 1"
+        msg_id = kc.execute(code, stop_on_error=False)
+        await _wait_running(kc, msg_id)  # the cell says it runs: no guess with a sleep
         async with httpx.AsyncClient() as http:
             r = await http.post(f"{url}/api/kernels/{km.kernel_id}/interrupt", timeout=30)
             assert r.status_code == 204, r.text
@@ -241,10 +241,11 @@ async def _interrupt_run(url: str) -> list[dict[str, Any]]:
     return replies
 
 
-async def _wait_busy(kc: Any, msg_id: str) -> None:
+async def _wait_running(kc: Any, msg_id: str) -> None:
+    """Until the cell `msg_id` has printed (its loop is then about to run)."""
     while True:
         m = await kc.get_iopub_msg(timeout=60)
-        if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "execute_input":
+        if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "stream":
             return
 
 

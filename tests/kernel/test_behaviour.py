@@ -127,10 +127,15 @@ def test_is_complete(rlm_kernel: KernelHarness) -> None:
 
 
 def test_interrupt_raises_keyboard_interrupt_and_kernel_lives(rlm_kernel: KernelHarness) -> None:
-    msg_id = rlm_kernel.kc.execute("n = 0\nwhile True:\n    n += 1")
-    time.sleep(1.5)
-    rlm_kernel.interrupt()
-    ex = rlm_kernel.collect(msg_id, timeout=30)
+    msg_id = rlm_kernel.kc.execute("n = 0\nprint('looping', flush=True)\nwhile True:\n    n += 1")
+    sent: list[bool] = []
+
+    def interrupt_once_looping(msg: dict) -> None:  # the cell says it runs: no guess with a sleep
+        if not sent and msg["msg_type"] == "stream" and "looping" in msg["content"]["text"]:
+            sent.append(True)
+            rlm_kernel.interrupt()
+
+    ex = rlm_kernel.collect(msg_id, timeout=60, on_message=interrupt_once_looping)
     assert ex.error_name == "KeyboardInterrupt", str(ex)
     assert rlm_kernel.is_alive()
     assert rlm_kernel.execute("n > 0").result == "True"

@@ -35,7 +35,7 @@ def wait_in_thread(fn) -> tuple[threading.Thread, dict]:  # noqa: ANN001
     return worker, outcome
 
 
-def wait_for_requests(server: LLMTestServer, n: int, timeout: float = 10) -> None:
+def wait_for_requests(server: LLMTestServer, n: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while len(server.requests) < n:
         assert time.monotonic() < deadline, f"the server got {len(server.requests)} of {n} requests"
@@ -104,7 +104,7 @@ def test_interrupt_during_rlm_query_batched_stops_the_sub_rlms(
     ex = kernel.collect(msg_id, timeout=30)
     took = time.monotonic() - interrupted_at
     assert ex.status == "error" and ex.error_name == "KeyboardInterrupt", ex
-    assert took < 2.5, took
+    assert took < 15, took  # the child replies are 60 s away; typical well under 1 s, generous when busy
     assert len(server.requests) == 4  # the second sub-RLM never ran a block
     summary = [line for line in ex.stdout.splitlines() if line.startswith("fan-out (2 sub-RLMs")]
     assert (

@@ -88,13 +88,17 @@ def test_depth_limit() -> None:
 
 
 def test_wall_time_limit(make_client: MakeClient, llm_server: LLMTestServer) -> None:
-    budget = Budget(max_seconds=0.2)
-    make_client().complete("quick", budget=budget)
-    llm_server.latency = 0.3
-    make_client().complete("slow", budget=budget)  # started in time
+    # No race against the clock: the first call is checked a few ms after the budget starts (the limit is
+    # 1 s, so a busy machine has a wide margin), and the server's latency alone carries it past the limit,
+    # so the second call is refused however fast or slow the machine is.
+    client = make_client(prices=PRICES)  # built before the budget starts: its set-up is not timed
+    llm_server.latency = 1.0
+    budget = Budget(max_seconds=1.0)
+    assert client.complete("slow", budget=budget).text == "slow"  # started in time: it runs to the end
+    assert budget.elapsed >= 1.0
     with pytest.raises(BudgetExceeded, match="max_seconds"):
-        make_client().complete("late", budget=budget)
-    assert len(llm_server.requests) == 2
+        client.complete("late", budget=budget)
+    assert [r.last_user for r in llm_server.requests] == ["slow"]  # the late call was never sent
 
 
 def test_cache_hits_are_free_but_counted(make_client: MakeClient, llm_server: LLMTestServer) -> None:

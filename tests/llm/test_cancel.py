@@ -30,13 +30,16 @@ def test_cancel_all_stops_a_batch_within_a_second(make_client: MakeClient, llm_s
 
     worker = threading.Thread(target=run)
     worker.start()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 30  # the first wave (8) is in flight: awaited, not assumed after a sleep
+    while len(llm_server.requests) < 8 and time.monotonic() < deadline:
+        time.sleep(0.02)
     cancelled_at = time.monotonic()
     assert llm_loop.cancel_all() >= 1
-    worker.join(5)
+    worker.join(15)
     assert not worker.is_alive()
     assert isinstance(outcome["error"], LLMCancelled)
-    assert time.monotonic() - cancelled_at < 1.0
+    # replies are 10 s away: a cancel that waited for them would take ≥ 10 s (typical here: ~0.1 s)
+    assert time.monotonic() - cancelled_at < 5.0
     assert len(llm_server.requests) == 8  # the 32 queued calls were never sent
     snap = budget.snapshot()
     assert snap["reserved"]["calls"] == 0 and snap["calls"] == 0
@@ -54,8 +57,8 @@ def test_interrupt_while_waiting_cancels_and_next_call_works(
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         client.complete_batch([f"p{i}" for i in range(10)])
-    assert time.monotonic() - t0 < 1.5
-    deadline = time.monotonic() + 1.0
+    assert time.monotonic() - t0 < 5.0  # replies are 10 s away; typical: 0.3 s timer + ~0.1 s
+    deadline = time.monotonic() + 30  # an event-wait: a long deadline costs nothing when it passes
     while llm_loop._active and time.monotonic() < deadline:  # noqa: SLF001 - checking the registry empties
         time.sleep(0.02)
     assert not llm_loop._active  # noqa: SLF001
@@ -68,7 +71,10 @@ def test_an_interrupt_queued_behind_a_busy_loop_spares_later_calls() -> None:
     import asyncio
     import concurrent.futures
 
+    holding = threading.Event()
+
     async def hold_the_loop() -> None:
+        holding.set()
         time.sleep(0.5)  # blocks the loop thread, as a slow synchronous step would
 
     async def later_call() -> str:
@@ -80,12 +86,11 @@ def test_an_interrupt_queued_behind_a_busy_loop_spares_later_calls() -> None:
         return "never"
 
     victim = llm_loop.submit(interrupted_call())
-    time.sleep(0.1)
-    blocker = llm_loop.submit(hold_the_loop())
-    time.sleep(0.1)  # the loop is now blocked
+    blocker = llm_loop.submit(hold_the_loop())  # runs after the victim has started (the loop is FIFO)
+    assert holding.wait(30)  # the loop is now blocked: awaited, not assumed after a sleep
     assert llm_loop.cancel_all_soon()  # what the kernel's SIGINT handler calls
     spared = llm_loop.submit(later_call())  # the next cell's call, submitted after the interrupt
-    assert spared.result(5) == "finished"
-    concurrent.futures.wait([victim], timeout=5)
+    assert spared.result(30) == "finished"
+    concurrent.futures.wait([victim], timeout=30)
     assert victim.cancelled()
-    blocker.result(5)
+    blocker.result(30)

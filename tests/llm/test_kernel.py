@@ -71,12 +71,12 @@ def test_provider_error_in_a_cell_carries_no_key(kernel: KernelHarness, server: 
 def test_interrupt_cancels_a_fan_out_and_the_next_cell_works(
     kernel: KernelHarness, server: LLMTestServer
 ) -> None:
-    server.latency = 10
+    server.latency = 30  # a fan-out that waited for its replies would take ≥ 30 s
     threading.Timer(1.0, kernel.interrupt).start()
     t0 = time.monotonic()
-    ex = kernel.execute('llm_query_batched(["q %d" % i for i in range(40)])', timeout=30)
+    ex = kernel.execute('llm_query_batched(["q %d" % i for i in range(40)])', timeout=60)
     elapsed = time.monotonic() - t0
-    assert not ex.ok and elapsed < 3.0, (elapsed, ex)
+    assert not ex.ok and elapsed < 15.0, (elapsed, ex)  # typical 1.2 s; generous for a busy machine
     assert len(server.requests) <= 16  # only the first wave (default concurrency) was ever sent
     server.latency = 0
     again = kernel.execute('llm_query("after the interrupt")')

@@ -26,13 +26,13 @@ def test_429_retry_after_ms_is_honoured(make_client: MakeClient, llm_server: LLM
     llm_server.queue(Fault.rate_limited(retry_after_ms=300))
     assert make_client().complete("hello").text == "hello"
     assert len(llm_server.requests) == 2
-    assert 0.29 <= _gap(llm_server) < 0.6
+    assert 0.29 <= _gap(llm_server) < 3.0  # not read as 300 s; the ceiling leaves 10× for a busy machine
 
 
 def test_429_retry_after_seconds(make_client: MakeClient, llm_server: LLMTestServer) -> None:
     llm_server.queue(Fault.rate_limited(retry_after="1"))
     assert make_client().complete("hello").text == "hello"
-    assert 0.99 <= _gap(llm_server) < 1.4
+    assert 0.99 <= _gap(llm_server) < 5.0  # generous: a busy machine only delays the retry
 
 
 def test_429_retry_after_http_date(make_client: MakeClient, llm_server: LLMTestServer) -> None:
@@ -42,24 +42,25 @@ def test_429_retry_after_http_date(make_client: MakeClient, llm_server: LLMTestS
     make_client().complete("hello")
     first, second = llm_server.requests[0].time, llm_server.requests[1].time
     assert second >= due - 0.1, f"retried {due - second:.2f} s before the date the server named"
-    assert second - first < 3.5 + 1.0
+    assert second - first < 3.5 + 5.0  # no long extra wait (generous for a busy machine)
 
 
 def test_retry_after_is_capped(make_client: MakeClient, llm_server: LLMTestServer) -> None:
     llm_server.queue(Fault.rate_limited(retry_after="30"))
     make_client(retry_after_cap=0.2).complete("hello")
-    assert 0.19 <= _gap(llm_server) < 0.6
+    assert 0.19 <= _gap(llm_server) < 5.0  # capped: far below the 30 s asked (10×+ margin for a busy machine)
 
 
 @pytest.mark.parametrize(
     "fault",
-    [Fault.http(500), Fault.http(503), Fault.http(408), Fault.http(409), Fault.reset(), Fault.timeout(5)],
+    [Fault.http(500), Fault.http(503), Fault.http(408), Fault.http(409), Fault.reset(), Fault.timeout(30)],
 )
 def test_retryable_faults_are_survived(
     fault: Fault, make_client: MakeClient, llm_server: LLMTestServer
 ) -> None:
     llm_server.queue(fault)
-    out = make_client(timeout=0.5).complete("survive this")
+    # the timeout must end the 30 s hang but never a normal local reply (a 0.5 s one did, under load)
+    out = make_client(timeout=2.0).complete("survive this")
     assert out.text == "survive this"
     assert len(llm_server.requests) == 2
 

@@ -118,7 +118,7 @@ def test_an_interrupt_while_sub_rlms_wait_for_their_root_calls_stops_them_all(se
     kernel.interrupt()
     ex = kernel.collect(msg_id, timeout=30)
     assert ex.status == "error" and ex.error_name == "KeyboardInterrupt", ex
-    assert time.monotonic() - interrupted_at < 5
+    assert time.monotonic() - interrupted_at < 15  # replies are 30 s away; typical well under 1 s
     assert len(server.requests) == 3
     server.reset()
     after = kernel.execute("1 + 1", timeout=30)

@@ -186,10 +186,13 @@ def test_interrupt_mid_batch_still_reports_in_the_cell(
     # the kernel's first model call also starts the broker's HTTP stack (seconds on a busy machine): warm it
     # up first, so that calls are answered before the interrupt below
     assert auto_kernel.execute("llm_query('warm up')", timeout=60).ok
-    server.latency = 0.5
+    server.latency = 2.0  # 4 waves of 16: 8 s, so the interrupt lands mid-way even on a busy machine
+    before = len(server.requests)  # the server is shared by the module's tests
     try:
         msg_id = auto_kernel.kc.execute("answers = llm_query_batched([f'slow {i}' for i in range(64)])")
-        time.sleep(1.2)
+        deadline = time.monotonic() + 60  # a 17th request means an answer came back: awaited, not slept for
+        while len(server.requests) - before < 17 and time.monotonic() < deadline:
+            time.sleep(0.05)
         auto_kernel.interrupt()
         r = auto_kernel.collect(msg_id, timeout=60)
     finally:
