@@ -26,7 +26,8 @@ class QueryBatchError(ReplError):
     """Some items of `llm_query_batched`/`rlm_query_batched` failed; the others are kept.
 
     `results` is the list in input order with `None` where an item failed; `errors` maps each failed index to
-    its error text (in input order). Catch it to keep the successes: `except QueryBatchError as e: done = e.results`.
+    its error text, in input order. Catch it to keep the successes:
+    `except QueryBatchError as e: done = e.results`.
     """
 
     def __init__(self, message: str, results: list[str | None], errors: dict[int, str]) -> None:
