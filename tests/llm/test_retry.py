@@ -131,21 +131,18 @@ def test_a_trickling_body_cannot_hold_a_call_past_its_deadline(
     assert time.monotonic() - t0 < 10  # one attempt's total deadline is 3 s; the body would take 30 s
 
 
-def test_a_refused_connection_names_the_url_and_no_timeout_advice(tmp_path: Path) -> None:
-    """Nothing listens at the base URL: the error says so, with the URL; a longer timeout would not help."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # closed again on leaving: nothing listens there
+def _error_text(tmp_path: Path, base_url: str, max_retries: int) -> str:
+    """The error text of one call to `base_url` (no cache, no settings from the environment)."""
     config = load_config(
         environ={},
         use_settings=False,
         provider="openai",
-        base_url=f"http://127.0.0.1:{port}/v1",
+        base_url=base_url,
         model="m",
         api_key="sk-test",
         cache="off",
         cache_dir=str(tmp_path),
-        max_retries=0,
+        max_retries=max_retries,
     )
     client = LLMClient(config)
     try:
@@ -153,31 +150,22 @@ def test_a_refused_connection_names_the_url_and_no_timeout_advice(tmp_path: Path
             client.complete("hello")
     finally:
         client.close()
-    text = str(info.value)
+    return str(info.value)
+
+
+def test_a_refused_connection_names_the_url_and_no_timeout_advice(tmp_path: Path) -> None:
+    """Nothing listens at the base URL: the error says so, with the URL; a longer timeout would not help."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again on leaving: nothing listens there
+    text = _error_text(tmp_path, f"http://127.0.0.1:{port}/v1", max_retries=0)
     assert f"127.0.0.1:{port}" in text and "nothing answered at that address" in text, text
     assert "RLM_TIMEOUT" not in text, text
 
 
 def test_a_name_that_does_not_resolve_is_reported_as_such(tmp_path: Path) -> None:
     # `.invalid` never resolves (RFC 6761): the resolver fails without any server being asked
-    config = load_config(
-        environ={},
-        use_settings=False,
-        provider="openai",
-        base_url="http://no-such-host.invalid/v1",
-        model="m",
-        api_key="sk-test",
-        cache="off",
-        cache_dir=str(tmp_path),
-        max_retries=3,
-    )
-    client = LLMClient(config)
-    try:
-        with pytest.raises(LLMError) as info:
-            client.complete("hello")
-    finally:
-        client.close()
-    text = str(info.value)
+    text = _error_text(tmp_path, "http://no-such-host.invalid/v1", max_retries=3)
     assert "no-such-host.invalid" in text and "could not be resolved" in text, text
     assert "RLM_TIMEOUT" not in text and "nothing answered" not in text and "attempts" not in text, text
 
