@@ -4,30 +4,12 @@ tools, prompt control and both final-answer protocols, follow-up runs, typed ans
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
-import pytest
-
-from tests.kernel_client import KernelHarness, kernel_with_llm_server
+from tests.kernel_client import KernelHarness
 from tests.llm_server import LLMTestServer, Reply
 from tests.repl.conftest import llm_env
 from tests.rlm.script import ROOT_MARK, SUB_MARK, Script, repl
-from tests.rlm.test_kernel_rlm import PRICES, ok, probe, script
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LLMTestServer, KernelHarness]]:
-    config = tmp_path_factory.mktemp("config") / "rlm.toml"
-    config.write_text(PRICES)
-    with kernel_with_llm_server(lambda server: {**llm_env(server), "RLM_CONFIG": str(config)}) as served:
-        yield served
-
-
-@pytest.fixture
-def kernel(served: tuple[LLMTestServer, KernelHarness]) -> KernelHarness:
-    served[0].reset()
-    return served[1]
-
+from tests.rlm.test_kernel_rlm import ok, probe, script
 
 BEST_EFFORT_ASK = "No more code will run"
 

@@ -4,30 +4,9 @@ field), through a real `rlm` kernel and the scripted test server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from tests.kernel_client import KernelHarness, kernel_with_llm_server
-from tests.llm_server import LLMTestServer
-from tests.repl.conftest import llm_env
+from tests.kernel_client import KernelHarness
 from tests.rlm.script import Script, repl
-from tests.rlm.test_kernel_rlm import PRICES, ok, probe, script
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LLMTestServer, KernelHarness]]:
-    config = tmp_path_factory.mktemp("config") / "rlm.toml"
-    config.write_text(PRICES)
-    with kernel_with_llm_server(lambda server: {**llm_env(server), "RLM_CONFIG": str(config)}) as served:
-        yield served
-
-
-@pytest.fixture
-def kernel(served: tuple[LLMTestServer, KernelHarness]) -> KernelHarness:
-    served[0].reset()
-    return served[1]
-
+from tests.rlm.test_kernel_rlm import ok, probe, script
 
 FIELDS = [
     "answer",

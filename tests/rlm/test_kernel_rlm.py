@@ -4,32 +4,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
-import pytest
 
-from tests.kernel_client import KernelHarness, kernel_with_llm_server
+from tests.kernel_client import KernelHarness
 from tests.llm_server import LLMTestServer, Reply
 from tests.repl.conftest import llm_env
 from tests.rlm.script import ROOT_MARK, Script, repl
-
-PRICES = '[prices]\n"test-model" = {input = 0.0, output = 10.0}\n'
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LLMTestServer, KernelHarness]]:
-    config = tmp_path_factory.mktemp("config") / "rlm.toml"
-    config.write_text(PRICES)
-    with kernel_with_llm_server(lambda server: {**llm_env(server), "RLM_CONFIG": str(config)}) as served:
-        yield served
-
-
-@pytest.fixture
-def kernel(served: tuple[LLMTestServer, KernelHarness]) -> KernelHarness:
-    served[0].reset()
-    return served[1]
 
 
 def script(served: tuple[LLMTestServer, KernelHarness], s: Script) -> Script:
