@@ -29,6 +29,7 @@ from rlm_kernel.llm import magics as llm_magics  # noqa: F401 - registers %rlm s
 from rlm_kernel.repl import magics as repl_magics  # noqa: F401 - registers %context and %%rlm when imported
 from rlm_kernel.repl import preload
 from rlm_kernel.rlm import magics as rlm_magics  # noqa: F401 - registers %rlm view/provenance, starts the ledger
+from rlm_kernel.rlm import provenance
 from rlm_kernel.rlm.loop import ROOT_LOOP
 from rlm_kernel.sandbox import (
     Limits,
@@ -153,12 +154,8 @@ class RLMDisplayPublisher(ZMQDisplayPublisher):
 
 def _provenance(shell: Any, metadata: Any, cell: str | None) -> Any:
     """`metadata` with the cell's model calls under `rlm` (rlm/provenance.py), when it made any."""
-    try:
-        from rlm_kernel.rlm.provenance import stamp
-    except ImportError:  # pragma: no cover - the RLM layer is optional for the shell
-        return metadata
     count = getattr(shell, "execution_count", None)  # IPython counts the running cell before it runs
-    return stamp(metadata, cell, count - 1 if isinstance(count, int) else None)
+    return provenance.stamp(metadata, cell, count - 1 if isinstance(count, int) else None)
 
 
 def _bundle_size(data: Any) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rlm_kernel.llm.config import register_setting
 from rlm_kernel.rlm.steps import RootRequest, RunSteps
 from rlm_kernel.rlm.trajectory import Turn, Usage
 
@@ -46,10 +47,6 @@ def _parse(value: object) -> int | None:
 
 def register_compaction_setting() -> None:
     """Make `compaction_tokens` a setting (`%rlm set`, env, TOML)."""
-    try:
-        from rlm_kernel.llm.config import register_setting
-    except ImportError:  # the LLM layer is optional for the pure logic
-        return
     register_setting(
         "compaction_tokens",
         _parse,

@@ -6,6 +6,7 @@ import shlex
 
 import rlm_kernel.rlm.provenance as provenance
 import rlm_kernel.rlm.viewer as viewer
+from rlm_kernel.magics import register_rlm_subcommand
 from rlm_kernel.repl.errors import ReplError
 
 __all__ = ["register", "rlm_view"]
@@ -29,10 +30,6 @@ def rlm_view(line: str) -> object:
 
 def register() -> bool:
     """Register the subcommands with the kernel's `%rlm` and start the provenance ledger."""
-    try:
-        from rlm_kernel.magics import register_rlm_subcommand
-    except ImportError:
-        return False
     provenance.ledger.start()
     register_rlm_subcommand("view", rlm_view, "show a run saved with to_jsonl as the trajectory viewer")
     register_rlm_subcommand(

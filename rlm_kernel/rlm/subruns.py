@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlm_kernel.llm.config import register_setting
 from rlm_kernel.rlm.steps import RunSteps
 
 __all__ = ["DEFAULT_CONCURRENCY", "concurrency", "register_concurrency_setting", "run_concurrently"]
@@ -39,10 +40,6 @@ def _parse_concurrency(value: object) -> int:
 
 def register_concurrency_setting() -> None:
     """Make `subrun_concurrency` (sub-RLMs of one `rlm_query_batched` run at once) a setting."""
-    try:
-        from rlm_kernel.llm.config import register_setting
-    except ImportError:  # the LLM layer is optional for the pure logic
-        return
     register_setting(
         "subrun_concurrency",
         _parse_concurrency,
