@@ -42,10 +42,25 @@ def test_the_graph_counts_function_level_imports_and_finds_a_cycle(tmp_path: Pat
 
 
 def test_only_the_known_module_cycles_are_left() -> None:
-    """No package cycle but LLM layer <-> broker, and module cycles only inside those two and the sandbox
-    (the sandbox's are broken when sandbox/policy.py is split; llm/broker's by the broker work)."""
+    """No package cycle but LLM layer <-> broker, and module cycles only inside those two (the broker work
+    breaks them)."""
     modules = import_graph.all_modules()
     graph = {m: {t for t, _, _ in import_graph.imports_of(m, p, modules)} for m, p in modules.items()}
     for comp in import_graph.sccs(graph):
         groups = {import_graph.group(m) for m in comp}
-        assert groups <= {"rlm_kernel.sandbox"} or groups <= {"rlm_kernel.llm", "rlm_kernel.broker"}, comp
+        assert groups <= {"rlm_kernel.llm", "rlm_kernel.broker"}, comp
+
+
+def test_the_sandbox_has_no_module_cycle() -> None:
+    """Inside rlm_kernel.sandbox every import points one way, function-level imports included, so the package
+    reads top-down: names/filenames/errors at the bottom, the transformer, guards and facades above them, the
+    session, namespace and runner on top, and `sandbox/__init__` only re-exports (no module imports it)."""
+    modules = import_graph.all_modules()
+    sandbox = {m: p for m, p in modules.items() if m.startswith("rlm_kernel.sandbox")}
+    graph = {
+        m: {t for t, _, _ in import_graph.imports_of(m, p, modules) if t.startswith("rlm_kernel.sandbox")}
+        for m, p in sandbox.items()
+    }
+    assert import_graph.sccs(graph) == []
+    importers = sorted(m for m, targets in graph.items() if "rlm_kernel.sandbox" in targets)
+    assert importers == [], f"these modules import the sandbox package's __init__: {importers}"

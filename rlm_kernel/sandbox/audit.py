@@ -41,8 +41,9 @@ import typing
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.sandbox.errors import SandboxError
-from rlm_kernel.sandbox.policy import is_sandboxed_filename
+from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 
 __all__ = ["AuditRefusal", "FileAccessRefused", "ImportRefused", "guarding", "install", "is_guarding"]
 
@@ -77,6 +78,7 @@ _SANDBOX_DIR = os.path.join(_PACKAGE_DIR, "sandbox") + os.sep
 _PROXY_FILES = frozenset(
     os.path.join(_SANDBOX_DIR, name)
     for name in (
+        "facade.py",
         "facades.py",
         "safe_stdlib.py",
         "guards.py",
@@ -207,8 +209,6 @@ def guarding() -> Iterator[None]:
 
     Under the test-only switch RLM_UNSAFE_DISABLE_POLICY=1 (cells are plain Python, to prove the OS layer
     alone) it does nothing: no in-process line is drawn."""
-    from rlm_kernel.sandbox.confine import policy_disabled
-
     if policy_disabled():
         yield
         return

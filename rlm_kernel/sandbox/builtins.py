@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.sandbox.data.standins import check_base, class_for_cell
 from rlm_kernel.sandbox.errors import LimitExceeded, SandboxTypeError, refusal
-from rlm_kernel.sandbox.policy import REFUSED_NAMES
+from rlm_kernel.sandbox.names import REFUSED_NAMES
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession

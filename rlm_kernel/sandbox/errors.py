@@ -11,6 +11,8 @@ import sys
 from IPython.core.error import InputRejected
 
 from rlm_kernel.errors import RLMError
+from rlm_kernel.sandbox.filenames import is_sandboxed_filename
+from rlm_kernel.sandbox.names import ALWAYS_REFUSED
 
 __all__ = [
     "CellTimeout",
@@ -80,8 +82,6 @@ def format_refusal(lineno: int | None, snippet: str | None, reason: str) -> str:
 
 def _caller_line(filenames: tuple[str, ...] | None = None) -> tuple[int | None, str | None]:
     """Find the innermost frame running restricted user code (its filename is registered as sandboxed)."""
-    from rlm_kernel.sandbox.policy import is_sandboxed_filename
-
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
@@ -161,8 +161,6 @@ def add_name_suggestion(exc: BaseException) -> None:
     while tb.tb_next is not None:
         tb = tb.tb_next
     frame = tb.tb_frame
-    from rlm_kernel.sandbox.policy import ALWAYS_REFUSED, is_sandboxed_filename
-
     if not is_sandboxed_filename(frame.f_code.co_filename):
         return  # raised in library code: its names are not the cell's
     names: dict[str, None] = {}

@@ -39,92 +39,23 @@ import time
 import typing
 import unicodedata
 from collections.abc import Callable
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from rlm_kernel.sandbox import safe_stdlib as safe
+import rlm_kernel.sandbox.safe_stdlib as safe
 from rlm_kernel.sandbox.builtins import python_level
 from rlm_kernel.sandbox.data import DATA_MODULES, data_facades
-from rlm_kernel.sandbox.errors import ModuleNotAvailable, SandboxError, refusal
+from rlm_kernel.sandbox.errors import ModuleNotAvailable, refusal
+from rlm_kernel.sandbox.facade import Facade, Refused, is_cell_function, make_facade
+from rlm_kernel.sandbox.guards import WRITABLE_TYPES
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
 __all__ = ["Facade", "Refused", "build_facades", "import_facade", "ALLOWED_MODULES"]
 
-_TOKEN = object()
-
-
-class Facade:
-    """A read-only stand-in for an allowlisted module: attribute access returns only what was chosen."""
-
-    __slots__ = ("_rlm_name", "_rlm_attrs")
-
-    def __init__(self, name: str, attrs: dict[str, Any], *, token: object = None) -> None:
-        if token is not _TOKEN:
-            raise refusal("facades cannot be created from a cell; use import")
-        object.__setattr__(self, "_rlm_name", name)
-        object.__setattr__(self, "_rlm_attrs", MappingProxyType(dict(attrs)))
-
-    def __getattr__(self, attr: str) -> Any:
-        try:
-            value = self._rlm_attrs[attr]
-        except KeyError:
-            raise AttributeError(
-                f"module {self._rlm_name!r} in the rlm sandbox has no attribute {attr!r}; "
-                f"available: {_listing(self.__dir__(), self._rlm_name)}"
-            ) from None
-        if type(value) is Refused:
-            raise refusal(f"{self._rlm_name}.{attr} {value.reason}")
-        return value
-
-    def __setattr__(self, attr: str, value: Any) -> None:
-        raise SandboxError("modules are read-only in the sandbox; keep your own state in variables")
-
-    __delattr__ = __setattr__  # type: ignore[assignment]
-
-    def __dir__(self) -> list[str]:
-        return sorted(k for k, v in self._rlm_attrs.items() if type(v) is not Refused)
-
-    def __repr__(self) -> str:
-        return f"<module {self._rlm_name!r} (rlm sandbox facade)>"
-
-    def __reduce__(self) -> Any:
-        raise TypeError("facades cannot be pickled or copied")
-
-
-def _listing(names: list[str], module: str) -> str:
-    """The names a facade offers, for an error message (long lists point at dir() instead)."""
-    if len(names) <= 60:
-        return ", ".join(names)
-    return f"{', '.join(names[:20])}, ... ({len(names)} names; dir() of the module lists them)"
-
-
-class Refused:
-    """A facade entry for something left out on purpose: reading it raises a refusal with the reason."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
 
 def _pick(module: Any, names: str) -> dict[str, Any]:
     return {name: getattr(module, name) for name in names.split() if hasattr(module, name)}
-
-
-_READ_ONLY: dict[type, Callable[[Any], Any]] = {
-    set: frozenset,
-    list: tuple,
-    dict: MappingProxyType,
-    bytearray: bytes,
-}
-
-
-def _facade(name: str, attrs: dict[str, Any]) -> Facade:
-    """A facade over `attrs`; mutable constants (hashlib.algorithms_available) become read-only copies."""
-    frozen = {key: _READ_ONLY[type(v)](v) if type(v) in _READ_ONLY else v for key, v in attrs.items()}
-    return Facade(name, frozen, token=_TOKEN)
 
 
 ALLOWED_MODULES = (
@@ -365,10 +296,10 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         runtime_checkable=own_class(typing.runtime_checkable, "typing.runtime_checkable"),
     )
 
-    facades = {name: _facade(name, attrs) for name, attrs in f.items() if name != "collections.abc"}
-    abc_facade = _facade("collections.abc", f["collections.abc"])
+    facades = {name: make_facade(name, attrs) for name, attrs in f.items() if name != "collections.abc"}
+    abc_facade = make_facade("collections.abc", f["collections.abc"])
     facades["collections.abc"] = abc_facade
-    facades["collections"] = _facade("collections", {**f["collections"], "abc": abc_facade})
+    facades["collections"] = make_facade("collections", {**f["collections"], "abc": abc_facade})
     return facades
 
 
@@ -381,7 +312,7 @@ def _own_class_check(session: SandboxSession) -> Callable[..., Callable[[Any], A
             own = (
                 session.is_user_object(target)
                 if isinstance(target, type)
-                else (functions and _is_cell_function(target))
+                else (functions and is_cell_function(target))
             )
             if not own:
                 raise refusal(f"{what} changes what it decorates; use it on your own classes only")
@@ -392,16 +323,9 @@ def _own_class_check(session: SandboxSession) -> Callable[..., Callable[[Any], A
     return wrap
 
 
-def _is_cell_function(fn: Any) -> bool:
-    from rlm_kernel.sandbox.policy import is_sandboxed_filename
-
-    code = getattr(fn, "__code__", None)
-    return code is not None and is_sandboxed_filename(code.co_filename)
-
-
 def _own_function_decorator(decorator: Callable[[Any], Any], what: str) -> Callable[[Any], Any]:
     def checked(target: Any) -> Any:
-        if not _is_cell_function(target):
+        if not is_cell_function(target):
             raise refusal(f"{what} changes what it decorates; use it on your own functions only")
         return decorator(target)
 
@@ -418,8 +342,6 @@ def _dataclass(own_class: Callable[..., Callable[[Any], Any]]) -> Callable[..., 
 
 
 def _guarded_item_op(session: SandboxSession, fn: Callable[..., Any]) -> Callable[..., Any]:
-    from rlm_kernel.sandbox.guards import WRITABLE_TYPES
-
     @functools.wraps(fn)
     def op(obj: Any, *args: Any) -> Any:
         if type(obj) not in WRITABLE_TYPES and not session.is_user_object(obj):

@@ -19,18 +19,16 @@ from typing import TYPE_CHECKING, Any
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-from rlm_kernel.sandbox import safe_stdlib
+from rlm_kernel.sandbox.builtins import SafeType
 from rlm_kernel.sandbox.caps import SafeFormatter, make_caps
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
+from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import CellTimeout, SandboxAttributeError, SandboxTypeError, refusal
-from rlm_kernel.sandbox.policy import (
-    ALLOWED_DUNDER_METHODS,
-    EXCEPTION_DUNDERS,
-    RANGE_BITS,
-    READABLE_DUNDERS,
-    is_sandboxed_filename,
-)
-from rlm_kernel.sandbox.safe_stdlib import CappedContext
+from rlm_kernel.sandbox.facade import Facade
+from rlm_kernel.sandbox.fastpath import RANGE_BITS
+from rlm_kernel.sandbox.filenames import is_sandboxed_filename
+from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
+from rlm_kernel.sandbox.safe_stdlib import CappedContext, counter_elements
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -135,17 +133,6 @@ WRITABLE_TYPES = frozenset(
     }
 )
 
-# Objects of the data libraries whose items cells may set (arrays, frames, their indexers) and, by class
-# name, the attributes they may set (`df.columns = [...]`); filled when the data facades load.
-DATA_WRITABLE: set[type] = set()
-DATA_ATTR_WRITES: dict[str, frozenset[str]] = {
-    "DataFrame": frozenset({"columns", "index", "attrs"}),
-    "Series": frozenset({"name", "index", "attrs"}),
-    "Index": frozenset({"name", "names"}),
-    "MultiIndex": frozenset({"names"}),
-    "ndarray": frozenset({"shape"}),
-}
-
 
 class _AttrWriter:
     """What `_write_attr_` hands back for a data-library object: sets only the attributes its class allows."""
@@ -219,8 +206,6 @@ def _is_dunder(name: str) -> bool:
 
 def make_guards(session: SandboxSession) -> dict[str, Any]:
     """Return the guard functions RestrictedPython-transformed code calls, bound to `session`."""
-    from rlm_kernel.sandbox.builtins import SafeType
-
     limits = session.limits
     denied = {"bases": _denied_bases(), "modules": len(sys.modules)}
 
@@ -402,8 +387,6 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
 
     def special_elements(obj: Any, name: str) -> Any:
         if isinstance(obj, collections.Counter):
-            from rlm_kernel.sandbox.safe_stdlib import counter_elements
-
             return counter_elements(obj)
         return _RAISE
 
@@ -488,10 +471,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         kind = type(obj)
         if kind is types.FunctionType and is_sandboxed_filename(obj.__code__.co_filename):
             return obj  # attributes of your own functions (f.calls = 0)
-        if attribute and kind is safe_stdlib.CappedContext:
+        if attribute and kind is CappedContext:
             return obj  # a decimal context the cell made (Context(), localcontext()); precision is capped
-        from rlm_kernel.sandbox.facades import Facade
-
         if isinstance(obj, Facade):
             raise refusal("modules are read-only in the sandbox; keep your own state in variables")
         name = kind.__name__

@@ -18,7 +18,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlm_kernel.sandbox.errors import CellTimeout
+from rlm_kernel.sandbox.audit import guarding
+from rlm_kernel.sandbox.errors import CellTimeout, SandboxError
+from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -78,8 +80,6 @@ class Limits:
 
 def check_source_size(source: str, limits: Limits) -> None:
     """Raise `SandboxError` if a cell's source is larger than `limits.max_source_bytes`."""
-    from rlm_kernel.sandbox.errors import SandboxError
-
     if limits.max_source_bytes and len(source) > limits.max_source_bytes:
         size = len(source.encode("utf-8", "surrogatepass"))
         if size > limits.max_source_bytes:
@@ -166,8 +166,6 @@ def _forget(path: Path) -> None:
 
 
 def _is_user_stack(frame: Any) -> bool:
-    from rlm_kernel.sandbox.policy import is_sandboxed_filename
-
     depth = 0
     while frame is not None and depth < 200:
         if is_sandboxed_filename(frame.f_code.co_filename):
@@ -317,8 +315,6 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
     soft limit as a backstop for C loops (the process dies; the kernel manager restarts it), caps memory.
     The code inside runs under the audit hook's guard (`audit.guarding`).
     """
-    from rlm_kernel.sandbox.audit import guarding  # audit -> policy -> caps -> limits
-
     if session.active_depth and session.owner_thread != threading.get_ident():
         # Another thread runs restricted code while a cell is active (e.g. a sub-RLM worker): it gets its
         # own watchdog so that its loops stop too; output accounting stays with the cell.

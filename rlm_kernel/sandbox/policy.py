@@ -1,5 +1,8 @@
-"""Compile-time policy: a RestrictedPython transformer with the rlm kernel's extra rules, and `restrict_ast`.
+"""The compile-time policy: `RLMTransformer` (RestrictedPython's transformer with the rlm kernel's rules) and
+`restrict_ast`, which checks and rewrites one cell.
 
+The name rules live in names.py, the numeric fast-path prover in fastpath.py, the registry of checked
+filenames in filenames.py (all re-exported here for code that imports them from the policy).
 Fails closed: any internal error while checking a cell rejects the cell with a `SandboxError`.
 """
 
@@ -14,9 +17,30 @@ from typing import Any
 
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES, RestrictingNodeTransformer, copy_locations
 
-from rlm_kernel.sandbox.caps import PERCENT_SPEC
 from rlm_kernel.sandbox.errors import SandboxError, format_refusal
+from rlm_kernel.sandbox.fastpath import (
+    CAPPED_BINOPS,
+    FAST_NAME_EXCLUDED,
+    RANGE_BITS,
+    as_binop,
+    fast_plan,
+    fast_test,
+    harmless_binop,
+)
+from rlm_kernel.sandbox.fastpath import call as _call
+from rlm_kernel.sandbox.filenames import is_sandboxed_filename, register_sandboxed_filename
 from rlm_kernel.sandbox.limits import Limits
+from rlm_kernel.sandbox.names import (
+    ALLOWED_DUNDER_METHODS,
+    ALWAYS_REFUSED,
+    CLASS_BODY_DUNDERS,
+    ENUM_HOOKS,
+    EXCEPTION_DUNDERS,
+    MODULE_DUNDERS,
+    PRIVATE_NAME,
+    READABLE_DUNDERS,
+    REFUSED_NAMES,
+)
 
 __all__ = [
     "ALLOWED_DUNDER_METHODS",
@@ -31,74 +55,8 @@ __all__ = [
     "restrict_ast",
 ]
 
-# Data-model methods a class defined in a cell may implement (plus IPython's rich display hooks).
-ALLOWED_DUNDER_METHODS = frozenset(
-    f"__{n}__"
-    for n in (
-        "init post_init repr str format len iter next reversed contains getitem setitem delitem missing "
-        "eq ne lt le gt ge hash bool call enter exit index int float complex round abs neg pos invert "
-        "add sub mul truediv floordiv mod divmod pow matmul and or xor lshift rshift "
-        "radd rsub rmul rtruediv rfloordiv rmod rdivmod rpow rmatmul rand ror rxor rlshift rrshift "
-        "iadd isub imul itruediv ifloordiv imod ipow imatmul iand ior ixor ilshift irshift "
-        "fspath"  # os.PathLike objects for load_context (their method runs inside the cell)
-    ).split()
-) | frozenset(f"_repr_{n}_" for n in "html markdown latex json svg png jpeg pdf mimebundle".split())
-
-# Private hooks an Enum subclass defined in a cell may implement (the enum machinery calls them).
-ENUM_HOOKS = frozenset({"_missing_", "_generate_next_value_"})
-
-# Dunder names a cell may assign: `__slots__` in a class body, `__all__` at module level (read back too).
-CLASS_BODY_DUNDERS = frozenset({"__slots__"})
-MODULE_DUNDERS = frozenset({"__all__"})
-
-# Dunder attributes that may be *read* anywhere: they hold names and docs (checked to be str at run time).
-READABLE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__"})
-
-# Dunder attributes of exceptions that may be read (checked at run time: an exception's list of str notes).
-EXCEPTION_DUNDERS = frozenset({"__notes__"})
-
-# Builtins a cell may not use, with the reason given.
-REFUSED_NAMES = {
-    "get_ipython": "get_ipython() is not available in the rlm kernel: it hands over the whole shell",
-    "exit": "exit() is not available in the rlm kernel; restart the kernel from the Kernel menu",
-    "quit": "quit() is not available in the rlm kernel; restart the kernel from the Kernel menu",
-    "open": "open() is not available: the sandbox has no file access; use load_context() to read files",
-    "eval": "eval() is not available: all code must pass the sandbox policy",
-    "exec": "exec() is not available: all code must pass the sandbox policy",
-    "compile": "compile() is not available: all code must pass the sandbox policy",
-    "input": "input() is not available in the rlm kernel",
-    "breakpoint": "the debugger is not available in the rlm kernel",
-    "globals": "globals() is not available: it would expose the sandbox guards",
-    "locals": "locals() is not available: it would expose the sandbox guards",
-    "vars": "vars() is only available for objects of classes defined in cells",
-    "help": "help() is not available in the rlm kernel; use obj? in a cell instead",
-    "memoryview": "memoryview() is not available in the rlm kernel",
-}
-
-# Private names (`_cache`, `_helper`): allowed as attributes (checked at run time: only on objects of classes
-# defined in cells) and as method/attribute names directly in a class body. Never the guards' names, which
-# end with '_', nor RestrictedPython's `_print` or the transformer's `_tmpN` temporaries.
-PRIVATE_NAME = re.compile(r"_(?!_)(?!print\Z)(?!tmp\d+\Z)\w*[A-Za-z0-9]\Z")
-
-# Refused wherever they are read (IPython puts the first four in its namespaces; eval/exec run unchecked
-# code). The other refused builtins are stubs that raise their reason when called, so a cell may still use
-# e.g. `input` or `vars` as its own variable names.
-ALWAYS_REFUSED = frozenset({"get_ipython", "exit", "quit", "open", "eval", "exec"})
-
 # IPython history names that may be read: _ __ ___ _N _i _ii _iii _iN
 _HISTORY_NAME = re.compile(r"_(?:\d+|_{1,2}|i{1,3}|i\d+)\Z")
-
-_SANDBOXED_FILES: set[str] = set()
-
-
-def register_sandboxed_filename(filename: str) -> None:
-    """Record that code compiled under `filename` is restricted user code (for tracebacks and timers)."""
-    _SANDBOXED_FILES.add(filename)
-
-
-def is_sandboxed_filename(filename: str) -> bool:
-    """True if `filename` names restricted user code."""
-    return filename in _SANDBOXED_FILES
 
 
 class _Refusal(Exception):
@@ -433,16 +391,16 @@ class RLMTransformer(RestrictingNodeTransformer):
         ):
             return None
         name = node.target.id
-        if name.startswith("_") or name in _FAST_NAME_EXCLUDED:
+        if name.startswith("_") or name in FAST_NAME_EXCLUDED:
             return None
         first = node.body[0]
         target: ast.AST
         if isinstance(first, ast.AugAssign) and isinstance(first.target, ast.Name):
-            if first.target.id.startswith("_") or first.target.id in _FAST_NAME_EXCLUDED:
+            if first.target.id.startswith("_") or first.target.id in FAST_NAME_EXCLUDED:
                 return None
             capped = type(first.op) in self._CAPPED_BINOPS
-            if capped and not _harmless_binop(_as_binop(first), self.max_format_width):
-                expr, target = _as_binop(first), first
+            if capped and not harmless_binop(as_binop(first), self.max_format_width):
+                expr, target = as_binop(first), first
             else:
                 expr = target = first.value
         elif (
@@ -456,7 +414,7 @@ class RLMTransformer(RestrictingNodeTransformer):
         if not isinstance(expr, ast.BinOp):
             return None
         limits = (self.max_int_bits, self.max_format_width)
-        if _fast_plan(expr, *limits) is None or _fast_plan(expr, *limits, proven={name: RANGE_BITS}) is None:
+        if fast_plan(expr, *limits) is None or fast_plan(expr, *limits, proven={name: RANGE_BITS}) is None:
             return None
         return target
 
@@ -481,11 +439,11 @@ class RLMTransformer(RestrictingNodeTransformer):
         return stmt
 
     # -- size-capped operators ------------------------------------------------------------------------------
-    _CAPPED_BINOPS = {ast.Pow: "_pow_", ast.Mult: "_mul_", ast.LShift: "_lshift_", ast.Mod: "_mod_"}
+    _CAPPED_BINOPS = CAPPED_BINOPS
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         if self.fast_paths and not self._guarded_only:
-            plan = _fast_plan(node, self.max_int_bits, self.max_format_width)
+            plan = fast_plan(node, self.max_int_bits, self.max_format_width)
             if plan is not None:
                 return self._fast_path(node, plan, self._guarded_binop, self._loop_proof_test(node, node))
         return self._guarded_binop(node)
@@ -497,16 +455,16 @@ class RLMTransformer(RestrictingNodeTransformer):
         if proof is None:
             return None
         name, flag = proof
-        plan = _fast_plan(expr, self.max_int_bits, self.max_format_width, proven={name: RANGE_BITS})
+        plan = fast_plan(expr, self.max_int_bits, self.max_format_width, proven={name: RANGE_BITS})
         if plan is None:
             return None
         flag_test = ast.Name(flag, ast.Load())
-        return ast.BoolOp(op=ast.And(), values=[flag_test, _fast_test(plan)]) if plan else flag_test
+        return ast.BoolOp(op=ast.And(), values=[flag_test, fast_test(plan)]) if plan else flag_test
 
     def _guarded_binop(self, node: ast.BinOp) -> ast.AST:
         node = self.node_contents_visit(node)
         helper = self._CAPPED_BINOPS.get(type(node.op))
-        if helper is None or _harmless_binop(node, self.max_format_width):
+        if helper is None or harmless_binop(node, self.max_format_width):
             return node
         call = ast.Call(func=ast.Name(helper, ast.Load()), args=[node.left, node.right], keywords=[])
         copy_locations(call, node)
@@ -520,7 +478,7 @@ class RLMTransformer(RestrictingNodeTransformer):
 
         `plan` lists the names of a pure arithmetic expression in evaluation order, each with whether its
         magnitude must be checked. When the test holds, the guards would let every operation through
-        unchanged (see `_fast_plan`), so running it natively gives the same result; anything else — str,
+        unchanged (see `fast_plan`), so running it natively gives the same result; anything else — str,
         list, bool, subclasses, objects with operator methods, huge ints — takes the guarded branch.
         """
         native = copy.deepcopy(node)  # names are checked (and refused) while building the guarded branch
@@ -529,7 +487,7 @@ class RLMTransformer(RestrictingNodeTransformer):
             slow = guarded(node)
         finally:
             self._guarded_only -= 1
-        test = _fast_test(plan)
+        test = fast_test(plan)
         if proof is not None:
             test = ast.BoolOp(op=ast.Or(), values=[proof, test])  # the loop's flag, else the usual test
         if isinstance(node, ast.stmt):
@@ -548,8 +506,8 @@ class RLMTransformer(RestrictingNodeTransformer):
         if isinstance(target, ast.Name):
             if target.id in ("print", "printed"):
                 return super().visit_AugAssign(node)
-            if type(node.op) not in self._CAPPED_BINOPS or _harmless_binop(
-                _as_binop(node), self.max_format_width
+            if type(node.op) not in self._CAPPED_BINOPS or harmless_binop(
+                as_binop(node), self.max_format_width
             ):
                 # Same semantics as `_inplacevar_` (which applies `x op= y` itself): lists still extend in
                 # place; the uncapped operators need no guard.
@@ -557,8 +515,8 @@ class RLMTransformer(RestrictingNodeTransformer):
                 node.value = self.visit(node.value)
                 return node
             if self.fast_paths and not self._guarded_only:
-                binop = _as_binop(node)
-                plan = _fast_plan(binop, self.max_int_bits, self.max_format_width)
+                binop = as_binop(node)
+                plan = fast_plan(binop, self.max_int_bits, self.max_format_width)
                 if plan is not None:
                     proof = self._loop_proof_test(node, binop)
                     return self._fast_path(node, plan, self._guarded_augassign, proof)
@@ -667,227 +625,6 @@ _IOP = {
     ast.FloorDiv: "//=",
     ast.MatMult: "@=",
 }
-
-
-def _small_int(node: ast.expr, bound: int) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is int and -bound <= node.value <= bound
-
-
-def _float_literal(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is float
-
-
-def _number_literal(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
-
-
-def _harmless_format(node: ast.expr, width_limit: int) -> bool:
-    """A literal printf-style format whose widths/precisions are all within the limit and none is '*'
-    (which takes the width from the arguments): the `%` guard would let it through whatever the arguments."""
-    if not (isinstance(node, ast.Constant) and type(node.value) in (str, bytes)):
-        return False
-    if not width_limit:
-        return True
-    text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-    for width, precision in PERCENT_SPEC.findall(text):
-        for part in (width, precision):
-            if part == "*" or (part and (len(part) > 7 or int(part) > width_limit)):
-                return False
-    return True
-
-
-def _harmless_binop(node: ast.BinOp, width_limit: int) -> bool:
-    """Operations that cannot blow up, left unwrapped for speed; each mirrors a guard's unchecked path.
-
-    `x * 3`, `x * 0.5` (the `*` guard passes floats through); `2 ** 10` (small literals), `2.0 ** x`,
-    `x ** 0.5` (the `**` guard checks int ** int only); `7 % x`, `1.5 % x` (the `%` guard checks str/bytes
-    formatting only) and `'%d items' % n` (a literal format with small widths and no '*').
-    """
-    left, right = node.left, node.right
-    if isinstance(node.op, ast.Mult):
-        return _small_int(left, 64) or _small_int(right, 64) or _float_literal(left) or _float_literal(right)
-    if isinstance(node.op, ast.Pow):
-        # `2 ** 10` (both small literals) or a float literal; `x ** 2` takes a fast path that bounds x
-        small_ints = _small_int(left, 1 << 16) and _small_int(right, 64)
-        return small_ints or _float_literal(left) or _float_literal(right)
-    if isinstance(node.op, ast.Mod):
-        return _number_literal(left) or _harmless_format(left, width_limit)
-    return False
-
-
-def _as_binop(node: ast.AugAssign) -> ast.BinOp:
-    """`x op= v` seen as `x op v` (for ints and floats they are the same operation)."""
-    assert isinstance(node.target, ast.Name)
-    return ast.BinOp(left=ast.Name(node.target.id, ast.Load()), op=node.op, right=node.value)
-
-
-# -- numeric fast paths -------------------------------------------------------------------------------------
-# An expression made only of names, int/float literals and arithmetic operators, with at least one operator
-# the policy guards (`*`, `%`, `**`, `<<`), runs natively when every name holds an exact int or float —
-# integers bounded by 2**_FAST_BITS where their size matters. Integer sizes are bounded statically, so the
-# fast path is only emitted when no `*`, `**` or `<<` in it could reach the limit the guards enforce.
-_FAST_BITS = (64, 16)  # candidate magnitude bounds (bits) for names, largest first
-RANGE_BITS = 64  # a `for` loop's flag (`_range_ok_`) proves its variable is an int below 2**RANGE_BITS
-_UNBOUNDED = 1 << 62  # "any size": a name whose magnitude is not checked
-_ARITH_OPS = (
-    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift,
-    ast.BitAnd, ast.BitOr, ast.BitXor,
-)  # fmt: skip
-_FAST_NAME_EXCLUDED = frozenset({"print", "printed"})  # RestrictedPython rewrites these names
-
-
-class _NotFast(Exception):
-    pass
-
-
-def _arith_names(node: ast.AST, out: list[str]) -> None:
-    """Collect the names of a pure arithmetic expression in evaluation order; raise `_NotFast` otherwise."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, _ARITH_OPS):
-        _arith_names(node.left, out)
-        _arith_names(node.right, out)
-    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
-        _arith_names(node.operand, out)
-    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-        if node.id.startswith("_") or node.id in _FAST_NAME_EXCLUDED:
-            raise _NotFast
-        if node.id not in out:
-            out.append(node.id)
-    elif not _number_literal(node):
-        raise _NotFast
-
-
-_FLOAT = -1  # `_bits` of an expression known to be a float (a float literal is involved)
-
-
-def _bits(node: ast.AST, sizes: dict[str, int], limit: int) -> int:
-    """Upper bound on the bits of an int result, or `_FLOAT` for a result that is known to be a float;
-    raise `_NotFast` if a guarded operation might go over `limit` bits (the checks of caps.safe_mul,
-    safe_pow and safe_lshift, which pass anything involving a float through unchecked)."""
-    if isinstance(node, ast.Name):
-        return sizes[node.id]
-    if isinstance(node, ast.Constant):
-        return abs(node.value).bit_length() if type(node.value) is int else _FLOAT
-    if isinstance(node, ast.UnaryOp):
-        a = _bits(node.operand, sizes, limit)
-        return _FLOAT if a == _FLOAT else a + 1
-    assert isinstance(node, ast.BinOp)
-    op = node.op
-    a = _bits(node.left, sizes, limit)
-    if isinstance(op, ast.Pow):
-        exp = node.right
-        if not (isinstance(exp, ast.Constant) and type(exp.value) is int and 0 <= exp.value <= 64):
-            raise _NotFast
-        if a == _FLOAT:
-            return _FLOAT
-        bits = a * max(exp.value, 1)
-    elif isinstance(op, ast.LShift):
-        shift = node.right
-        if not (isinstance(shift, ast.Constant) and type(shift.value) is int and 0 <= shift.value <= 4096):
-            raise _NotFast
-        if a == _FLOAT:
-            return _FLOAT  # TypeError
-        bits = a + shift.value
-    else:
-        b = _bits(node.right, sizes, limit)
-        if a == _FLOAT or b == _FLOAT:
-            return _FLOAT  # float arithmetic (or a TypeError for bit operators)
-        if isinstance(op, ast.Mult):
-            bits = a + b
-        elif isinstance(op, ast.Mod):
-            return b  # |a % b| < |b|
-        elif isinstance(op, (ast.Add, ast.Sub, ast.BitOr, ast.BitXor, ast.BitAnd)):
-            return max(a, b) + 1
-        else:  # / // >>
-            return a + 1
-    if limit and bits > limit:
-        raise _NotFast
-    return bits
-
-
-def _needs_guard(node: ast.AST, width_limit: int) -> bool:
-    return any(
-        isinstance(sub, ast.BinOp)
-        and type(sub.op) in RLMTransformer._CAPPED_BINOPS
-        and not _harmless_binop(sub, width_limit)
-        for sub in ast.walk(node)
-    )
-
-
-def _fast_plan(
-    node: ast.BinOp, limit: int, width_limit: int, proven: dict[str, int] | None = None
-) -> list[tuple[str, int]] | None:
-    """The names of `node`, each with the magnitude bound (bits) to check or 0; None if no fast path.
-
-    `proven`: names already known to hold exact ints of at most that many bits; they get no test (and the
-    plan may then be empty) but the proof still counts their size."""
-    proven = proven or {}
-    names: list[str] = []
-    try:
-        _arith_names(node, names)
-    except _NotFast:
-        return None
-    if not names or not _needs_guard(node, width_limit):
-        return None
-    if proven and not any(name in proven for name in names):
-        return None
-    known = {name: bits for name, bits in proven.items() if name in names}
-    names = [name for name in names if name not in known]
-    guarded_here = type(node.op) in RLMTransformer._CAPPED_BINOPS and not _harmless_binop(node, width_limit)
-    if not guarded_here and not (
-        _needs_guard(node.left, width_limit) and _needs_guard(node.right, width_limit)
-    ):
-        # `x * i - t * 0.5`: only `x * i` needs the fast path (and the test of x and i); `t` is used by
-        # operations that are native on both paths, so it is left out of the test.
-        return None
-    for bound in _FAST_BITS:
-        try:
-            _bits(node, {**dict.fromkeys(names, bound), **known}, limit)
-        except _NotFast:
-            continue
-        plan = []
-        for name in names:
-            sizes = {**dict.fromkeys(names, bound), **known}
-            sizes[name] = _UNBOUNDED  # does the proof still hold whatever the size of this one name?
-            try:
-                _bits(node, sizes, limit)
-                plan.append((name, 0))
-            except _NotFast:
-                plan.append((name, bound))
-        return plan
-    return None
-
-
-def _fast_test(plan: list[tuple[str, int]]) -> ast.expr:
-    """The test of a fast path, for each name in evaluation order:
-    `_type_(n) is _int_ or _type_(n) is _float_`, or, where the size of an int matters,
-    `_type_(n) is _int_ and -B < n and n < B or _type_(n) is _float_`.
-
-    Identity tests only (`in (int, float)` would call a metaclass's `__eq__`); the comparisons run on exact
-    ints only, so no user code runs between the test and the native operation. Separate comparisons:
-    CPython specialises them, a chained comparison is several times slower."""
-    tests: list[ast.expr] = []
-    for name, bound in plan:
-
-        def type_is(kind: str, name: str = name) -> ast.expr:
-            call = _call("_type_", ast.Name(name, ast.Load()))
-            return ast.Compare(left=call, ops=[ast.Is()], comparators=[ast.Name(kind, ast.Load())])
-
-        is_int = type_is("_int_")
-        if bound:
-            big = 1 << bound
-            above = ast.Compare(
-                left=ast.Constant(-big), ops=[ast.Lt()], comparators=[ast.Name(name, ast.Load())]
-            )
-            below = ast.Compare(
-                left=ast.Name(name, ast.Load()), ops=[ast.Lt()], comparators=[ast.Constant(big)]
-            )
-            is_int = ast.BoolOp(op=ast.And(), values=[is_int, above, below])
-        tests.append(ast.BoolOp(op=ast.Or(), values=[is_int, type_is("_float_")]))
-    return tests[0] if len(tests) == 1 else ast.BoolOp(op=ast.And(), values=tests)
-
-
-def _call(name: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(func=ast.Name(name, ast.Load()), args=list(args), keywords=[])
 
 
 def _is_super_call(node: ast.AST) -> bool:

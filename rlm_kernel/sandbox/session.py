@@ -13,6 +13,8 @@ import weakref
 from pathlib import Path
 from typing import Any, TextIO
 
+from rlm_kernel.sandbox.facades import build_facades, import_facade
+from rlm_kernel.sandbox.guards import make_guards
 from rlm_kernel.sandbox.limits import Limits
 
 __all__ = ["SandboxSession"]
@@ -48,16 +50,11 @@ class SandboxSession:
         self.output_dropped = 0
         self.user_classes: weakref.WeakSet[type] = weakref.WeakSet()
         self._local = threading.local()
-        from rlm_kernel.sandbox.facades import build_facades
-        from rlm_kernel.sandbox.guards import make_guards
-
         self.guards: dict[str, Any] = make_guards(self)
         self.facades: dict[str, Any] = build_facades(self)
 
     def import_facade(self, name: str, fromlist: Any = (), level: int = 0) -> Any:
         """What `import` statements in a cell call: an allowlisted facade, or a refusal naming the list."""
-        from rlm_kernel.sandbox.facades import import_facade
-
         return import_facade(self, name, fromlist, level)
 
     # -- per-cell bookkeeping -------------------------------------------------------------------------------

@@ -288,3 +288,35 @@ def test_timeit_only_for_the_empty_timer() -> None:
         assert timeit.Timer("pass", "pass").timeit(number=1) >= 0
     refused(lambda: timeit.Timer("6 * 7"))
     refused(lambda: timeit.timeit("pass", setup="x = 1", number=1))
+
+
+def test_every_sandbox_module_a_cell_can_call_into_is_a_proxy_file() -> None:
+    """The hook lets kernel frames decide for a cell; a sandbox module whose functions or classes a cell can
+    reach (guards, builtins, facades, the data facades) must be listed in `_PROXY_FILES` so its frames stay
+    transparent: splitting a module must not turn cell-facing code into kernel code."""
+    from rlm_kernel.sandbox import Limits, audit
+    from rlm_kernel.sandbox.data import data_facades
+
+    session = SandboxSession(Limits(memory_mb=0), seed=1)
+    namespace = new_namespace(session)
+    reachable = [*namespace.values(), *namespace["__builtins__"].values()]
+    facades = [*session.facades.values()]
+    if importlib.util.find_spec("pandas") and importlib.util.find_spec("matplotlib"):
+        facades += data_facades(session).values()
+    for facade in facades:
+        reachable += [facade, *facade._rlm_attrs.values()]
+    files = set()
+    for obj in reachable:
+        code = getattr(obj, "__code__", None) or getattr(getattr(obj, "__func__", None), "__code__", None)
+        if code is not None:
+            files.add(code.co_filename)
+        module = sys.modules.get(getattr(obj if isinstance(obj, type) else type(obj), "__module__", ""))
+        if getattr(module, "__file__", None):
+            files.add(module.__file__)
+    # session.py: only `_cell_thread_`, a threading.local whose one attribute cells read (no code runs)
+    allowed = {os.path.join(audit._SANDBOX_DIR, "session.py")}
+    assert sorted(f for f in files if f.startswith(audit._SANDBOX_DIR)) != []
+    assert (
+        sorted(f for f in files if f.startswith(audit._SANDBOX_DIR) and f not in audit._PROXY_FILES | allowed)
+        == []
+    )

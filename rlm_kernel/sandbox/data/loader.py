@@ -14,6 +14,8 @@ import tempfile
 import threading
 from typing import Any
 
+from rlm_kernel.sandbox.data.modules import RcParamsView
+from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import ModuleNotAvailable, refusal
 from rlm_kernel.sandbox.limits import uncounted
 
@@ -73,9 +75,6 @@ def load() -> None:
 def _register_writable(np: Any, pd: Any) -> None:
     """Arrays, frames and their indexers accept item writes (`df['c'] = ...`, `a[mask] = 0`)."""
     from pandas.core import indexing
-
-    from rlm_kernel.sandbox.data.modules import RcParamsView
-    from rlm_kernel.sandbox.guards import DATA_ATTR_WRITES, DATA_WRITABLE
 
     DATA_WRITABLE.update({np.ndarray, pd.DataFrame, pd.Series, RcParamsView})
     DATA_WRITABLE.update(

@@ -14,10 +14,11 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rlm_kernel.sandbox.data import figures
+import rlm_kernel.sandbox.data.figures as figures
 from rlm_kernel.sandbox.data.attrs import check_savefig, function_taker
 from rlm_kernel.sandbox.data.standins import ndarray_standin
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
+from rlm_kernel.sandbox.facade import Refused, is_cell_function, make_facade
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -149,21 +150,7 @@ _PYPLOT_REFUSED = {
 
 
 def _refused(entries: dict[str, str]) -> dict[str, Any]:
-    from rlm_kernel.sandbox.facades import Refused
-
     return {name: Refused(reason) for name, reason in entries.items()}
-
-
-def _facade(name: str, attrs: dict[str, Any]) -> Any:
-    from rlm_kernel.sandbox.facades import _facade as make
-
-    return make(name, attrs)
-
-
-def _is_cell_function(fn: Any) -> bool:
-    from rlm_kernel.sandbox.facades import _is_cell_function as check
-
-    return check(fn)
 
 
 def _size_check(session: SandboxSession, what: str) -> Callable[[float], None]:
@@ -242,7 +229,7 @@ def _numpy(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any], dic
         return np.frombuffer(buffer, dtype=dtype, count=count, offset=offset, **kwargs)
 
     def cell_callable(fn: Any, what: str) -> None:
-        if not _is_cell_function(fn):
+        if not is_cell_function(fn):
             raise refusal(f"{what} takes a function defined in the cell (def or lambda); wrap it in one")
 
     def vectorize(pyfunc: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -463,7 +450,7 @@ def _matplotlib(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any]
                 raise refusal(f"style {name!r} is not available; choose one of plt.style.available")
         return plt.style.context(names, after_reset=after_reset)
 
-    style = _facade(
+    style = make_facade(
         "matplotlib.style",
         {"use": style_use, "context": style_context, "available": tuple(plt.style.available)},
     )
@@ -536,18 +523,18 @@ def _matplotlib(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any]
 def build(session: SandboxSession) -> dict[str, Any]:
     """Facades for DATA_MODULES bound to `session`; also registers the inline figure formatter."""
     np_attrs, linalg, rand = _numpy(session)
-    linalg_facade = _facade("numpy.linalg", linalg)
-    random_facade = _facade("numpy.random", rand)
+    linalg_facade = make_facade("numpy.linalg", linalg)
+    random_facade = make_facade("numpy.random", rand)
     np_attrs.update(linalg=linalg_facade, random=random_facade)
     mpl, pyplot = _matplotlib(session)
-    pyplot_facade = _facade("matplotlib.pyplot", pyplot)
+    pyplot_facade = make_facade("matplotlib.pyplot", pyplot)
     mpl["pyplot"] = pyplot_facade
     figures.register_formatter(session)
     return {
-        "numpy": _facade("numpy", np_attrs),
+        "numpy": make_facade("numpy", np_attrs),
         "numpy.linalg": linalg_facade,
         "numpy.random": random_facade,
-        "pandas": _facade("pandas", _pandas(session)),
-        "matplotlib": _facade("matplotlib", mpl),
+        "pandas": make_facade("pandas", _pandas(session)),
+        "matplotlib": make_facade("matplotlib", mpl),
         "matplotlib.pyplot": pyplot_facade,
     }
