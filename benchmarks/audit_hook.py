@@ -29,7 +29,7 @@ base = {k: per_call(f) for k, f in probes.items()}
 from rlm_kernel.sandbox import audit
 audit.install()
 idle = {k: per_call(f) for k, f in probes.items()}
-with audit.guarding():
+with audit.PROCESS_HOOK.guarding():
     guarded = {k: per_call(f) for k, f in probes.items()}
 for k in probes:
     print(f"{k:14s} no hook {base[k]:6.0f} ns   hook idle +{idle[k] - base[k]:6.0f} ns   "
@@ -48,19 +48,26 @@ _BLOCKS = {
 def _blocks() -> None:
     from rlm_kernel.sandbox import Limits, SandboxSession, audit, new_namespace, run_source
 
-    session = SandboxSession(Limits(cpu_seconds=60, cpu_backstop_seconds=0, memory_mb=0), seed=1)
-    real = audit.guarding
+    class Unguarded(audit.AuditHook):
+        """A hook that never guards: the same blocks without the audit hook's line."""
+
+        def guarding(self) -> contextlib.AbstractContextManager[None]:  # type: ignore[override]
+            return contextlib.nullcontext()
+
+    limits = Limits(cpu_seconds=60, cpu_backstop_seconds=0, memory_mb=0)
+    sessions = {
+        "on": SandboxSession(limits, seed=1),
+        "off": SandboxSession(limits, seed=1, audit=Unguarded()),
+    }
     for name, code in _BLOCKS.items():
-        ns = new_namespace(session)
+        namespaces = {mode: new_namespace(session) for mode, session in sessions.items()}
         times: dict[str, list[float]] = {"on": [], "off": []}
         for _ in range(7):
             for mode in ("off", "on"):
-                audit.guarding = real if mode == "on" else contextlib.nullcontext  # type: ignore[assignment]
                 start = time.perf_counter()
-                outcome = run_source(code, ns, session)
+                outcome = run_source(code, namespaces[mode], sessions[mode])
                 times[mode].append(time.perf_counter() - start)
                 assert outcome.error is None, outcome.error
-        audit.guarding = real
         on, off = min(times["on"]), min(times["off"])
         print(f"{name:26s} guarded {on * 1000:7.1f} ms   no guard {off * 1000:7.1f} ms   {on / off:.2f}x")
 

@@ -45,7 +45,7 @@ from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.sandbox.errors import SandboxError
 from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 
-__all__ = ["AuditRefusal", "FileAccessRefused", "ImportRefused", "guarding", "install", "is_guarding"]
+__all__ = ["PROCESS_HOOK", "AuditHook", "AuditRefusal", "FileAccessRefused", "ImportRefused", "install"]
 
 
 class AuditRefusal(SandboxError):
@@ -65,10 +65,6 @@ for _cls in (AuditRefusal, FileAccessRefused, ImportRefused):
 
 _CELL, _KERNEL, _LIBRARY = "cell", "kernel", "library"
 
-_active: dict[int, int] = {}  # thread id -> nesting depth of guarding()
-_busy: set[int] = set()  # threads inside the hook (the hook's own frame reads fire events too)
-_installed = False
-_install_lock = threading.Lock()
 _get_ident = threading.get_ident
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -194,67 +190,95 @@ _LIBRARY_DATA = tuple(d for d in (_matplotlib_data_dir(), *_timezone_dirs()) if 
 
 
 # -- the hook -------------------------------------------------------------------------------------------
+class AuditHook:
+    """The audit hook and what it consults: which threads run restricted code now (`guarding()`, nestable).
+
+    The kernel process has one, `PROCESS_HOOK`, shared by every `SandboxSession` (as `session.audit`; the
+    session's `cell_limits` enters its `guarding()`): CPython cannot remove a hook, so it is installed once,
+    on first use, and stays. Tests may build their own to exercise the rules.
+    """
+
+    def __init__(self) -> None:
+        self.active: dict[int, int] = {}  # thread id -> nesting depth of guarding()
+        self.busy: set[int] = set()  # threads inside the hook (the hook's own frame reads fire events too)
+        # Event name -> rule; events no rule watches are added as None the first time they are seen.
+        self.rules: dict[str, Rule | None] = dict(_RULES)
+        self._installed = False
+        self._lock = threading.Lock()
+
+    def install(self) -> None:
+        """Add this hook to the process once (it stays for the life of the process)."""
+        with self._lock:
+            if not self._installed:
+                sys.addaudithook(_make_hook(self.active, self.busy, self.rules))
+                self._installed = True
+
+    @contextlib.contextmanager
+    def guarding(self) -> Iterator[None]:
+        """Mark the current thread as running restricted code for the duration (nestable).
+
+        Under the test-only switch RLM_UNSAFE_DISABLE_POLICY=1 (cells are plain Python, to prove the OS
+        layer alone) it does nothing: no in-process line is drawn."""
+        if policy_disabled():
+            yield
+            return
+        self.install()
+        active = self.active
+        tid = _get_ident()
+        active[tid] = active.get(tid, 0) + 1
+        try:
+            yield
+        finally:
+            depth = active.get(tid, 1) - 1
+            if depth > 0:
+                active[tid] = depth
+            else:
+                active.pop(tid, None)
+
+    def is_guarding(self) -> bool:
+        """True while the current thread runs restricted code (inside `guarding()`)."""
+        return _get_ident() in self.active
+
+
 def install() -> None:
-    """Add the audit hook to this process once (it stays for the life of the process)."""
-    global _installed
-    with _install_lock:
-        if not _installed:
-            sys.addaudithook(_hook)
-            _installed = True
+    """Add the process's hook (`PROCESS_HOOK`) to this process once; the kernel does it at start."""
+    PROCESS_HOOK.install()
 
 
-@contextlib.contextmanager
-def guarding() -> Iterator[None]:
-    """Mark the current thread as running restricted code for the duration (nestable).
+def _make_hook(
+    active: dict[int, int], busy: set[int], rules: dict[str, Rule | None]
+) -> Callable[[str, tuple[Any, ...]], None]:
+    """The function `sys.addaudithook` gets: it closes over the hook's state (no attribute look-ups)."""
 
-    Under the test-only switch RLM_UNSAFE_DISABLE_POLICY=1 (cells are plain Python, to prove the OS layer
-    alone) it does nothing: no in-process line is drawn."""
-    if policy_disabled():
-        yield
-        return
-    install()
-    tid = _get_ident()
-    _active[tid] = _active.get(tid, 0) + 1
-    try:
-        yield
-    finally:
-        depth = _active.get(tid, 1) - 1
-        if depth > 0:
-            _active[tid] = depth
-        else:
-            _active.pop(tid, None)
-
-
-def is_guarding() -> bool:
-    """True while the current thread runs restricted code (inside `guarding()`)."""
-    return _get_ident() in _active
-
-
-def _hook(event: str, args: tuple[Any, ...]) -> None:
-    if not _active:  # the common case: no restricted code runs anywhere
-        return
-    rule = _RULES.get(event, _UNSEEN)
-    if rule is None:
-        return
-    if rule is _UNSEEN:  # first time this event name is seen while restricted code runs: classify it once
-        rule = _RULES[event] = _kernel_only if event.startswith(_KERNEL_ONLY_PREFIXES) else None
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if not active:  # the common case: no restricted code runs anywhere
+            return
+        rule = rules.get(event, _UNSEEN)
         if rule is None:
             return
-    tid = _get_ident()
-    if tid not in _active or tid in _busy:
-        return
-    if rule is _exec or rule is _compile:  # checked code (every cell, every block) needs no stack walk
-        named = getattr(args[0], "co_filename", None) if rule is _exec else args[1] if len(args) > 1 else None
-        if type(named) is str and is_sandboxed_filename(named):
+        if rule is _UNSEEN:  # first time this event name is seen while restricted code runs: classify it once
+            rule = rules[event] = _kernel_only if event.startswith(_KERNEL_ONLY_PREFIXES) else None
+            if rule is None:
+                return
+        tid = _get_ident()
+        if tid not in active or tid in busy:
             return
-    _busy.add(tid)
-    try:
-        refused = rule(event, args, sys._getframe(1))
-    finally:
-        _busy.discard(tid)
-    if refused is not None:
-        kind, reason = refused
-        raise kind(f"{reason} (refused by the kernel's audit hook: {event})")
+        if rule is _exec or rule is _compile:  # checked code (every cell, every block) needs no stack walk
+            named = (
+                getattr(args[0], "co_filename", None) if rule is _exec else args[1] if len(args) > 1 else None
+            )
+            if type(named) is str and is_sandboxed_filename(named):
+                return
+        busy.add(tid)
+        try:
+            refused = rule(event, args, sys._getframe(1))
+        finally:
+            busy.discard(tid)
+        if refused is not None:
+            kind, reason = refused
+            raise kind(f"{reason} (refused by the kernel's audit hook: {event})")
+
+    return hook
 
 
 # -- deciding who asked ----------------------------------------------------------------------------------
@@ -285,6 +309,7 @@ def _decisive(frame: Any, *, imports_decide: bool = False) -> str:
 
 
 Refusal = tuple[type[AuditRefusal], str] | None
+Rule = Callable[[str, tuple[Any, ...], Any], Refusal]
 
 
 def _kernel_only(event: str, args: tuple[Any, ...], frame: Any) -> Refusal:
@@ -380,8 +405,8 @@ def _open(event: str, args: tuple[Any, ...], frame: Any) -> Refusal:
 
 
 _UNSEEN: Any = object()
-# Event name -> rule; events no rule watches are added as None the first time they are seen (a bounded set).
-_RULES: dict[str, Callable[[str, tuple[Any, ...], Any], Refusal] | None] = {
+# Event name -> rule (each AuditHook starts from a copy and adds the events it classifies on first sight).
+_RULES: dict[str, Rule | None] = {
     **dict.fromkeys(_KERNEL_ONLY_EVENTS, _kernel_only),
     **dict.fromkeys(_DIRECT_EVENTS, _direct),
     **dict.fromkeys(_SETATTR_EVENTS, _set_dunder),
@@ -393,3 +418,6 @@ _RULES: dict[str, Callable[[str, tuple[Any, ...], Any], Refusal] | None] = {
     "marshal.dumps": _marshal,
     "open": _open,
 }
+
+# The kernel process's hook: one, because installed hooks cannot be removed (see AuditHook).
+PROCESS_HOOK = AuditHook()

@@ -18,7 +18,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlm_kernel.sandbox.audit import guarding
 from rlm_kernel.sandbox.errors import CellTimeout, SandboxError
 from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 
@@ -313,7 +312,7 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
     Resets the per-cell output count and cancellation, arms CPU/wall timers (sticky: once fired they re-fire
     every 50 ms while user code runs, and every guard and `except` handler re-raises), lowers RLIMIT_CPU's
     soft limit as a backstop for C loops (the process dies; the kernel manager restarts it), caps memory.
-    The code inside runs under the audit hook's guard (`audit.guarding`).
+    The code inside runs under the audit hook's guard (`session.audit.guarding()`).
     """
     if session.active_depth and session.owner_thread != threading.get_ident():
         # Another thread runs restricted code while a cell is active (e.g. a sub-RLM worker): it gets its
@@ -322,7 +321,7 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
         was_in_cell, session.cell_thread.in_cell = session.cell_thread.in_cell, True
         watchdog.start()
         try:
-            with guarding():
+            with session.audit.guarding():
                 yield
         finally:
             watchdog.stop()
@@ -331,7 +330,7 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
     if session.active_depth:
         session.active_depth += 1
         try:
-            with guarding():
+            with session.audit.guarding():
                 yield
         finally:
             session.active_depth -= 1
@@ -357,7 +356,7 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
     session.cell_thread.in_cell = True
     timers.start()
     try:
-        with guarding():
+        with session.audit.guarding():
             yield
     finally:
         timers.stop()

@@ -13,6 +13,7 @@ import weakref
 from pathlib import Path
 from typing import Any, TextIO
 
+from rlm_kernel.sandbox.audit import PROCESS_HOOK, AuditHook
 from rlm_kernel.sandbox.facades import build_facades, import_facade
 from rlm_kernel.sandbox.guards import make_guards
 from rlm_kernel.sandbox.limits import Limits
@@ -35,10 +36,13 @@ class SandboxSession:
         *,
         seed: int | None = None,
         backstop_marker: Path | str | None = None,
+        audit: AuditHook | None = None,
     ) -> None:
         self.limits = limits if limits is not None else Limits.from_env()
         self.random = random.Random(seed if seed is not None else int.from_bytes(os.urandom(16), "big"))
         self.backstop_marker = backstop_marker
+        # the audit hook whose guard `cell_limits` enters: the process's one unless a test brings its own
+        self.audit = audit if audit is not None else PROCESS_HOOK
         self.cancelled: str | None = None  # reason once the running cell hit a time limit
         self.active_depth = 0
         self.owner_thread: int | None = None  # thread running the active cell

@@ -24,18 +24,15 @@ import pytest
 
 from rlm_kernel.repl import context
 from rlm_kernel.sandbox import SandboxSession, new_namespace, register_sandboxed_filename, run_source
-from rlm_kernel.sandbox.audit import (
-    AuditRefusal,
-    FileAccessRefused,
-    ImportRefused,
-    guarding,
-    install,
-    is_guarding,
-)
+from rlm_kernel.sandbox.audit import AuditHook, AuditRefusal, FileAccessRefused, ImportRefused
 from tests.sandbox.payloads import CANARY_VALUE
 
 CELL_FILE = "<audit-test cell>"
 register_sandboxed_filename(CELL_FILE)
+
+# This module's own hook (the sessions below use the process's one, as a kernel does): installed on first use.
+HOOK = AuditHook()
+guarding, is_guarding = HOOK.guarding, HOOK.is_guarding
 
 
 def refused(fn, kind: type[BaseException] = AuditRefusal) -> str:
@@ -247,7 +244,7 @@ def test_other_threads_are_not_touched(tmp_path: Path) -> None:
 
 
 def test_inert_outside_guarding() -> None:
-    install()
+    HOOK.install()
     assert eval("1 + 1") == 2  # noqa: S307
     with socket.socket():
         pass
@@ -267,7 +264,7 @@ def test_cost_when_no_restricted_code_runs() -> None:
         "from rlm_kernel.sandbox import audit\n"
         "audit.install()\n"
         "idle = min(run(n) for _ in range(5))\n"
-        "with audit.guarding():\n"
+        "with audit.PROCESS_HOOK.guarding():\n"
         "    guarded = min(run(n) for _ in range(5))\n"
         "print((idle - base) / n * 1e9, (guarded - base) / n * 1e9)\n"
     )
@@ -320,3 +317,18 @@ def test_every_sandbox_module_a_cell_can_call_into_is_a_proxy_file() -> None:
         sorted(f for f in files if f.startswith(audit._SANDBOX_DIR) and f not in audit._PROXY_FILES | allowed)
         == []
     )
+
+
+def test_a_session_guards_with_its_own_hook() -> None:
+    """`cell_limits` enters the guard of the session's hook (the process's unless one is given), and only
+    for the cell: the session holds the hook; the module holds no per-cell state of its own."""
+    from rlm_kernel.sandbox import Limits, audit, cell_limits
+
+    own = AuditHook()
+    session = SandboxSession(Limits(memory_mb=0, cpu_backstop_seconds=0), seed=1, audit=own)
+    assert SandboxSession(Limits(memory_mb=0), seed=1).audit is audit.PROCESS_HOOK
+    with cell_limits(session):
+        assert own.is_guarding() and not audit.PROCESS_HOOK.is_guarding()
+        with pytest.raises(FileAccessRefused):
+            open(os.devnull)  # noqa: SIM115 - refused before anything is opened
+    assert not own.is_guarding() and own.active == {}
