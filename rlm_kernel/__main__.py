@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from rlm_kernel import secrets
 
 if TYPE_CHECKING:
-    from rlm_kernel.sandbox.confine import KernelPaths
+    from rlm_kernel.sandbox.confine import KernelPaths, Status
 
 __all__ = ["kernel_calls_models", "main"]
 
@@ -111,12 +111,13 @@ def main() -> None:
 
     from ipykernel.kernelapp import IPKernelApp
 
-    _confine_before_threads(calls_models)
+    confinement = _confine_before_threads(calls_models)
     from rlm_kernel.kernel import RLMKernel
 
     app = IPKernelApp.instance(kernel_class=RLMKernel)
     app.initialize()
-    _confine_sockets_after_startup()
+    app.kernel.shell.sandbox_session.confinement = confinement  # for the banner and %rlm security
+    _confine_sockets_after_startup(confinement)
     app.start()
 
 
@@ -155,7 +156,7 @@ def _kernel_paths(cache: bool) -> KernelPaths:
     return KernelPaths(context_roots=roots, llm_read=tuple(read), llm_write=tuple(write))
 
 
-def _confine_before_threads(calls_models: bool) -> None:
+def _confine_before_threads(calls_models: bool) -> Status:
     """Landlock and the seccomp process filter, while this process has one thread (see README, Security)."""
     from rlm_kernel.sandbox.confine import ConfinementRequired, confine_process
 
@@ -167,7 +168,7 @@ def _confine_before_threads(calls_models: bool) -> None:
 
         programs = local_model_available()  # the in-kernel local-model server is a program the kernel starts
     try:
-        confine_process(
+        return confine_process(
             _connection_file(sys.argv[1:]),
             network=network or dask,
             programs=programs,
@@ -190,11 +191,11 @@ def _dask_scheduler_configured() -> bool:
     return True
 
 
-def _confine_sockets_after_startup() -> None:
+def _confine_sockets_after_startup(confinement: Status) -> None:
     from rlm_kernel.sandbox.confine import ConfinementRequired, confine_sockets
 
     try:
-        confine_sockets()
+        confine_sockets(confinement)
     except ConfinementRequired as exc:
         print(f"rlm kernel: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(3) from None

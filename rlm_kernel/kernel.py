@@ -119,7 +119,7 @@ class RLMKernel(IPythonKernel):
         except Exception:  # noqa: BLE001 - the banner must never fail
             note = None
         text = f"{BANNER}\n{note}" if note else BANNER
-        return f"{text}\n{security_magic.banner_lines()}"
+        return f"{text}\n{security_magic.banner_lines(self.shell.sandbox_session.confinement)}"
 
     @property
     def kernel_info(self) -> dict[str, Any]:

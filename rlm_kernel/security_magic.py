@@ -14,16 +14,23 @@ from rlm_kernel.llm.config import load_config
 from rlm_kernel.llm.redact import redact
 from rlm_kernel.llm.settings_magic import Table
 from rlm_kernel.magics import register_rlm_subcommand
-from rlm_kernel.sandbox.confine import UNSAFE_POLICY_ENV, policy_disabled, status
+from rlm_kernel.sandbox.confine import UNSAFE_POLICY_ENV, Status, policy_disabled
 
 __all__ = ["banner_lines", "security_command"]
 
 NOT_LAUNCHED = "not applied — this kernel was not started by `python -m rlm_kernel` (the launcher applies it)"
 
 
-def banner_lines() -> str:
-    """One line per layer, for the kernel banner (UNSAFE in capitals when the policy is switched off)."""
-    st = status()
+def _confinement() -> Status | None:
+    """What the launcher's OS layer applied to this kernel (its `SandboxSession.confinement`), if anything."""
+    from IPython import get_ipython
+
+    return getattr(getattr(get_ipython(), "sandbox_session", None), "confinement", None)
+
+
+def banner_lines(st: Status | None) -> str:
+    """One line per layer of `st` (the session's confinement), for the kernel banner (UNSAFE in capitals when
+    the policy is switched off)."""
     if st is None:
         lines = [f"OS layer: {NOT_LAUNCHED}"]
         if policy_disabled():
@@ -77,7 +84,7 @@ def security_command(line: str) -> Any:
     else:
         rows.append(["sandbox policy", "active — RestrictedPython policy, guards, facades, limits"])
     rows += _context_roots()
-    st = status()
+    st = _confinement()
     if st is None:
         rows.append(["OS layer", NOT_LAUNCHED])
     else:

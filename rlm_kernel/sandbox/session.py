@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rlm_kernel.sandbox.audit import PROCESS_HOOK, AuditHook
+from rlm_kernel.sandbox.confine import Status
 from rlm_kernel.sandbox.facades import build_facades, import_facade
 from rlm_kernel.sandbox.guards import make_guards
 from rlm_kernel.sandbox.limits import Limits
@@ -43,6 +44,9 @@ class SandboxSession:
         self.backstop_marker = backstop_marker
         # the audit hook whose guard `cell_limits` enters: the process's one unless a test brings its own
         self.audit = audit if audit is not None else PROCESS_HOOK
+        # what the OS layer applied to this process (`confine.confine_process`), set by the launcher; None
+        # when the kernel was not started by `python -m rlm_kernel`
+        self.confinement: Status | None = None
         self.cancelled: str | None = None  # reason once the running cell hit a time limit
         self.active_depth = 0
         self.owner_thread: int | None = None  # thread running the active cell

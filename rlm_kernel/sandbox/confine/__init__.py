@@ -2,7 +2,8 @@
 
 `confine_process` runs in the launcher before any thread exists (Landlock and the process filter then bind
 every thread ipykernel starts later); `confine_sockets` runs once ipykernel has made its own sockets and
-denies new ones on every thread. `status()` is what the banner and `%rlm security` report.
+denies new ones on every thread. The `Status` they return and extend is what the banner and `%rlm security`
+report: the launcher hands it to the kernel's `SandboxSession` (`session.confinement`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ __all__ = [
     "confine_process",
     "confine_sockets",
     "policy_disabled",
-    "status",
 ]
 
 REQUIRE_ENV = "RLM_REQUIRE_CONFINEMENT"
@@ -87,14 +87,6 @@ class Status:
                 f"OS layer {layer.name}: {'active' if layer.active else 'NOT active'} — {layer.detail}"
             )
         return "\n".join(lines)
-
-
-_status: Status | None = None
-
-
-def status() -> Status | None:
-    """The confinement of this process (None when the kernel was not started by `python -m rlm_kernel`)."""
-    return _status
 
 
 def policy_disabled() -> bool:
@@ -275,9 +267,7 @@ def confine_process(
     paths: the context roots and LLM files to leave open (none given: only the working directory is a root).
     Raises ConfinementRequired if RLM_REQUIRE_CONFINEMENT=1 and a layer could not be applied.
     """
-    global _status
     st = Status(network=network, programs=programs, policy_disabled=_policy_disabled)
-    _status = st
     if threading.active_count() > 1:
         st.layers.append(
             Layer("Landlock", False, "threads were already running; confinement must come first")
@@ -320,11 +310,11 @@ def confine_process(
     return st
 
 
-def confine_sockets() -> None:
+def confine_sockets(st: Status) -> None:
     """After ipykernel made its sockets: deny new sockets on every thread (network families stay allowed
-    while the kernel makes its own model calls). Updates the status; honours RLM_REQUIRE_CONFINEMENT."""
-    st = _status
-    if st is None or not any(layer.name == "seccomp" and layer.active for layer in st.layers):
+    while the kernel makes its own model calls). Adds to `st` (what `confine_process` returned); honours
+    RLM_REQUIRE_CONFINEMENT."""
+    if not any(layer.name == "seccomp" and layer.active for layer in st.layers):
         return
     families = seccomp.NETWORK_FAMILIES if st.network else ()
     try:
