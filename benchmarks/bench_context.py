@@ -41,8 +41,9 @@ def _status(field: str) -> int:
 def _worker(path: str, mode: str) -> None:
     """Load `path` by `mode` (context|read_text|read_bytes); print seconds and peak RSS growth as JSON."""
     from rlm_kernel.repl import context as ctxmod
+    from rlm_kernel.sandbox.roots import ROOTS_ENV
 
-    ctxmod.set_allowed_roots([Path(path).parent])
+    os.environ[ROOTS_ENV] = f"={Path(path).parent}"  # only this root (a subprocess of its own)
     os.chdir(Path(path).parent)
     before = _status("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")

@@ -51,15 +51,16 @@ def run(quick: bool) -> list[Figure]:
     from distributed import LocalCluster
 
     from rlm_kernel.analysis import executor
-    from rlm_kernel.repl import context as ctxmod
     from rlm_kernel.repl.corpus import load_corpus
+    from rlm_kernel.sandbox.roots import ROOTS_ENV
 
     total_mb = 96 if quick else 512
     saved = os.environ.pop(executor.SCHEDULER_ENV, None)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _write(root, total_mb, files=12)
-        ctxmod.set_allowed_roots([root])
+        saved_roots = os.environ.get(ROOTS_ENV)
+        os.environ[ROOTS_ENV] = f"={root}"  # only this root
         try:
             corpus = load_corpus(str(root), partition_mb=8)
             local_runs: list[tuple[float, float]] = []
@@ -90,7 +91,10 @@ def run(quick: bool) -> list[Figure]:
             local_cpu = statistics.median(c for _, c in local_runs)
             dask_cpu = statistics.median(c for _, c in dask_runs)
         finally:
-            ctxmod.set_allowed_roots(None)
+            if saved_roots is None:
+                os.environ.pop(ROOTS_ENV, None)
+            else:
+                os.environ[ROOTS_ENV] = saved_roots
             if saved is not None:
                 os.environ[executor.SCHEDULER_ENV] = saved
     return [

@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from rlm_kernel.repl.errors import ContextError
 from rlm_kernel.repl.textfile import BIG_FILE, DecodeRefused, assemble, read_text
-from rlm_kernel.sandbox.roots import ROOTS_ENV, START_DIR, allowed_roots, set_allowed_roots
+from rlm_kernel.sandbox.roots import ROOTS_ENV, START_DIR, allowed_roots
 
 __all__ = [
     "ContextSummary",
@@ -24,7 +24,6 @@ __all__ = [
     "check_allowed",
     "is_secret_file",
     "load",
-    "set_allowed_roots",
 ]
 
 _SKIP_DIRS = {"__pycache__", "node_modules"}

@@ -12,7 +12,6 @@ import pytest
 from rlm_kernel.analysis import AnalysisInputError, find_relevant, map_reduce
 from rlm_kernel.analysis.corpus import Corpus, partition_text, partitions_of
 from rlm_kernel.analysis.map_reduce import MAX_CHUNK_CHARS
-from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.corpus import load_corpus
 from rlm_kernel.repl.errors import ContextError
 from tests.llm_server import LLMTestServer
@@ -31,10 +30,9 @@ def write_corpus(root: Path, files: int, lines: int, seed: int = 7) -> None:
 
 
 @pytest.fixture
-def roots(tmp_path: Path) -> Iterator[Path]:
-    ctxmod.set_allowed_roots([tmp_path])
+def roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
     yield tmp_path
-    ctxmod.set_allowed_roots(None)
 
 
 def test_partitions_cover_every_line_once(roots: Path) -> None:

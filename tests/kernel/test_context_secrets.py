@@ -58,16 +58,15 @@ def test_ordinary_names_are_not_secrets(name: str) -> None:
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> Path:
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     populate(tmp_path)
-    ctxmod.set_allowed_roots([tmp_path])
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
         yield tmp_path
     finally:
         os.chdir(cwd)
-        ctxmod.set_allowed_roots(None)
 
 
 @pytest.mark.parametrize("name", [*SECRET_FILES, "innocent.txt", "./.env", "sub/../.env"])

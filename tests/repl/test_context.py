@@ -16,9 +16,8 @@ from rlm_kernel.repl.errors import ContextError
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    ctxmod.set_allowed_roots([tmp_path])
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
     yield tmp_path
-    ctxmod.set_allowed_roots(None)
 
 
 def make_tree(root: Path) -> None:
@@ -90,7 +89,6 @@ def test_env_roots_add_to_the_notebook_directory(tmp_path: Path, monkeypatch: py
     other.mkdir()
     monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"{tmp_path}{os.pathsep}{other}")
     monkeypatch.delenv("RLM_CONTEXT_ROOTS_ONLY", raising=False)
-    ctxmod.set_allowed_roots(None)
     assert ctxmod.allowed_roots() == [ctxmod._start_dir, tmp_path.resolve(), other.resolve()]
     (tmp_path / "f.txt").write_text("hello")
     assert ctxmod.load(str(tmp_path / "f.txt")).value == "hello"
@@ -106,7 +104,6 @@ def test_env_roots_replace_the_notebook_directory_only_when_asked(
     else:
         monkeypatch.setenv("RLM_CONTEXT_ROOTS", str(tmp_path))
         monkeypatch.setenv("RLM_CONTEXT_ROOTS_ONLY", "1")
-    ctxmod.set_allowed_roots(None)
     assert ctxmod.allowed_roots() == [tmp_path.resolve()]
     with pytest.raises(ContextError, match="outside the allowed roots"):
         ctxmod.check_allowed(ctxmod._start_dir / "README.md")

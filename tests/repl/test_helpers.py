@@ -147,21 +147,17 @@ def test_repair_restores_rebound_and_deleted_names() -> None:
 
 
 def test_load_context_updates_repair_snapshot(tmp_path, monkeypatch) -> None:
-    from rlm_kernel.repl import context as ctxmod
 
     monkeypatch.chdir(tmp_path)
-    ctxmod.set_allowed_roots([tmp_path])
-    try:
-        (tmp_path / "a.txt").write_text("hello world")
-        ns, _ = fresh()
-        summary = ns["load_context"]("a.txt")
-        assert summary.chars == 11 and ns["context"] == "hello world" and ns["ctx"] == "hello world"
-        ns["context"] = "x"
-        preload.repair(ns)
-        assert ns["context"] == "hello world"
-        assert dict(ns["context_files"]) == {"a.txt": (0, 11)}
-    finally:
-        ctxmod.set_allowed_roots(None)
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
+    (tmp_path / "a.txt").write_text("hello world")
+    ns, _ = fresh()
+    summary = ns["load_context"]("a.txt")
+    assert summary.chars == 11 and ns["context"] == "hello world" and ns["ctx"] == "hello world"
+    ns["context"] = "x"
+    preload.repair(ns)
+    assert ns["context"] == "hello world"
+    assert dict(ns["context_files"]) == {"a.txt": (0, 11)}
 
 
 def test_analysis_helpers_preloaded_and_counted_only_when_a_model_is_asked(client_on_server) -> None:

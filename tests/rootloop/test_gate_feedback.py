@@ -261,15 +261,12 @@ def test_jsonl_header_records_the_resolved_root_model(
     client_on_server: LLMTestServer, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    ctxmod.set_allowed_roots([tmp_path])
-    try:
-        result = run(client_on_server, Script(root=[repl("FINAL(len(context))")]))
-        assert result.model == "test-model"
-        result.to_jsonl("run.jsonl")
-        head = json.loads((tmp_path / "run.jsonl").read_text().splitlines()[0])
-        assert head["model"] == "test-model"
-    finally:
-        ctxmod.set_allowed_roots(None)
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
+    result = run(client_on_server, Script(root=[repl("FINAL(len(context))")]))
+    assert result.model == "test-model"
+    result.to_jsonl("run.jsonl")
+    head = json.loads((tmp_path / "run.jsonl").read_text().splitlines()[0])
+    assert head["model"] == "test-model"
 
 
 def test_unknown_price_warns_once_per_model_across_cache_hits(

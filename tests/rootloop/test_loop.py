@@ -134,29 +134,26 @@ def test_feedback_truncated_and_history_bounded(client_on_server: LLMTestServer)
 
 def test_exports(client_on_server: LLMTestServer, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    ctxmod.set_allowed_roots([tmp_path])
-    try:
-        code = "q = llm_query('x ' + context[:60])\nprint(q)"
-        result = run(client_on_server, Script(root=[repl(code), "FINAL_VAR(q)"]))
-        result.to_jsonl("run.jsonl")
-        lines = [json.loads(x) for x in (tmp_path / "run.jsonl").read_text().splitlines()]
-        assert lines[0]["type"] == "run" and lines[0]["termination"] == "final" and len(lines) == 3
-        assert lines[1]["code"] == code and lines[1]["calls"][0]["kind"] == "llm_query"
-        assert lines[1]["calls"][0]["saw_context"] is True
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
+    code = "q = llm_query('x ' + context[:60])\nprint(q)"
+    result = run(client_on_server, Script(root=[repl(code), "FINAL_VAR(q)"]))
+    result.to_jsonl("run.jsonl")
+    lines = [json.loads(x) for x in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert lines[0]["type"] == "run" and lines[0]["termination"] == "final" and len(lines) == 3
+    assert lines[1]["code"] == code and lines[1]["calls"][0]["kind"] == "llm_query"
+    assert lines[1]["calls"][0]["saw_context"] is True
+    result.save("run.ipynb")
+    nb = nbformat.read(tmp_path / "run.ipynb", as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    assert [c.source for c in cells] == [code]
+    assert "child answer to: x" in cells[0].outputs[0]["text"]
+    with pytest.raises(Exception, match="file exists; pass overwrite=True"):
         result.save("run.ipynb")
-        nb = nbformat.read(tmp_path / "run.ipynb", as_version=4)
-        cells = [c for c in nb.cells if c.cell_type == "code"]
-        assert [c.source for c in cells] == [code]
-        assert "child answer to: x" in cells[0].outputs[0]["text"]
-        with pytest.raises(Exception, match="file exists; pass overwrite=True"):
-            result.save("run.ipynb")
-        result.save("run.ipynb", overwrite=True)
-        with pytest.raises(Exception, match="must end in .ipynb"):
-            result.save("run.txt")
-        with pytest.raises(Exception, match="outside the allowed roots"):
-            result.save("/tmp/elsewhere.ipynb")
-    finally:
-        ctxmod.set_allowed_roots(None)
+    result.save("run.ipynb", overwrite=True)
+    with pytest.raises(Exception, match="must end in .ipynb"):
+        result.save("run.txt")
+    with pytest.raises(Exception, match="outside the allowed roots"):
+        result.save("/tmp/elsewhere.ipynb")
 
 
 def test_truncate_keeps_head_and_tail() -> None:
@@ -168,22 +165,19 @@ def test_truncate_keeps_head_and_tail() -> None:
 
 def test_no_file_writes_from_inside_a_run(client_on_server: LLMTestServer, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    ctxmod.set_allowed_roots([tmp_path])
-    try:
-        script = Script(
-            root=[
-                repl("inner = rlm_run('inner', context='x', max_iterations=1)\ninner.save('evil.ipynb')"),
-                "inner run: no code",
-            ]
-        )
-        result = run(client_on_server, script, max_iterations=1)
-        # model code may not start a root loop with options of its own (rlm_query is its way down)
-        assert "not available to model-written code" in result.trajectory[0].error
-        assert not (tmp_path / "evil.ipynb").exists()
-        assert "inner" not in result.namespace
-        assert all(not k.startswith("_") for k in result.namespace)
-    finally:
-        ctxmod.set_allowed_roots(None)
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
+    script = Script(
+        root=[
+            repl("inner = rlm_run('inner', context='x', max_iterations=1)\ninner.save('evil.ipynb')"),
+            "inner run: no code",
+        ]
+    )
+    result = run(client_on_server, script, max_iterations=1)
+    # model code may not start a root loop with options of its own (rlm_query is its way down)
+    assert "not available to model-written code" in result.trajectory[0].error
+    assert not (tmp_path / "evil.ipynb").exists()
+    assert "inner" not in result.namespace
+    assert all(not k.startswith("_") for k in result.namespace)
 
 
 def test_rlm_query_batched_keeps_successes(client_on_server: LLMTestServer) -> None:

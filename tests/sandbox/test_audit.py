@@ -152,36 +152,32 @@ def test_file_system_changes_refused(tmp_path: Path) -> None:
     assert target.read_text() == "x" and not (tmp_path / "d").exists()
 
 
-def test_open_refused_except_library_sources(secret_file: str, tmp_path: Path) -> None:
-    context.set_allowed_roots([tmp_path])
-    try:
-        inside = tmp_path / "data.txt"
-        inside.write_text("hello")
-        with guarding():
-            assert "def get_type_hints" in open(typing.__file__).read()  # noqa: SIM115 - library source
-        message = refused(lambda: open(secret_file).read(), FileAccessRefused)  # noqa: SIM115
-        assert "load_context" in message
-        refused(lambda: open(inside).read(), FileAccessRefused)  # noqa: SIM115 - even inside the roots
-        refused(lambda: open(inside, "w"), FileAccessRefused)  # noqa: SIM115
-        refused(lambda: os.open(inside, os.O_WRONLY), FileAccessRefused)
-        refused(lambda: Path(secret_file).read_bytes(), FileAccessRefused)
-        with guarding(), pytest.raises(OSError):  # honest `except OSError` code still catches it
-            open(secret_file)  # noqa: SIM115
-        assert inside.read_text() == "hello"
-    finally:
-        context.set_allowed_roots(None)
+def test_open_refused_except_library_sources(
+    secret_file: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
+    inside = tmp_path / "data.txt"
+    inside.write_text("hello")
+    with guarding():
+        assert "def get_type_hints" in open(typing.__file__).read()  # noqa: SIM115 - library source
+    message = refused(lambda: open(secret_file).read(), FileAccessRefused)  # noqa: SIM115
+    assert "load_context" in message
+    refused(lambda: open(inside).read(), FileAccessRefused)  # noqa: SIM115 - even inside the roots
+    refused(lambda: open(inside, "w"), FileAccessRefused)  # noqa: SIM115
+    refused(lambda: os.open(inside, os.O_WRONLY), FileAccessRefused)
+    refused(lambda: Path(secret_file).read_bytes(), FileAccessRefused)
+    with guarding(), pytest.raises(OSError):  # honest `except OSError` code still catches it
+        open(secret_file)  # noqa: SIM115
+    assert inside.read_text() == "hello"
 
 
-def test_kernel_code_may_open_for_the_cell(tmp_path: Path) -> None:
+def test_kernel_code_may_open_for_the_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """load_context reads files under the roots (its own check): the kernel's frame decides, not the hook."""
-    context.set_allowed_roots([tmp_path])
-    try:
-        (tmp_path / "notes.txt").write_text("kernel reads this")
-        with guarding():
-            loaded = context.load(str(tmp_path / "notes.txt"), kind="file")
-        assert "kernel reads this" in str(loaded.value)
-    finally:
-        context.set_allowed_roots(None)
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
+    (tmp_path / "notes.txt").write_text("kernel reads this")
+    with guarding():
+        loaded = context.load(str(tmp_path / "notes.txt"), kind="file")
+    assert "kernel reads this" in str(loaded.value)
 
 
 def test_denied_imports_refused_allowed_imports_work() -> None:
