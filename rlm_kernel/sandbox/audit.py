@@ -78,6 +78,8 @@ _PROXY_FILES = frozenset(
         "facades.py",
         "safe_stdlib.py",
         "guards.py",
+        "handout.py",
+        "writes.py",
         "builtins.py",
         "caps.py",
         # the data facades act for the cell too; data/loader.py (loading the libraries) is kernel code

@@ -1,6 +1,8 @@
 """Run-time guards that restricted code calls: attribute, item, write, iteration, in-place and print guards.
 
 `make_guards(session)` builds them as closures over one `SandboxSession`; cells never see the session itself.
+What they may hand out is decided in handout.py, which writes they allow in writes.py, the size caps of the
+arithmetic and format guards in caps.py.
 """
 
 from __future__ import annotations
@@ -8,10 +10,8 @@ from __future__ import annotations
 import abc
 import collections
 import functools
-import io
 import re
 import string
-import sys
 import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -23,12 +23,12 @@ from rlm_kernel.sandbox.builtins import SafeType
 from rlm_kernel.sandbox.caps import SafeFormatter, make_caps
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
-from rlm_kernel.sandbox.errors import CellTimeout, SandboxAttributeError, SandboxTypeError, refusal
-from rlm_kernel.sandbox.facade import Facade
+from rlm_kernel.sandbox.errors import CellTimeout, refusal
 from rlm_kernel.sandbox.fastpath import RANGE_BITS
-from rlm_kernel.sandbox.filenames import is_sandboxed_filename
+from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
-from rlm_kernel.sandbox.safe_stdlib import CappedContext, counter_elements
+from rlm_kernel.sandbox.safe_stdlib import counter_elements
+from rlm_kernel.sandbox.writes import WRITABLE_TYPES, AttrWriter, refused_write
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -36,125 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["make_guards", "DENIED_TYPES", "WRITABLE_TYPES", "DATA_WRITABLE", "DATA_ATTR_WRITES"]
 
 _RAISE = object()
-
-# Objects a cell must never hold: modules, frames, code, tracebacks, coroutines, loops, files, threads.
-DENIED_TYPES: frozenset[type] = frozenset(
-    {
-        types.ModuleType,
-        types.FrameType,
-        types.TracebackType,
-        types.CodeType,
-        types.CoroutineType,
-        types.AsyncGeneratorType,
-        types.CellType,
-    }
-)
-
-
-def _denied_bases() -> tuple[type, ...]:
-    """Base classes of objects that lead out of the sandbox (imported lazily)."""
-    import asyncio
-    import concurrent.futures
-    import socket
-    import threading
-
-    bases: list[type] = [
-        asyncio.Future,
-        asyncio.AbstractEventLoop,
-        asyncio.BaseTransport,
-        asyncio.StreamReader,
-        asyncio.StreamWriter,
-        concurrent.futures.Future,
-        concurrent.futures.Executor,
-        threading.Thread,
-        socket.socket,
-        io.IOBase,
-        types.ModuleType,
-    ]
-    for mod, names in (
-        ("httpx", ("Client", "AsyncClient", "Request", "Response")),
-        ("aiohttp", ("ClientSession",)),
-        ("IPython.core.interactiveshell", ("InteractiveShell",)),
-        ("ipykernel.kernelbase", ("Kernel",)),
-        ("ipykernel.iostream", ("OutStream", "IOPubThread")),
-        ("comm.base_comm", ("BaseComm", "CommManager")),
-        ("jupyter_client.session", ("Session",)),
-        ("zmq", ("Socket", "Context")),
-        ("traitlets.config.application", ("Application",)),
-    ):
-        module = sys.modules.get(mod)
-        for name in names:
-            cls = getattr(module, name, None) if module is not None else None
-            if isinstance(cls, type):
-                bases.append(cls)
-    return tuple(bases)
-
-
-_ALLOWED_IO = (io.StringIO, io.BytesIO)
-
-# Value types returned without further checks (the hot path of attribute reads).
-_PLAIN = frozenset(
-    {
-        int,
-        float,
-        str,
-        bool,
-        type(None),
-        bytes,
-        list,
-        tuple,
-        dict,
-        set,
-        frozenset,
-        types.BuiltinFunctionType,
-        types.MethodType,
-        types.FunctionType,
-        complex,
-    }
-)
-
-# Containers whose items may be written (besides instances of classes defined in cells).
-WRITABLE_TYPES = frozenset(
-    {
-        dict,
-        list,
-        set,
-        bytearray,
-        collections.Counter,
-        collections.defaultdict,
-        collections.OrderedDict,
-        collections.deque,
-        collections.ChainMap,
-        collections.UserDict,
-        collections.UserList,
-        io.StringIO,
-        io.BytesIO,
-        CappedContext,  # decimal.localcontext()'s context: its precision setter enforces the cap
-    }
-)
-
-
-class _AttrWriter:
-    """What `_write_attr_` hands back for a data-library object: sets only the attributes its class allows."""
-
-    __slots__ = ("_rlm_target", "_rlm_allowed")
-
-    def __init__(self, target: Any, allowed: frozenset[str]) -> None:
-        object.__setattr__(self, "_rlm_target", target)
-        object.__setattr__(self, "_rlm_allowed", allowed)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name not in self._rlm_allowed:
-            kind = type(self._rlm_target).__name__
-            raise refusal(
-                f"cannot set {kind}.{name} in the sandbox; attributes that can be set: "
-                f"{', '.join(sorted(self._rlm_allowed)) or 'none'}"
-            )
-        setattr(self._rlm_target, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        raise refusal(f"cannot delete attributes of a {type(self._rlm_target).__name__} in the sandbox")
-
 
 _PLAIN_IMMUTABLE = frozenset(
     {
@@ -180,9 +61,6 @@ _SHARED_CONTAINERS: dict[type, Callable[[Any], Any]] = {
     bytearray: bytes,
 }
 
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (not a C type)
-_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: a type whose attributes cannot be set (int, str, ...)
-
 _NAMEDTUPLE_PRIVATE = frozenset({"_asdict", "_replace", "_fields", "_make", "_field_defaults"})
 _PRIVATE_ATTR = re.compile(r"_[A-Za-z0-9]\w*\Z")
 
@@ -204,10 +82,35 @@ def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
+# -- attributes a guard answers itself (`_SPECIAL` in make_guards); these need no session ------------------
+def special_formatter(obj: Any, name: str) -> Any:
+    if isinstance(obj, string.Formatter) or (isinstance(obj, type) and issubclass(obj, string.Formatter)):
+        raise refusal("string.Formatter is not available in the sandbox; use str.format or f-strings")
+    return _RAISE
+
+
+def special_exception_obj(obj: Any, name: str) -> Any:
+    if isinstance(obj, BaseException):
+        raise refusal("the .obj of an exception is not available in the sandbox")
+    return _RAISE
+
+
+def special_partial(obj: Any, name: str) -> Any:
+    if isinstance(obj, (functools.partial, functools.partialmethod)):
+        raise refusal(f"functools.partial's .{name} is not available in the sandbox")
+    return _RAISE
+
+
+def special_elements(obj: Any, name: str) -> Any:
+    if isinstance(obj, collections.Counter):
+        return counter_elements(obj)
+    return _RAISE
+
+
 def make_guards(session: SandboxSession) -> dict[str, Any]:
     """Return the guard functions RestrictedPython-transformed code calls, bound to `session`."""
     limits = session.limits
-    denied = {"bases": _denied_bases(), "modules": len(sys.modules)}
+    check_value = ValueCheck()  # refuses values that lead out of the sandbox (modules, frames, loops ...)
 
     cell_thread = session.cell_thread
     outside_reason = (
@@ -238,17 +141,6 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             raise CellTimeout(session.cancelled)
         if not cell_thread.in_cell:
             raise refusal(outside_reason)
-
-    def check_value(value: Any, what: str) -> Any:
-        kind = type(value)
-        if kind in _PLAIN:
-            return value
-        if len(sys.modules) != denied["modules"]:  # e.g. the LLM layer imported httpx since: recompute
-            denied["bases"], denied["modules"] = _denied_bases(), len(sys.modules)
-        bases = denied["bases"]
-        if kind in DENIED_TYPES or (isinstance(value, bases) and not isinstance(value, _ALLOWED_IO)):
-            raise refusal(f"{what} leads to a {kind.__name__} object, which the sandbox does not hand out")
-        return value
 
     # -- attribute reads ------------------------------------------------------------------------------------
     def private_allowed(obj: Any, name: str) -> bool:
@@ -362,32 +254,12 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             raise refusal("string.Formatter is not available in the sandbox; use str.format or f-strings")
         return _RAISE
 
-    def special_formatter(obj: Any, name: str) -> Any:
-        if isinstance(obj, string.Formatter) or (isinstance(obj, type) and issubclass(obj, string.Formatter)):
-            raise refusal("string.Formatter is not available in the sandbox; use str.format or f-strings")
-        return _RAISE
-
-    def special_exception_obj(obj: Any, name: str) -> Any:
-        if isinstance(obj, BaseException):
-            raise refusal("the .obj of an exception is not available in the sandbox")
-        return _RAISE
-
-    def special_partial(obj: Any, name: str) -> Any:
-        if isinstance(obj, (functools.partial, functools.partialmethod)):
-            raise refusal(f"functools.partial's .{name} is not available in the sandbox")
-        return _RAISE
-
     def special_register(obj: Any, name: str) -> Any:
         if isinstance(obj, abc.ABCMeta) and not session.is_user_object(obj):
             raise refusal(
                 "registering with a library's abstract base class would change shared state; "
                 "subclass it instead"
             )
-        return _RAISE
-
-    def special_elements(obj: Any, name: str) -> Any:
-        if isinstance(obj, collections.Counter):
-            return counter_elements(obj)
         return _RAISE
 
     def special_from_bytes(obj: Any, name: str) -> Any:
@@ -445,7 +317,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
         value = obj[key]
-        if type(value) in _PLAIN:
+        if type(value) in PLAIN:
             return value
         return check_value(value, "this item")
 
@@ -464,29 +336,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         if type(obj) in WRITABLE_TYPES or session.is_user_object(obj):
             return obj
         if type(obj) in DATA_WRITABLE:
-            return _AttrWriter(obj, DATA_ATTR_WRITES.get(type(obj).__name__, frozenset()))
+            return AttrWriter(obj, DATA_ATTR_WRITES.get(type(obj).__name__, frozenset()))
         return refused_write(obj, attribute=True)
-
-    def refused_write(obj: Any, *, attribute: bool) -> Any:
-        kind = type(obj)
-        if kind is types.FunctionType and is_sandboxed_filename(obj.__code__.co_filename):
-            return obj  # attributes of your own functions (f.calls = 0)
-        if attribute and kind is CappedContext:
-            return obj  # a decimal context the cell made (Context(), localcontext()); precision is capped
-        if isinstance(obj, Facade):
-            raise refusal("modules are read-only in the sandbox; keep your own state in variables")
-        name = kind.__name__
-        # What plain Python raises for the same write, so honest `try`/`except` code behaves the same.
-        if not attribute and not hasattr(kind, "__setitem__"):
-            raise refusal(f"{name!r} object does not support item assignment or deletion", SandboxTypeError)
-        if attribute and isinstance(obj, type) and obj.__flags__ & _IMMUTABLE_TYPE:
-            raise refusal(f"cannot set attributes of the built-in type {obj.__name__!r}", SandboxTypeError)
-        if attribute and not kind.__flags__ & _HEAP_TYPE and not hasattr(obj, "__dict__"):
-            raise refusal(f"{name!r} object has no attributes that can be set", SandboxAttributeError)
-        raise refusal(
-            f"cannot modify this {name} object: only your own variables, lists, "
-            "dicts, sets and instances of classes defined in cells can be changed"
-        )
 
     def guarded_setattr(obj: Any, name: str, value: Any) -> None:
         if type(name) is not str:
