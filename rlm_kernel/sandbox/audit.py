@@ -77,6 +77,8 @@ _PROXY_FILES = frozenset(
         "facade.py",
         "facades.py",
         "safe_stdlib.py",
+        "safe_decimal.py",
+        "safe_types.py",
         "guards.py",
         "handout.py",
         "writes.py",

@@ -42,11 +42,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import rlm_kernel.sandbox.safe_stdlib as safe
+import rlm_kernel.sandbox.safe_types as safe_types
 from rlm_kernel.sandbox.builtins import python_level
 from rlm_kernel.sandbox.data import DATA_MODULES, data_facades
 from rlm_kernel.sandbox.errors import ModuleNotAvailable, refusal
 from rlm_kernel.sandbox.facade import Facade, Refused, is_cell_function, make_facade
 from rlm_kernel.sandbox.guards import WRITABLE_TYPES
+from rlm_kernel.sandbox.safe_decimal import CappedContext, localcontext
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -139,8 +141,8 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     own_class = _own_class_check(session)
     f["functools"].update(
         reduce=safe.reduce,
-        singledispatch=safe.singledispatch,
-        singledispatchmethod=safe.singledispatchmethod,
+        singledispatch=safe_types.singledispatch,
+        singledispatchmethod=safe_types.singledispatchmethod,
         wraps=lambda wrapped: _own_function_decorator(functools.wraps(wrapped), "functools.wraps"),
         total_ordering=own_class(functools.total_ordering, "functools.total_ordering"),
     )
@@ -184,7 +186,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "ROUND_CEILING ROUND_FLOOR ROUND_HALF_UP ROUND_HALF_DOWN ROUND_HALF_EVEN "
         "ROUND_05UP BasicContext ExtendedContext DefaultContext MAX_PREC MAX_EMAX",
     )
-    f["decimal"].update(Context=safe.CappedContext, localcontext=safe.localcontext)
+    f["decimal"].update(Context=CappedContext, localcontext=localcontext)
     for name in ("BasicContext", "ExtendedContext", "DefaultContext"):
         f["decimal"].pop(name, None)  # shared mutable contexts
     f["fractions"] = _pick(fractions, "Fraction")
@@ -283,7 +285,11 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     )
     f["enum"] = _pick(enum, "auto unique verify")
     f["enum"].update(
-        Enum=safe.Enum, IntEnum=safe.IntEnum, StrEnum=safe.StrEnum, Flag=safe.Flag, IntFlag=safe.IntFlag
+        Enum=safe_types.Enum,
+        IntEnum=safe_types.IntEnum,
+        StrEnum=safe_types.StrEnum,
+        Flag=safe_types.Flag,
+        IntFlag=safe_types.IntFlag,
     )
     f["dataclasses"] = _pick(
         dataclasses,

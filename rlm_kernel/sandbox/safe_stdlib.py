@@ -1,34 +1,22 @@
 """Safe stand-ins for a few standard-library callables the facades serve instead of the originals.
 
-Interruptible itertools producers, guarded attrgetter/methodcaller, capped decimal contexts, checked enums,
-and `singledispatch` whose `register` never evaluates a string annotation (typing.get_type_hints would
-`eval` it in the cell's globals, outside the policy).
+Interruptible itertools producers, size-capped math helpers, guarded attrgetter/methodcaller. The decimal
+contexts are in safe_decimal.py, the enums and `singledispatch` in safe_types.py.
 """
 
 from __future__ import annotations
 
-import decimal
-import enum
 import functools
 import math
 import operator
-import types
-import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
 
 __all__ = [
-    "CappedContext",
-    "Enum",
-    "Flag",
-    "IntEnum",
-    "IntFlag",
     "SafeAttrgetter",
-    "SafeEnumType",
     "SafeMethodcaller",
-    "StrEnum",
     "capped",
     "chain",
     "combinatoric",
@@ -36,15 +24,10 @@ __all__ = [
     "gcd_like",
     "count",
     "cycle",
-    "enum_names",
     "interruptible",
-    "LocalContext",
-    "localcontext",
     "prod",
     "reduce",
     "repeat",
-    "singledispatch",
-    "singledispatchmethod",
 ]
 
 
@@ -256,205 +239,3 @@ class SafeMethodcaller:
 
     def __repr__(self) -> str:
         return f"operator.methodcaller({self._name!r}, ...)"
-
-
-def _capped_prec(prec: Any) -> int:
-    """`prec` as an exact int within `CappedContext.MAX_PREC` (converted once: no second `__index__`)."""
-    value = operator.index(prec)
-    if value > CappedContext.MAX_PREC:
-        raise LimitExceeded(
-            f"decimal precision {value} is over the sandbox's limit of {CappedContext.MAX_PREC}"
-        )
-    return value
-
-
-class CappedContext(decimal.Context):
-    """decimal.Context with a precision cap (huge precisions run in C and cannot be interrupted: ln() at
-    10 000 digits takes seconds, at 100 000 minutes).
-
-    The only context type a cell can hold (`Context()`, `localcontext()`, `.copy()`), so cells may set its
-    attributes; `ctx.prec = n` is capped like the constructor's argument (converted once: no second
-    `__index__`).
-    """
-
-    MAX_PREC = 5_000
-
-    def __init__(self, prec: int | None = None, *args: Any, **kwargs: Any) -> None:
-        super().__init__(None if prec is None else _capped_prec(prec), *args, **kwargs)
-
-    @property  # type: ignore[override]
-    def prec(self) -> int:
-        return _CONTEXT_PREC.__get__(self)
-
-    @prec.setter
-    def prec(self, value: Any) -> None:
-        _CONTEXT_PREC.__set__(self, _capped_prec(value))
-
-    def copy(self) -> CappedContext:
-        return _capped_copy(self)
-
-
-_CONTEXT_PREC = decimal.Context.prec
-_CONTEXT_FIELDS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp")
-
-
-def _capped_copy(ctx: decimal.Context) -> CappedContext:
-    """A CappedContext with `ctx`'s settings (its precision brought under the cap), flags and traps."""
-    return CappedContext(
-        prec=min(ctx.prec, CappedContext.MAX_PREC),
-        rounding=ctx.rounding,
-        Emin=ctx.Emin,
-        Emax=ctx.Emax,
-        capitals=ctx.capitals,
-        clamp=ctx.clamp,
-        flags=[signal for signal, on in ctx.flags.items() if on],
-        traps=[signal for signal, on in ctx.traps.items() if on],
-    )
-
-
-class LocalContext:
-    """What `decimal.localcontext()` returns in a cell: inside the block the thread's context is a fresh
-    `CappedContext` (a copy), the one `as ctx` binds, so `ctx.prec = 50` works and stays capped; the
-    previous context is restored on exit. The kernel's own context is never handed out."""
-
-    __slots__ = ("_rlm_new", "_rlm_saved")
-
-    def __init__(self, new: CappedContext) -> None:
-        self._rlm_new = new
-        self._rlm_saved: decimal.Context | None = None
-
-    def __enter__(self) -> CappedContext:
-        self._rlm_saved = decimal.getcontext()
-        decimal.setcontext(self._rlm_new)
-        return self._rlm_new
-
-    def __exit__(self, *exc: Any) -> None:
-        saved, self._rlm_saved = self._rlm_saved, None
-        if saved is not None:
-            decimal.setcontext(saved)
-
-
-def localcontext(ctx: decimal.Context | None = None, **kwargs: Any) -> LocalContext:
-    """decimal.localcontext for cells (see `LocalContext`)."""
-    if ctx is not None and not isinstance(ctx, decimal.Context):
-        raise TypeError(f"localcontext() argument must be a decimal.Context, not {type(ctx).__name__}")
-    new = _capped_copy(decimal.getcontext() if ctx is None else ctx)
-    for name, value in kwargs.items():
-        if name not in _CONTEXT_FIELDS and name not in ("flags", "traps"):
-            raise TypeError(f"{name!r} is an invalid keyword argument for localcontext()")
-        setattr(new, name, value)  # `prec` goes through CappedContext's capped setter
-    return LocalContext(new)
-
-
-class SafeEnumType(enum.EnumType):
-    """EnumType whose functional API (`Enum('Name', names)`) refuses underscore member names (dunders would
-    become methods of the new class, a type() factory)."""
-
-    def __call__(cls, value: Any, names: Any = None, *args: Any, **kwargs: Any) -> Any:
-        if names is not None:
-            names = enum_names(names)
-        return super().__call__(value, names, *args, **kwargs)
-
-
-def enum_names(names: Any) -> Any:
-    """Materialise the functional API's `names` once (no second look a stateful object could change)."""
-    if isinstance(names, str):
-        text = str.__str__(names)
-        checked: list[Any] = text.replace(",", " ").split()
-        keys = checked
-        result: Any = text
-    else:
-        items = list(names)
-        if hasattr(names, "keys"):
-            result = [(key, names[key]) for key in items]
-        elif all(type(item) is str for item in items):
-            result = items
-        else:
-            result = [tuple(item) for item in items]
-        keys = [item if type(item) is str else item[0] if len(item) == 2 else None for item in result]
-    for name in keys:
-        if type(name) is not str or name.startswith("_"):
-            raise refusal(
-                f"enum member name {name!r} is not allowed: names must be strings that do not start with '_'"
-            )
-    return result
-
-
-class Enum(enum.Enum, metaclass=SafeEnumType):
-    """enum.Enum for cells (its functional API refuses underscore names)."""
-
-
-class IntEnum(enum.IntEnum, metaclass=SafeEnumType):
-    """enum.IntEnum for cells."""
-
-
-class StrEnum(enum.StrEnum, metaclass=SafeEnumType):
-    """enum.StrEnum for cells."""
-
-
-class Flag(enum.Flag, metaclass=SafeEnumType):
-    """enum.Flag for cells."""
-
-
-class IntFlag(enum.IntFlag, metaclass=SafeEnumType):
-    """enum.IntFlag for cells."""
-
-
-# -- functools.singledispatch: `register` without typing.get_type_hints -------------------------------------
-def _is_dispatch_type(cls: Any) -> bool:
-    """A class, or a union whose every member is a class (what functools accepts, with no evaluation)."""
-    if isinstance(cls, type):
-        return True
-    is_union = isinstance(cls, types.UnionType) or typing.get_origin(cls) is typing.Union
-    return is_union and all(isinstance(arg, type) for arg in typing.get_args(cls))
-
-
-def _safe_register(real_register: Callable[..., Any]) -> Callable[..., Any]:
-    """`register` of a singledispatch function that reads an annotation as the object it already is.
-
-    functools resolves `@f.register` on an annotated function with `typing.get_type_hints`, which `eval`s
-    string annotations (and strings inside `list['...']`, `Optional['...']`) in the function's globals — the
-    cell's namespace, outside the policy. Here the first annotation must already be a class or a union of
-    classes; a string is refused and nothing is ever evaluated.
-    """
-
-    def register(cls: Any, func: Any = None) -> Any:
-        if _is_dispatch_type(cls):
-            return real_register(cls) if func is None else real_register(cls, func)
-        if func is not None:
-            raise TypeError(f"Invalid first argument to `register()`. {cls!r} is not a class or union type.")
-        annotations = getattr(cls, "__annotations__", None)
-        if type(annotations) is not dict or not annotations:
-            raise TypeError(
-                f"Invalid first argument to `register()`: {cls!r}. Use either `@register(some_class)` or "
-                "plain `@register` on an annotated function."
-            )
-        argname, annotation = next(iter(annotations.items()))
-        if annotation is None:
-            annotation = type(None)
-        if isinstance(annotation, str) or not _is_dispatch_type(annotation):
-            shown = "a string" if isinstance(annotation, str) else f"{type(annotation).__name__}, not a class"
-            raise refusal(
-                f"singledispatch register: the annotation of {str(argname)!r} is {shown}; the sandbox never "
-                "evaluates annotations, so write the class itself (def f(x: int)) or use "
-                "@f.register(SomeClass)"
-            )
-        return real_register(annotation, cls)
-
-    register.__doc__ = "f.register(cls, func) or @f.register(cls) or @f.register on `def g(x: SomeClass)`."
-    return register
-
-
-def singledispatch(func: Any) -> Any:
-    """functools.singledispatch whose `register` never evaluates string annotations (see `_safe_register`)."""
-    dispatcher = functools.singledispatch(func)
-    dispatcher.register = _safe_register(dispatcher.register)  # type: ignore[attr-defined]
-    return dispatcher
-
-
-class singledispatchmethod(functools.singledispatchmethod):  # noqa: N801 - mirrors functools
-    """functools.singledispatchmethod whose `register` never evaluates string annotations."""
-
-    def __init__(self, func: Any) -> None:
-        super().__init__(func)
-        self.dispatcher = singledispatch(func)

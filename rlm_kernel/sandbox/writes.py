@@ -16,7 +16,7 @@ from typing import Any
 from rlm_kernel.sandbox.errors import SandboxAttributeError, SandboxTypeError, refusal
 from rlm_kernel.sandbox.facade import Facade
 from rlm_kernel.sandbox.filenames import is_sandboxed_filename
-from rlm_kernel.sandbox.safe_stdlib import CappedContext
+from rlm_kernel.sandbox.safe_decimal import CappedContext
 
 __all__ = ["WRITABLE_TYPES", "AttrWriter", "refused_write"]
 
