@@ -76,6 +76,7 @@ _PROXY_FILES = frozenset(
     for name in (
         "facade.py",
         "facades.py",
+        "imports.py",
         "safe_stdlib.py",
         "safe_decimal.py",
         "safe_types.py",

@@ -22,7 +22,6 @@ import fractions
 import functools
 import hashlib
 import heapq
-import importlib
 import io
 import itertools
 import json
@@ -33,7 +32,6 @@ import random
 import re
 import statistics
 import string
-import sys
 import textwrap
 import time
 import typing
@@ -44,8 +42,7 @@ from typing import TYPE_CHECKING, Any
 import rlm_kernel.sandbox.safe_stdlib as safe
 import rlm_kernel.sandbox.safe_types as safe_types
 from rlm_kernel.sandbox.builtins import python_level
-from rlm_kernel.sandbox.data import DATA_MODULES, data_facades
-from rlm_kernel.sandbox.errors import ModuleNotAvailable, refusal
+from rlm_kernel.sandbox.errors import refusal
 from rlm_kernel.sandbox.facade import Facade, Refused, is_cell_function, make_facade
 from rlm_kernel.sandbox.guards import WRITABLE_TYPES
 from rlm_kernel.sandbox.safe_decimal import CappedContext, localcontext
@@ -53,7 +50,7 @@ from rlm_kernel.sandbox.safe_decimal import CappedContext, localcontext
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
-__all__ = ["Facade", "Refused", "build_facades", "import_facade", "ALLOWED_MODULES"]
+__all__ = ["Facade", "Refused", "build_facades", "ALLOWED_MODULES"]
 
 
 def _pick(module: Any, names: str) -> dict[str, Any]:
@@ -240,39 +237,8 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     f["copy"] = _pick(copy, "copy Error")
     f["copy"]["deepcopy"] = _deepcopy
 
-    def _pprint(
-        obj: Any,
-        stream: Any = None,
-        indent: int = 1,
-        width: int = 80,
-        depth: int | None = None,
-        *,
-        compact: bool = False,
-        sort_dicts: bool = True,
-        underscore_numbers: bool = False,
-    ) -> None:
-        text = (
-            pprint.pformat(
-                obj,
-                indent=indent,
-                width=width,
-                depth=depth,
-                compact=compact,
-                sort_dicts=sort_dicts,
-                underscore_numbers=underscore_numbers,
-            )
-            + "\n"
-        )
-        if stream is not None:
-            guarded_getattr(stream, "write")(text)
-        else:
-            session.write_output(text)
-
-    def _pp(obj: Any, *args: Any, sort_dicts: bool = False, **kwargs: Any) -> None:
-        _pprint(obj, *args, sort_dicts=sort_dicts, **kwargs)
-
     f["pprint"] = _pick(pprint, "pformat isreadable isrecursive saferepr")
-    f["pprint"].update(pprint=_pprint, pp=_pp)
+    f["pprint"].update(_capped_pprint(session))
     f["typing"] = _pick(
         typing,
         "Any AnyStr Callable ClassVar Final Generic Literal NamedTuple NewType "
@@ -307,6 +273,45 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     facades["collections.abc"] = abc_facade
     facades["collections"] = make_facade("collections", {**f["collections"], "abc": abc_facade})
     return facades
+
+
+def _capped_pprint(session: SandboxSession) -> dict[str, Any]:
+    """`pprint.pprint` and `pprint.pp` that print through the session's output cap (or to a stream the cell
+    gives, through the attribute guard)."""
+    guarded_getattr = session.guards["_getattr_"]
+
+    def _pprint(
+        obj: Any,
+        stream: Any = None,
+        indent: int = 1,
+        width: int = 80,
+        depth: int | None = None,
+        *,
+        compact: bool = False,
+        sort_dicts: bool = True,
+        underscore_numbers: bool = False,
+    ) -> None:
+        text = (
+            pprint.pformat(
+                obj,
+                indent=indent,
+                width=width,
+                depth=depth,
+                compact=compact,
+                sort_dicts=sort_dicts,
+                underscore_numbers=underscore_numbers,
+            )
+            + "\n"
+        )
+        if stream is not None:
+            guarded_getattr(stream, "write")(text)
+        else:
+            session.write_output(text)
+
+    def _pp(obj: Any, *args: Any, sort_dicts: bool = False, **kwargs: Any) -> None:
+        _pprint(obj, *args, sort_dicts=sort_dicts, **kwargs)
+
+    return {"pprint": _pprint, "pp": _pp}
 
 
 def _own_class_check(session: SandboxSession) -> Callable[..., Callable[[Any], Any]]:
@@ -374,56 +379,3 @@ def _lshift(session: SandboxSession, a: Any, b: Any) -> Any:
 
 def _mod(session: SandboxSession, a: Any, b: Any) -> Any:
     return session.guards["_mod_"](a, b)
-
-
-# Modules that C code of allowed modules imports lazily through the *calling frame's* `__import__` — the
-# cell's: `datetime.strptime` and `time.strptime` import `_strptime`. A cell cannot name them itself
-# (underscore names are refused at compile time), and the module goes only to the C code that asked for it.
-_C_LAZY_IMPORTS = frozenset({"_strptime"})
-_DATA_ROOTS = frozenset({"numpy", "pandas", "matplotlib"})
-
-
-def import_facade(session: SandboxSession, name: Any, fromlist: Any = (), level: int = 0) -> Any:
-    """What `import` does in a cell: return a facade from the allowlist, or refuse with the list."""
-    if level:
-        raise refusal("relative imports are not available in the sandbox")
-    if type(name) is not str:
-        raise TypeError("module name must be a string")
-    if name in _C_LAZY_IMPORTS and not fromlist:
-        return importlib.import_module(name)
-    if type(fromlist) is list and not fromlist and name.partition(".")[0] in _DATA_ROOTS:
-        # C code of numpy/pandas (PyImport_Import) importing its own module through the cell's __import__:
-        # it passes an empty *list* (import statements pass None or a tuple) and then reads the module from
-        # sys.modules itself; the cell is handed nothing. Only modules already loaded count.
-        if name in sys.modules:
-            return None
-        raise refusal(f"module {name!r} is not available in the sandbox", ModuleNotAvailable)
-    facade = session.facades.get(name)
-    if facade is None and name in DATA_MODULES:
-        session.facades.update(data_facades(session))
-        facade = session.facades.get(name)
-    if facade is None and name.partition(".")[0] in _DATA_ROOTS:
-        raise refusal(
-            f"module {name!r} is not available in the rlm kernel; of {name.partition('.')[0]} the sandbox "
-            f"serves: {', '.join(m for m in DATA_MODULES if m.startswith(name.partition('.')[0]))}",
-            ModuleNotAvailable,
-        )
-    if facade is None:
-        raise refusal(
-            f"module {name!r} is not available in the rlm kernel; available modules: "
-            f"{', '.join(ALLOWED_MODULES)}; with the [data] extra: {', '.join(DATA_MODULES)}",
-            ModuleNotAvailable,
-        )
-    if fromlist:
-        for item in fromlist:
-            if item == "*":
-                raise refusal("'import *' is not available in the sandbox; import names explicitly")
-            if type(item) is not str or item not in facade._rlm_attrs:
-                raise ImportError(
-                    f"cannot import name {item!r} from {name!r} in the rlm sandbox; available: "
-                    f"{', '.join(sorted(facade._rlm_attrs))}"
-                )
-        return facade
-    if "." in name:
-        return session.facades[name.split(".")[0]]
-    return facade

@@ -15,8 +15,9 @@ from typing import Any, TextIO
 
 from rlm_kernel.sandbox.audit import PROCESS_HOOK, AuditHook
 from rlm_kernel.sandbox.confine import Status
-from rlm_kernel.sandbox.facades import build_facades, import_facade
+from rlm_kernel.sandbox.facades import build_facades
 from rlm_kernel.sandbox.guards import make_guards
+from rlm_kernel.sandbox.imports import import_facade
 from rlm_kernel.sandbox.limits import Limits
 
 __all__ = ["SandboxSession"]
