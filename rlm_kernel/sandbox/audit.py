@@ -89,6 +89,7 @@ _PROXY_FILES = frozenset(
         os.path.join("data", "__init__.py"),
         os.path.join("data", "attrs.py"),
         os.path.join("data", "modules.py"),
+        os.path.join("data", "plotting.py"),
         os.path.join("data", "standins.py"),
         os.path.join("data", "figures.py"),
     )

@@ -14,7 +14,7 @@ from typing import Any
 from rlm_kernel.sandbox.errors import SandboxError, refusal
 from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 
-__all__ = ["Facade", "Refused", "is_cell_function", "make_facade"]
+__all__ = ["Facade", "Refused", "is_cell_function", "make_facade", "refused_entries"]
 
 _TOKEN = object()
 
@@ -79,6 +79,11 @@ _READ_ONLY: dict[type, Callable[[Any], Any]] = {
     dict: MappingProxyType,
     bytearray: bytes,
 }
+
+
+def refused_entries(entries: dict[str, str]) -> dict[str, Refused]:
+    """Facade entries for names left out on purpose: name -> the reason reading it gives."""
+    return {name: Refused(reason) for name, reason in entries.items()}
 
 
 def make_facade(name: str, attrs: dict[str, Any]) -> Facade:

@@ -14,7 +14,7 @@ import tempfile
 import threading
 from typing import Any
 
-from rlm_kernel.sandbox.data.modules import RcParamsView
+from rlm_kernel.sandbox.data.plotting import RcParamsView
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import ModuleNotAvailable, refusal
 from rlm_kernel.sandbox.limits import uncounted

@@ -1,4 +1,4 @@
-"""The facades of numpy (with numpy.linalg, numpy.random), pandas, matplotlib and matplotlib.pyplot.
+"""The facades of numpy (with numpy.linalg, numpy.random) and pandas; `build` adds matplotlib's (plotting.py).
 
 Chosen functions and classes only; those that take paths, evaluate strings, pickle, reach native handles,
 name modules or set process-wide callbacks are left out or served as checked wrappers (see attrs.py for the
@@ -15,15 +15,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import rlm_kernel.sandbox.data.figures as figures
-from rlm_kernel.sandbox.data.attrs import check_savefig, function_taker
+from rlm_kernel.sandbox.data.attrs import function_taker
+from rlm_kernel.sandbox.data.plotting import FILES_REASON, matplotlib_facades
 from rlm_kernel.sandbox.data.standins import ndarray_standin
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
-from rlm_kernel.sandbox.facade import Refused, is_cell_function, make_facade
+from rlm_kernel.sandbox.facade import is_cell_function, make_facade, refused_entries
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
-__all__ = ["build", "RcParamsView"]
+__all__ = ["build"]
 
 # numpy names never served (files, pickle, native code, docs machinery, frame-reading helpers, test runner).
 _NUMPY_LEFT_OUT = frozenset(
@@ -49,62 +50,11 @@ _PANDAS_NAMES = (
     "period_range timedelta_range interval_range json_normalize array infer_freq"
 )
 
-_PYPLOT_NAMES = (
-    "figure subplots subplot subplot_mosaic gca gcf sca close clf cla plot bar barh hist hist2d scatter pie "
-    "boxplot violinplot errorbar fill_between fill_betweenx step stem stackplot imshow matshow pcolormesh "
-    "contour contourf colorbar axhline axvline axhspan axvspan hlines vlines annotate text title suptitle "
-    "xlabel ylabel xlim ylim xscale yscale xticks yticks legend grid tight_layout twinx twiny "
-    "subplots_adjust figtext loglog semilogx semilogy axis margins get_fignums fignum_exists figlegend "
-    "supxlabel supylabel table quiver streamplot hexbin eventplot ecdf bar_label minorticks_on "
-    "minorticks_off tick_params ticklabel_format locator_params autoscale box colormaps"
-)
-# rcParams keys a cell may set: looks only. Everything else names files, programs, fonts, backends or code
-# (`figure.hooks` imports "module:function" and calls it with each new figure) and stays read-only.
-_RC_SETTABLE_PREFIXES = (
-    "axes.",
-    "lines.",
-    "patch.",
-    "xtick.",
-    "ytick.",
-    "grid.",
-    "legend.",
-    "hist.",
-    "boxplot.",
-    "scatter.",
-    "errorbar.",
-    "image.",
-    "contour.",
-    "markers.",
-    "hatch.",
-    "polaraxes.",
-    "figure.subplot.",
-    "figure.constrained_layout.",
-)
-_RC_SETTABLE = frozenset(
-    (
-        "figure.figsize figure.dpi figure.facecolor figure.edgecolor figure.titlesize figure.titleweight "
-        "figure.labelsize figure.labelweight figure.autolayout figure.frameon figure.max_open_warning "
-        "font.size font.weight font.style font.stretch font.variant text.color text.antialiased "
-        "savefig.dpi savefig.format savefig.bbox savefig.pad_inches savefig.facecolor savefig.edgecolor "
-        "savefig.transparent date.autoformatter.year date.autoformatter.month date.autoformatter.day"
-    ).split()
-)
-_RC_REFUSED_PARTS = ("path", "file", "dir", "backend", "usetex", "preamble", "writer", "hook", "fname")
-
-
-def rc_settable(key: str) -> bool:
-    """True for rcParams keys that only change how figures look."""
-    if any(part in key for part in _RC_REFUSED_PARTS):
-        return False
-    return key in _RC_SETTABLE or key.startswith(_RC_SETTABLE_PREFIXES)
-
-
-_FILES = "reads or writes files, which are not available in the sandbox (load files with load_context())"
 _NUMPY_REFUSED = {
     **dict.fromkeys(
         "load save savez savez_compressed savetxt loadtxt genfromtxt fromfile fromregex memmap "
         "DataSource".split(),
-        _FILES,
+        FILES_REASON,
     ),
     "ctypeslib": "hands out ctypes pointers; native code is not available in the sandbox",
     "lib": "holds numpy's internals (stride tricks, file formats); use the functions of np itself",
@@ -138,19 +88,6 @@ _PANDAS_REFUSED = {
     "show_versions": "inspects the process and installed packages; it is not available in the sandbox",
     "testing": "is pandas' test machinery; it is not available in the sandbox",
 }
-_PYPLOT_REFUSED = {
-    "imread": _FILES,
-    "imsave": _FILES,
-    "get_current_fig_manager": "hands out the figure manager; use plt.show()",
-    "connect": "installs event callbacks; they are not available in the sandbox",
-    "xkcd": "changes fonts process-wide; it is not available in the sandbox",
-    "install_repl_displayhook": "changes the kernel's display hook; it is not available in the sandbox",
-    "get_backend": "the backend is always Agg in the sandbox",
-}
-
-
-def _refused(entries: dict[str, str]) -> dict[str, Any]:
-    return {name: Refused(reason) for name, reason in entries.items()}
 
 
 def _size_check(session: SandboxSession, what: str) -> Callable[[float], None]:
@@ -187,7 +124,7 @@ def _numpy(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any], dic
             continue
         attrs[name] = value
     attrs["ndarray"] = ndarray_standin()
-    attrs.update(_refused(_NUMPY_REFUSED))
+    attrs.update(refused_entries(_NUMPY_REFUSED))
 
     def sized(fn: Callable[..., Any], what: str) -> Callable[..., Any]:
         check = _size_check(session, f"np.{what}")
@@ -297,7 +234,7 @@ def _pandas(session: SandboxSession) -> dict[str, Any]:
     import pandas as pd
 
     attrs = {name: getattr(pd, name) for name in _PANDAS_NAMES.split() if hasattr(pd, name)}
-    attrs.update(_refused(_PANDAS_REFUSED))
+    attrs.update(refused_entries(_PANDAS_REFUSED))
 
     def reader(name: str) -> Callable[..., Any]:
         real = getattr(pd, name)
@@ -357,176 +294,13 @@ def _pandas(session: SandboxSession) -> dict[str, Any]:
     return attrs
 
 
-class RcParamsView:
-    """matplotlib's rcParams for cells: read any key; set keys that name no file, program or module."""
-
-    __slots__ = ()
-
-    @staticmethod
-    def _check(key: Any) -> str:
-        import matplotlib
-
-        if type(key) is not str or key not in matplotlib.rcParams:
-            raise KeyError(f"{key!r} is not a matplotlib rcParams key")
-        if not rc_settable(key):
-            raise refusal(
-                f"rcParams[{key!r}] cannot be set in the sandbox (only looks can: axes.*, lines.*, "
-                "figure.figsize, font.size, ...; files, programs, fonts, backends and hooks cannot)"
-            )
-        return key
-
-    def __getitem__(self, key: Any) -> Any:
-        import matplotlib
-
-        value = matplotlib.rcParams[key]
-        return list(value) if isinstance(value, list) else value
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        import matplotlib
-
-        matplotlib.rcParams[self._check(key)] = value
-
-    def __contains__(self, key: Any) -> bool:
-        import matplotlib
-
-        return key in matplotlib.rcParams
-
-    def update(self, values: Any = None, **kwargs: Any) -> None:
-        items = dict(values or {}, **kwargs)
-        for key in items:
-            self._check(key)
-        import matplotlib
-
-        matplotlib.rcParams.update(items)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-    def keys(self) -> list[str]:
-        import matplotlib
-
-        return list(matplotlib.rcParams.keys())
-
-    def __repr__(self) -> str:
-        return "<matplotlib rcParams (rlm sandbox view; keys naming files or programs are read-only)>"
-
-
-def _matplotlib(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any]]:
-    import matplotlib
-    import matplotlib.pyplot as plt
-
-    rc_view = RcParamsView()
-
-    def rc_context(rc_dict: Any = None, fname: Any = None) -> Any:
-        if fname is not None:
-            raise refusal("rc_context(fname=...) reads a file; pass a dict of settings instead")
-        for key in dict(rc_dict or {}):
-            RcParamsView._check(key)
-        return matplotlib.rc_context(rc=rc_dict)
-
-    def rc(group: Any, **kwargs: Any) -> None:
-        aliases = {"lw": "linewidth", "ls": "linestyle", "c": "color", "fc": "facecolor", "ec": "edgecolor"}
-        aliases.update(mew="markeredgewidth", aa="antialiased")
-        groups = [group] if isinstance(group, str) else list(group)
-        for g in groups:
-            for key in kwargs:
-                RcParamsView._check(f"{g}.{aliases.get(key, key)}")
-        plt.rc(group, **kwargs)
-
-    def style_use(style: Any) -> None:
-        names = [style] if isinstance(style, str) else list(style)
-        for name in names:
-            if type(name) is not str or (name not in plt.style.available and name != "default"):
-                raise refusal(
-                    f"style {name!r} is not available; styles are chosen by name from plt.style.available "
-                    "(files and URLs are not read)"
-                )
-        plt.style.use(names)
-
-    def style_context(style: Any, after_reset: bool = False) -> Any:
-        names = [style] if isinstance(style, str) else list(style)
-        for name in names:
-            if type(name) is not str or (name not in plt.style.available and name != "default"):
-                raise refusal(f"style {name!r} is not available; choose one of plt.style.available")
-        return plt.style.context(names, after_reset=after_reset)
-
-    style = make_facade(
-        "matplotlib.style",
-        {"use": style_use, "context": style_context, "available": tuple(plt.style.available)},
-    )
-
-    def rcdefaults() -> None:
-        """Back to matplotlib's default looks (matplotlib's own rcdefaults re-reads its style library)."""
-        matplotlib.rcParams.update({k: v for k, v in matplotlib.rcParamsDefault.items() if rc_settable(k)})
-
-    def figure(*args: Any, **kwargs: Any) -> Any:
-        if "FigureClass" in kwargs:
-            raise refusal("figure(FigureClass=...) is not available in the sandbox")
-        return plt.figure(*args, **kwargs)
-
-    def subplots(*args: Any, **kwargs: Any) -> Any:
-        if "FigureClass" in kwargs:
-            raise refusal("subplots(FigureClass=...) is not available in the sandbox")
-        return plt.subplots(*args, **kwargs)
-
-    def savefig(*args: Any, **kwargs: Any) -> None:
-        check_savefig(args, kwargs)
-        plt.savefig(*args, **kwargs)
-
-    def refused(what: str, reason: str) -> Callable[..., Any]:
-        def refuse(*args: Any, **kwargs: Any) -> Any:
-            raise refusal(f"{what} is not available in the sandbox: {reason}")
-
-        return refuse
-
-    pyplot = {name: getattr(plt, name) for name in _PYPLOT_NAMES.split() if hasattr(plt, name)}
-    pyplot.update(_refused(_PYPLOT_REFUSED))
-    pyplot.update(
-        figure=figure,
-        subplots=subplots,
-        savefig=savefig,
-        show=lambda *args, **kwargs: figures.show(session),
-        rcParams=rc_view,
-        rc=rc,
-        rc_context=rc_context,
-        rcdefaults=rcdefaults,
-        style=style,
-        switch_backend=refused("plt.switch_backend", "the backend is Agg (figures are shown inline)"),
-        ion=lambda: None,
-        ioff=lambda: None,
-        pause=refused("plt.pause", "there is no interactive backend"),
-    )
-    mpl = {
-        "rcParams": rc_view,
-        "rc_context": rc_context,
-        "rcdefaults": rcdefaults,
-        "colormaps": matplotlib.colormaps,
-        "style": style,
-        "use": refused("matplotlib.use", "the backend is Agg (figures are shown inline)"),
-        "get_backend": lambda: "agg",
-        **_refused(
-            {
-                "animation": "writes movies with external programs (ffmpeg); use plt.show() per frame",
-                "backends": "the backend is Agg (figures are shown inline)",
-                "font_manager": "reads font files; matplotlib's default fonts are used",
-                "get_data_path": "names matplotlib's data files; files are not available in the sandbox",
-                "get_cachedir": "names a directory; files are not available in the sandbox",
-                "get_configdir": "names a directory; files are not available in the sandbox",
-                "rc_file": _FILES,
-                "rc_params_from_file": _FILES,
-            }
-        ),
-    }
-    return mpl, pyplot
-
-
 def build(session: SandboxSession) -> dict[str, Any]:
     """Facades for DATA_MODULES bound to `session`; also registers the inline figure formatter."""
     np_attrs, linalg, rand = _numpy(session)
     linalg_facade = make_facade("numpy.linalg", linalg)
     random_facade = make_facade("numpy.random", rand)
     np_attrs.update(linalg=linalg_facade, random=random_facade)
-    mpl, pyplot = _matplotlib(session)
+    mpl, pyplot = matplotlib_facades(session)
     pyplot_facade = make_facade("matplotlib.pyplot", pyplot)
     mpl["pyplot"] = pyplot_facade
     figures.register_formatter(session)
