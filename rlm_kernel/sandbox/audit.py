@@ -23,6 +23,9 @@ between do not count. Frame and attribute events (`sys._getframe`, `f_code`, `tb
 the frame that asked directly, because the standard library uses them on a cell's behalf (`typing`, `enum`).
 
 Cost: one Python call per audited event in the process, returning at once when no restricted code runs.
+
+About 430 lines because the rule tables (denied modules, kernel-only events) and the rules that read them are
+one decision procedure; they are kept beside the hook they configure.
 """
 
 from __future__ import annotations

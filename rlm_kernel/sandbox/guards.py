@@ -3,6 +3,10 @@
 `make_guards(session)` builds them as closures over one `SandboxSession`; cells never see the session itself.
 What they may hand out is decided in handout.py, which writes they allow in writes.py, the size caps of the
 arithmetic and format guards in caps.py.
+
+Why ~460 lines in one function: the guards run on every attribute read, item, write and call of a cell; as
+closures they read the session's state from closure cells (the fastest look-up CPython has) and share the
+per-session value check and formatter. What needs no session is at module level (and tested alone).
 """
 
 from __future__ import annotations

@@ -4,6 +4,11 @@
 The name rules live in names.py, the numeric fast-path prover in fastpath.py, the registry of checked
 filenames in filenames.py (all re-exported here for code that imports them from the policy).
 Fails closed: any internal error while checking a cell rejects the cell with a `SandboxError`.
+
+Why one module of ~750 lines: `RLMTransformer` is one NodeTransformer subclass whose `visit_*` methods are the
+rules, read in order; they share its state (scopes, enclosing class names, the loop proofs of the fast paths)
+and RestrictedPython's base class, so splitting the class into mixins would scatter one rule set without
+making any part testable alone (restrict_ast is the unit the tests drive).
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ class SandboxSession:
         self.output_dropped = 0
         self.user_classes: weakref.WeakSet[type] = weakref.WeakSet()
         self._local = threading.local()
+        self.data_facades: dict[str, Any] | None = None  # numpy/pandas/matplotlib: built on first import
         self.guards: dict[str, Any] = make_guards(self)
         self.facades: dict[str, Any] = build_facades(self)
 

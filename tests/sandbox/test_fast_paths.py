@@ -1,7 +1,7 @@
 """Numeric fast paths and unguarded in-place operators: same results as the guards, same caps.
 
 The policy runs `a * b`, `a % b`, `a ** 2`, `x op= y` natively when it can prove the guards would let them
-through (see policy._fast_plan); everything else must still hit the guards.
+through (see fastpath.fast_plan); everything else must still hit the guards.
 """
 
 from __future__ import annotations

@@ -26,9 +26,8 @@ INSTALL_HINT = "pip install 'rlm-kernel[data]'"
 
 def data_facades(session: SandboxSession) -> dict[str, Any]:
     """The facades of DATA_MODULES for `session` (built once per session; the libraries load on first use)."""
-    built = getattr(session, "_data_facades", None)
+    built = session.data_facades
     if built is None:
         load()
-        built = build(session)
-        session._data_facades = built
+        built = session.data_facades = build(session)
     return built
