@@ -1,6 +1,6 @@
 """Size caps on operations whose cost C code pays at once: `**`, `<<`, `*` repetition, `%` and format widths.
 
-`make_caps(limits)` returns the checked operations the policy rewrites `a ** b`, `a * b`, `f'{x:spec}'` into.
+`Caps(limits)` holds the checked operations the policy rewrites `a ** b`, `a * b`, `f'{x:spec}'` into.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from rlm_kernel.sandbox.data.attrs import is_data_class
 from rlm_kernel.sandbox.errors import LimitExceeded
 from rlm_kernel.sandbox.limits import Limits
 
-__all__ = ["PERCENT_SPEC", "SafeFormatter", "make_caps"]
+__all__ = ["PERCENT_SPEC", "Caps", "SafeFormatter"]
 
 
 class SafeFormatter(string.Formatter):
@@ -54,11 +54,37 @@ _WIDTH_DIGITS = re.compile(r"\d+")
 PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 
 
-def make_caps(limits: Limits) -> dict[str, Any]:
-    """Checked versions of the operations whose size the limits cap (keys: check_spec, format,
-    fstring_format, pow, lshift, mul, mod, inplace)."""
+class Caps:
+    """The checked versions of the operations whose size `limits` caps; the guards hand out its bound methods
+    (`_pow_`, `_mul_`, `_lshift_`, `_mod_`, `_format_`, `pow`, `format`, …). Needs nothing but the limits, so
+    each check can be tried alone: `Caps(Limits(max_int_bits=64)).mul(2**40, 2**40)` raises."""
 
-    def check_spec(value: Any, spec: str) -> None:
+    __slots__ = ("limits", "small", "inplace")
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        # exact ints below this magnitude multiply without a check (their product stays under the cap)
+        self.small = 1 << 4096 if limits.max_int_bits >= 8192 or not limits.max_int_bits else 0
+        # what `_inplacevar_` applies for `x op= y` (the operators the caps cover go through their check)
+        self.inplace: dict[str, Callable[[Any, Any], Any]] = {
+            "+=": operator.iadd,
+            "-=": operator.isub,
+            "*=": self.imul,
+            "/=": operator.itruediv,
+            "%=": self.mod,
+            "**=": self.pow,
+            "<<=": self.lshift,
+            ">>=": operator.irshift,
+            "|=": operator.ior,
+            "^=": operator.ixor,
+            "&=": operator.iand,
+            "//=": operator.ifloordiv,
+            "@=": operator.imatmul,
+        }
+
+    # -- format widths --------------------------------------------------------------------------------------
+    def check_spec(self, value: Any, spec: str) -> None:
+        limits = self.limits
         if not spec or not limits.max_format_width:
             return
         if isinstance(value, (datetime.date, datetime.time)):
@@ -70,34 +96,61 @@ def make_caps(limits: Limits) -> dict[str, Any]:
                     f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"
                 )
 
-    def safe_format(value: Any, spec: str = "") -> str:
+    def format(self, value: Any, spec: str = "") -> str:
         if type(spec) is not str:
             raise TypeError(f"format() argument 2 must be str, not {type(spec).__name__}")
-        check_spec(value, spec)
+        self.check_spec(value, spec)
         return format(value, spec)
 
-    def fstring_format(value: Any, conversion: int, spec: str) -> str:
+    def fstring_format(self, value: Any, conversion: int, spec: str) -> str:
         if conversion == 115:
             value = str(value)
         elif conversion == 114:
             value = repr(value)
         elif conversion == 97:
             value = ascii(value)
-        return safe_format(value, spec)
+        return self.format(value, spec)
 
-    def too_big_int(what: str, bits: int) -> LimitExceeded:
+    def mod(self, a: Any, b: Any) -> Any:
+        ta = type(a)
+        if ta is int or ta is float:
+            return a % b
+        limits = self.limits
+        if isinstance(a, (str, bytes)) and limits.max_format_width:
+            text = a if isinstance(a, str) else a.decode("latin-1")
+            args = b if isinstance(b, tuple) else (b,)
+            for width, precision in PERCENT_SPEC.findall(text):
+                for part in (width, precision):
+                    if part == "*":
+                        for arg in args:
+                            if isinstance(arg, int) and abs(operator.index(arg)) > limits.max_format_width:
+                                raise LimitExceeded(
+                                    f"format width {arg} is over the limit of "
+                                    f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"
+                                )
+                    elif part and (len(part) > 7 or int(part) > limits.max_format_width):
+                        raise LimitExceeded(
+                            f"format width/precision {part} is over the limit of "
+                            f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"
+                        )
+        return a % b
+
+    # -- integer sizes --------------------------------------------------------------------------------------
+    def too_big_int(self, what: str, bits: int) -> LimitExceeded:
         return LimitExceeded(
             f"{what} would produce an integer of about {bits} bits, over the limit of "
-            f"{limits.max_int_bits} bits (RLM_MAX_INT_BITS)"
+            f"{self.limits.max_int_bits} bits (RLM_MAX_INT_BITS)"
         )
 
-    def check_int_bits(what: str, bits: float) -> None:
-        if limits.max_int_bits and bits > limits.max_int_bits:
-            raise too_big_int(what, int(bits))
+    def int_bits(self, what: str, bits: float) -> None:
+        """Refuse an integer result of `bits` bits over the cap (`_int_bits_`)."""
+        if self.limits.max_int_bits and bits > self.limits.max_int_bits:
+            raise self.too_big_int(what, int(bits))
 
-    def safe_pow(a: Any, b: Any, mod: Any = None) -> Any:
-        if not limits.max_int_bits:
+    def pow(self, a: Any, b: Any, mod: Any = None) -> Any:
+        if not self.limits.max_int_bits:
             return a**b if mod is None else pow(a, b, mod)
+        check_int_bits = self.int_bits
         if isinstance(b, fractions.Fraction) and b.denominator == 1:
             b = b.numerator  # what Fraction.__rpow__ / __pow__ will raise to
         if mod is None and isinstance(b, int):
@@ -120,16 +173,34 @@ def make_caps(limits: Limits) -> dict[str, Any]:
                 )
         return a**b if mod is None else pow(a, b, mod)
 
-    def safe_lshift(a: Any, b: Any) -> Any:
-        if isinstance(a, int) and isinstance(b, int) and limits.max_int_bits:
+    def lshift(self, a: Any, b: Any) -> Any:
+        if isinstance(a, int) and isinstance(b, int) and self.limits.max_int_bits:
             value, shift = operator.index(a), operator.index(b)
             bits = abs(value).bit_length() + shift
-            if value and bits > limits.max_int_bits:
-                raise too_big_int(f"{_short(value)} << {_short(shift)}", bits)
+            if value and bits > self.limits.max_int_bits:
+                raise self.too_big_int(f"{_short(value)} << {_short(shift)}", bits)
         return a << b
 
-    def repeat_check(seq: Any, times: Any) -> None:
+    def from_bytes(self, kind: type) -> Callable[..., Any]:
+        """`int.from_bytes` under the integer-size cap (8 bits a byte, counted before it is built)."""
+        real = kind.from_bytes
+        check_int_bits = self.int_bits
+
+        def checked(data: Any, byteorder: Any = "big", *, signed: bool = False) -> Any:
+            if isinstance(data, (bytes, bytearray, str)) or hasattr(type(data), "__len__"):
+                check_int_bits("int.from_bytes", 8 * len(data))
+                return real(data, byteorder, signed=signed)
+            data = bytes(data)  # an iterator of byte values: at most RLM_MAX_SEQUENCE of them, as bytes()
+            check_int_bits("int.from_bytes", 8 * len(data))
+            return real(data, byteorder, signed=signed)
+
+        checked.__name__ = checked.__qualname__ = "from_bytes"
+        return checked
+
+    # -- repetition -----------------------------------------------------------------------------------------
+    def repeat_check(self, seq: Any, times: Any) -> None:
         """`seq * times` for every sized container (str, bytes, list, deque, UserList, array-likes …)."""
+        limits = self.limits
         if not limits.max_sequence or isinstance(seq, _NUMBERS) or not hasattr(type(times), "__index__"):
             return
         if is_data_class(type(seq)) or (
@@ -150,99 +221,32 @@ def make_caps(limits: Limits) -> dict[str, Any]:
                 "(RLM_MAX_SEQUENCE)"
             )
 
-    small = 1 << 4096 if limits.max_int_bits >= 8192 or not limits.max_int_bits else 0
-
-    def safe_mul(a: Any, b: Any) -> Any:
+    def mul(self, a: Any, b: Any) -> Any:
         ta, tb = type(a), type(b)
         if ta is float or tb is float:
             return a * b
+        small = self.small
         if ta is int and tb is int and -small < a < small and -small < b < small:
             return a * b
+        max_int_bits = self.limits.max_int_bits
         if isinstance(a, int) and isinstance(b, int):
-            if limits.max_int_bits:
+            if max_int_bits:
                 bits = operator.index(a).bit_length() + operator.index(b).bit_length()
-                if bits > limits.max_int_bits:
-                    raise too_big_int("this multiplication", bits)
+                if bits > max_int_bits:
+                    raise self.too_big_int("this multiplication", bits)
             return a * b
-        if isinstance(a, _RATIONALS) and isinstance(b, _RATIONALS) and limits.max_int_bits:
-            check_int_bits("this multiplication", _rational_bits(a) + _rational_bits(b))
+        if isinstance(a, _RATIONALS) and isinstance(b, _RATIONALS) and max_int_bits:
+            self.int_bits("this multiplication", _rational_bits(a) + _rational_bits(b))
             return a * b
-        repeat_check(a, b)
-        repeat_check(b, a)
+        self.repeat_check(a, b)
+        self.repeat_check(b, a)
         return a * b
 
-    def safe_mod(a: Any, b: Any) -> Any:
-        ta = type(a)
-        if ta is int or ta is float:
-            return a % b
-        if isinstance(a, (str, bytes)) and limits.max_format_width:
-            text = a if isinstance(a, str) else a.decode("latin-1")
-            args = b if isinstance(b, tuple) else (b,)
-            for width, precision in PERCENT_SPEC.findall(text):
-                for part in (width, precision):
-                    if part == "*":
-                        for arg in args:
-                            if isinstance(arg, int) and abs(operator.index(arg)) > limits.max_format_width:
-                                raise LimitExceeded(
-                                    f"format width {arg} is over the limit of "
-                                    f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"
-                                )
-                    elif part and (len(part) > 7 or int(part) > limits.max_format_width):
-                        raise LimitExceeded(
-                            f"format width/precision {part} is over the limit of "
-                            f"{limits.max_format_width} (RLM_MAX_FORMAT_WIDTH)"
-                        )
-        return a % b
-
-    _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
-        "+=": operator.iadd,
-        "-=": operator.isub,
-        "*=": lambda a, b: _imul(a, b),
-        "/=": operator.itruediv,
-        "%=": lambda a, b: safe_mod(a, b),
-        "**=": lambda a, b: safe_pow(a, b),
-        "<<=": lambda a, b: safe_lshift(a, b),
-        ">>=": operator.irshift,
-        "|=": operator.ior,
-        "^=": operator.ixor,
-        "&=": operator.iand,
-        "//=": operator.ifloordiv,
-        "@=": operator.imatmul,
-    }
-
-    def _imul(a: Any, b: Any) -> Any:
+    def imul(self, a: Any, b: Any) -> Any:
         if not isinstance(a, _NUMBERS) and hasattr(type(a), "__len__") and hasattr(type(b), "__index__"):
-            repeat_check(a, b)  # in place for list, bytearray, deque, UserList …
+            self.repeat_check(a, b)  # in place for list, bytearray, deque, UserList …
             return operator.imul(a, b)
-        return safe_mul(a, b)
-
-    def from_bytes(kind: type) -> Callable[..., Any]:
-        """`int.from_bytes` under the integer-size cap (8 bits a byte, counted before it is built)."""
-        real = kind.from_bytes
-
-        def checked(data: Any, byteorder: Any = "big", *, signed: bool = False) -> Any:
-            if isinstance(data, (bytes, bytearray, str)) or hasattr(type(data), "__len__"):
-                check_int_bits("int.from_bytes", 8 * len(data))
-                return real(data, byteorder, signed=signed)
-            data = bytes(data)  # an iterator of byte values: at most RLM_MAX_SEQUENCE of them, as bytes()
-            check_int_bits("int.from_bytes", 8 * len(data))
-            return real(data, byteorder, signed=signed)
-
-        checked.__name__ = checked.__qualname__ = "from_bytes"
-        return checked
-
-    return {
-        "check_spec": check_spec,
-        "format": safe_format,
-        "fstring_format": fstring_format,
-        "pow": safe_pow,
-        "lshift": safe_lshift,
-        "mul": safe_mul,
-        "mod": safe_mod,
-        "inplace": _INPLACE,
-        "int_bits": check_int_bits,
-        "from_bytes": from_bytes,
-    }
+        return self.mul(a, b)
 
 
 # Work allowed in one modular pow(): exponent bits x (modulus bits)**1.585 (about 2-4 s of C at the limit).

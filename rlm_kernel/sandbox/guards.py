@@ -24,7 +24,7 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from rlm_kernel.sandbox.builtins import SafeType
-from rlm_kernel.sandbox.caps import SafeFormatter, make_caps
+from rlm_kernel.sandbox.caps import Caps, SafeFormatter
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import CellTimeout, refusal
@@ -268,9 +268,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
 
     def special_from_bytes(obj: Any, name: str) -> Any:
         if isinstance(obj, type) and issubclass(obj, int):
-            return caps["from_bytes"](obj)
+            return caps.from_bytes(obj)
         if isinstance(obj, int):
-            return caps["from_bytes"](type(obj))
+            return caps.from_bytes(type(obj))
         return _RAISE
 
     def special_data(obj: Any, name: str) -> Any:
@@ -297,10 +297,10 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     }
     slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)
 
-    caps = make_caps(limits)
-    check_spec, safe_format, fstring_format = caps["check_spec"], caps["format"], caps["fstring_format"]
-    safe_pow, safe_mul, safe_lshift, safe_mod = caps["pow"], caps["mul"], caps["lshift"], caps["mod"]
-    _INPLACE = caps["inplace"]
+    caps = Caps(limits)
+    check_spec, safe_format, fstring_format = caps.check_spec, caps.format, caps.fstring_format
+    safe_pow, safe_mul, safe_lshift, safe_mod = caps.pow, caps.mul, caps.lshift, caps.mod
+    _INPLACE = caps.inplace
 
     def inplacevar(op: str, x: Any, y: Any) -> Any:
         if session.cancelled is not None:
@@ -450,7 +450,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_lshift_": safe_lshift,
         "_mod_": safe_mod,
         "_format_": fstring_format,
-        "_int_bits_": caps["int_bits"],
+        "_int_bits_": caps.int_bits,
         # the numeric fast paths' type test (policy._fast_test): exact int/float only, by identity
         "_type_": type,
         "_int_": int,

@@ -82,3 +82,21 @@ def test_facades_are_built_only_by_the_kernel() -> None:
 
 def test_every_always_refused_name_has_a_reason() -> None:
     assert ALWAYS_REFUSED <= set(REFUSED_NAMES)
+
+
+def test_caps_check_sizes_with_nothing_but_the_limits() -> None:
+    from rlm_kernel.sandbox.caps import Caps
+    from rlm_kernel.sandbox.errors import LimitExceeded
+    from rlm_kernel.sandbox.limits import Limits
+
+    caps = Caps(Limits(max_int_bits=100, max_sequence=1000, max_format_width=50))
+    assert caps.mul(2**40, 2**40) == 2**80 and caps.mul("ab", 3) == "ababab"
+    with pytest.raises(LimitExceeded, match="RLM_MAX_INT_BITS"):
+        caps.mul(2**60, 2**60)
+    with pytest.raises(LimitExceeded, match="RLM_MAX_SEQUENCE"):
+        caps.inplace["*="]([0], 1001)
+    with pytest.raises(LimitExceeded, match="RLM_MAX_FORMAT_WIDTH"):
+        caps.mod("%*d", (99, 1))
+    with pytest.raises(LimitExceeded, match="RLM_MAX_INT_BITS"):
+        caps.from_bytes(int)(b"\xff" * 13)
+    assert Caps(Limits(max_int_bits=0)).pow(2, 10_000) == 2**10_000  # 0 disables the cap
