@@ -77,8 +77,9 @@ def _deepcopy(x: Any, memo: Any = None) -> Any:
 
 
 def build_facades(session: SandboxSession) -> dict[str, Facade]:
-    """Build every facade for one session (`random` is the session's own `Random`; `pprint` prints capped)."""
-    guarded_getattr = session.guards["_getattr_"]
+    """Build every facade for one session (`random` is the session's own `Random`; `pprint` prints capped).
+
+    A table: a module's chosen names (`_pick`), plus, for the modules that need checks, a named builder."""
     f: dict[str, dict[str, Any]] = {}
 
     f["re"] = _pick(
@@ -87,16 +88,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "Match A ASCII I IGNORECASE L LOCALE M MULTILINE S DOTALL X VERBOSE U UNICODE NOFLAG",
     )
     f["json"] = _pick(json, "loads dumps load dump JSONDecoder JSONEncoder JSONDecodeError")
-    f["math"] = {k: v for k, v in vars(math).items() if not k.startswith("_")}
-    int_bits = session.guards["_int_bits_"]
-    f["math"].update(
-        prod=safe.prod(session.guards["_mul_"]),
-        factorial=safe.capped(math.factorial, 100_000, "math.factorial"),
-        comb=safe.combinatoric(safe.capped(math.comb, 1_000_000, "math.comb"), "math.comb", int_bits),
-        perm=safe.combinatoric(safe.capped(math.perm, 1_000_000, "math.perm"), "math.perm", int_bits),
-        gcd=safe.gcd_like(math.gcd, "math.gcd", int_bits),
-        lcm=safe.gcd_like(math.lcm, "math.lcm", int_bits),
-    )
+    f["math"] = _math_names(session)
     f["cmath"] = {k: v for k, v in vars(cmath).items() if not k.startswith("_")}
     f["statistics"] = _pick(
         statistics,
@@ -108,29 +100,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     f["collections"] = _pick(
         collections, "Counter defaultdict OrderedDict deque namedtuple ChainMap UserDict UserList UserString"
     )
-    f["itertools"] = _pick(
-        itertools,
-        "accumulate chain compress dropwhile filterfalse groupby islice pairwise "
-        "starmap takewhile tee zip_longest",
-    )
-    f["itertools"].update(
-        chain=safe.chain,
-        starmap=lambda fn, iterable: itertools.starmap(python_level(fn), iterable),
-        accumulate=lambda iterable, func=None, *, initial=None: itertools.accumulate(
-            iterable, python_level(func), initial=initial
-        ),
-        groupby=lambda iterable, key=None: itertools.groupby(iterable, python_level(key)),
-        filterfalse=lambda fn, iterable: itertools.filterfalse(python_level(fn), iterable),
-        takewhile=lambda fn, iterable: itertools.takewhile(python_level(fn), iterable),
-        dropwhile=lambda fn, iterable: itertools.dropwhile(python_level(fn), iterable),
-        count=safe.count,
-        cycle=safe.cycle,
-        repeat=safe.repeat,
-        product=safe.interruptible(itertools.product),
-        permutations=safe.interruptible(itertools.permutations),
-        combinations=safe.interruptible(itertools.combinations),
-        combinations_with_replacement=safe.interruptible(itertools.combinations_with_replacement),
-    )
+    f["itertools"] = _itertools_names()
     f["functools"] = _pick(
         functools,
         "partial partialmethod cmp_to_key total_ordering lru_cache cache cached_property",
@@ -143,23 +113,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         wraps=lambda wrapped: _own_function_decorator(functools.wraps(wrapped), "functools.wraps"),
         total_ordering=own_class(functools.total_ordering, "functools.total_ordering"),
     )
-    f["operator"] = {
-        k: v
-        for k, v in vars(operator).items()
-        if not k.startswith("_") and k not in {"attrgetter", "methodcaller"}
-    }
-    f["operator"].update(
-        attrgetter=lambda *attrs: safe.SafeAttrgetter(guarded_getattr, *attrs),
-        methodcaller=lambda name, *a, **k: safe.SafeMethodcaller(guarded_getattr, name, *a, **k),
-        setitem=_guarded_item_op(session, operator.setitem),
-        delitem=_guarded_item_op(session, operator.delitem),
-        mul=lambda a, b: _mul(session, a, b),
-        pow=lambda a, b: _pow(session, a, b),
-        lshift=lambda a, b: _lshift(session, a, b),
-        mod=lambda a, b: _mod(session, a, b),
-    )
-    for name in ("imul", "ipow", "ilshift", "imod", "iconcat", "concat"):
-        f["operator"].pop(name, None)
+    f["operator"] = _operator_names(session)
     f["string"] = _pick(
         string,
         "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits "
@@ -187,21 +141,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     for name in ("BasicContext", "ExtendedContext", "DefaultContext"):
         f["decimal"].pop(name, None)  # shared mutable contexts
     f["fractions"] = _pick(fractions, "Fraction")
-    rng = session.random
-    f["random"] = {
-        name: getattr(rng, name)
-        for name in (
-            "random randint randrange choice choices shuffle sample uniform triangular gauss normalvariate "
-            "lognormvariate expovariate vonmisesvariate gammavariate betavariate paretovariate "
-            "weibullvariate "
-            "getrandbits randbytes seed getstate setstate binomialvariate"
-        ).split()
-        if hasattr(rng, name)
-    }
-    f["random"]["Random"] = random.Random
-    bits_cap = session.limits.max_int_bits or 1 << 27
-    f["random"]["getrandbits"] = safe.capped(rng.getrandbits, bits_cap, "random.getrandbits")
-    f["random"]["randbytes"] = safe.capped(rng.randbytes, 1 << 24, "random.randbytes")
+    f["random"] = _random_names(session)
     f["heapq"] = _pick(heapq, "heappush heappop heapify heapreplace heappushpop nlargest nsmallest merge")
     f["bisect"] = _pick(bisect, "bisect bisect_left bisect_right insort insort_left insort_right")
     f["unicodedata"] = _pick(
@@ -273,6 +213,92 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     facades["collections.abc"] = abc_facade
     facades["collections"] = make_facade("collections", {**f["collections"], "abc": abc_facade})
     return facades
+
+
+def _math_names(session: SandboxSession) -> dict[str, Any]:
+    """math, with the functions that build big integers capped (prod through the `*` guard)."""
+    names = {k: v for k, v in vars(math).items() if not k.startswith("_")}
+    int_bits = session.guards["_int_bits_"]
+    names.update(
+        prod=safe.prod(session.guards["_mul_"]),
+        factorial=safe.capped(math.factorial, 100_000, "math.factorial"),
+        comb=safe.combinatoric(safe.capped(math.comb, 1_000_000, "math.comb"), "math.comb", int_bits),
+        perm=safe.combinatoric(safe.capped(math.perm, 1_000_000, "math.perm"), "math.perm", int_bits),
+        gcd=safe.gcd_like(math.gcd, "math.gcd", int_bits),
+        lcm=safe.gcd_like(math.lcm, "math.lcm", int_bits),
+    )
+    return names
+
+
+def _itertools_names() -> dict[str, Any]:
+    """itertools, with the infinite and combinatoric producers interruptible and callbacks run as Python."""
+    names = _pick(
+        itertools,
+        "accumulate chain compress dropwhile filterfalse groupby islice pairwise "
+        "starmap takewhile tee zip_longest",
+    )
+    names.update(
+        chain=safe.chain,
+        starmap=lambda fn, iterable: itertools.starmap(python_level(fn), iterable),
+        accumulate=lambda iterable, func=None, *, initial=None: itertools.accumulate(
+            iterable, python_level(func), initial=initial
+        ),
+        groupby=lambda iterable, key=None: itertools.groupby(iterable, python_level(key)),
+        filterfalse=lambda fn, iterable: itertools.filterfalse(python_level(fn), iterable),
+        takewhile=lambda fn, iterable: itertools.takewhile(python_level(fn), iterable),
+        dropwhile=lambda fn, iterable: itertools.dropwhile(python_level(fn), iterable),
+        count=safe.count,
+        cycle=safe.cycle,
+        repeat=safe.repeat,
+        product=safe.interruptible(itertools.product),
+        permutations=safe.interruptible(itertools.permutations),
+        combinations=safe.interruptible(itertools.combinations),
+        combinations_with_replacement=safe.interruptible(itertools.combinations_with_replacement),
+    )
+    return names
+
+
+def _operator_names(session: SandboxSession) -> dict[str, Any]:
+    """operator, with attribute access through the guards, item writes checked and the capped operators."""
+    guarded_getattr = session.guards["_getattr_"]
+    names = {
+        k: v
+        for k, v in vars(operator).items()
+        if not k.startswith("_") and k not in {"attrgetter", "methodcaller"}
+    }
+    names.update(
+        attrgetter=lambda *attrs: safe.SafeAttrgetter(guarded_getattr, *attrs),
+        methodcaller=lambda name, *a, **k: safe.SafeMethodcaller(guarded_getattr, name, *a, **k),
+        setitem=_guarded_item_op(session, operator.setitem),
+        delitem=_guarded_item_op(session, operator.delitem),
+        mul=lambda a, b: _mul(session, a, b),
+        pow=lambda a, b: _pow(session, a, b),
+        lshift=lambda a, b: _lshift(session, a, b),
+        mod=lambda a, b: _mod(session, a, b),
+    )
+    for name in ("imul", "ipow", "ilshift", "imod", "iconcat", "concat"):
+        names.pop(name, None)
+    return names
+
+
+def _random_names(session: SandboxSession) -> dict[str, Any]:
+    """random: the session's own `Random` (seeded per kernel), with the byte and bit producers capped."""
+    rng = session.random
+    names = {
+        name: getattr(rng, name)
+        for name in (
+            "random randint randrange choice choices shuffle sample uniform triangular gauss normalvariate "
+            "lognormvariate expovariate vonmisesvariate gammavariate betavariate paretovariate "
+            "weibullvariate "
+            "getrandbits randbytes seed getstate setstate binomialvariate"
+        ).split()
+        if hasattr(rng, name)
+    }
+    names["Random"] = random.Random
+    bits_cap = session.limits.max_int_bits or 1 << 27
+    names["getrandbits"] = safe.capped(rng.getrandbits, bits_cap, "random.getrandbits")
+    names["randbytes"] = safe.capped(rng.randbytes, 1 << 24, "random.randbytes")
+    return names
 
 
 def _capped_pprint(session: SandboxSession) -> dict[str, Any]:
