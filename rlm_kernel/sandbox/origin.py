@@ -2,6 +2,8 @@
 
 Model-written code may not change the kernel: magics, `%rlm set`, `allow_secrets=True` and other settings
 refuse while `model_code_running()` is true. The root loop wraps every block of model code in `model_code()`.
+The count is process-wide on purpose: while model code runs anywhere (a sub-RLM on a worker thread, another
+session's root loop), the kernel-changing commands refuse everywhere, failing closed.
 """
 
 from __future__ import annotations
