@@ -102,9 +102,8 @@ class RLMDisplayHook(ZMQShellDisplayHook):
     helper has shown already (SHOW_VARS' listing, FINAL_VAR's answer: sandbox/shown.py) is not shown again."""
 
     def __call__(self, result: Any = None) -> None:
-        from rlm_kernel.sandbox import shown
-
-        if shown.consume(result):
+        session = getattr(self.shell, "sandbox_session", None)
+        if session is not None and session.shown.consume(result):
             return
         super().__call__(result)
 

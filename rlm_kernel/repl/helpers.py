@@ -19,7 +19,6 @@ from rlm_kernel.repl import corpus as corpusmod
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.gate import rejection, shares_text
 from rlm_kernel.repl.state import ChildCall, ReplState, RootLoop, Usage
-from rlm_kernel.sandbox import shown
 from rlm_kernel.sandbox.coerce import (
     CoercionError,
     exact_float,
@@ -160,6 +159,12 @@ def add_context(state: ReplState, ns: dict, loaded: ctxmod.LoadedContext, append
         state.protected.pop(f"context_{i}", None)
     set_context(state, ns, loaded)
     state.protected["__context_count__"] = 1
+
+
+def _mark_shown(state: ReplState, value: object) -> object:
+    """`value`, marked in the session as shown already (the display hook and the block runner skip it)."""
+    shown = getattr(state.session, "shown", None)
+    return value if shown is None else shown.mark(value)
 
 
 def refuse_if_finished(state: ReplState, name: str) -> None:
@@ -547,7 +552,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             rows.append(f"{name:<24} {type(value).__name__:<16} {size}")
         text = "\n".join(rows) if rows else "(no variables yet)"
         emit(text)
-        return shown.mark(text)  # type: ignore[return-value]
+        return _mark_shown(state, text)  # type: ignore[return-value]
 
     def repl_set(name: str, value: object) -> None:
         """Set variable `name` to `value` in this namespace: repl_set(name, value)."""
@@ -598,7 +603,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             ) from None
         value = ns[name]
         finish(value, "FINAL_VAR")
-        return shown.mark(value)
+        return _mark_shown(state, value)
 
     def load_context(
         source: object,

@@ -19,7 +19,6 @@ from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 from rlm_kernel.sandbox.limits import cell_limits, check_source_size
 from rlm_kernel.sandbox.policy import restrict_ast
 from rlm_kernel.sandbox.session import SandboxSession
-from rlm_kernel.sandbox.shown import consume as consume_shown
 
 __all__ = ["ExecOutcome", "run_source", "format_user_traceback"]
 
@@ -99,7 +98,7 @@ def run_source(
                 if last is not None:
                     expr = compile(ast.Expression(last), name, "eval", dont_inherit=True)
                     value = eval(expr, namespace)  # noqa: S307
-                    if value is not None and not consume_shown(value):  # SHOW_VARS(): printed already
+                    if value is not None and not session.shown.consume(value):  # SHOW_VARS(): printed already
                         value_repr = repr(value)
                         if len(value_repr) > _MAX_REPR:
                             size = len(value_repr)

@@ -19,6 +19,7 @@ from rlm_kernel.sandbox.facades import build_facades
 from rlm_kernel.sandbox.guards import make_guards
 from rlm_kernel.sandbox.imports import import_facade
 from rlm_kernel.sandbox.limits import Limits
+from rlm_kernel.sandbox.shown import Shown
 
 __all__ = ["SandboxSession"]
 
@@ -58,6 +59,7 @@ class SandboxSession:
         self.output_used = 0
         self.output_dropped = 0
         self.user_classes: weakref.WeakSet[type] = weakref.WeakSet()
+        self.shown = Shown()  # the value a helper last showed (not shown again as the cell's value)
         self._local = threading.local()
         self.data_facades: dict[str, Any] | None = None  # numpy/pandas/matplotlib: built on first import
         self.guards: dict[str, Any] = make_guards(self)

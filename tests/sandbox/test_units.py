@@ -100,3 +100,16 @@ def test_caps_check_sizes_with_nothing_but_the_limits() -> None:
     with pytest.raises(LimitExceeded, match="RLM_MAX_INT_BITS"):
         caps.from_bytes(int)(b"\xff" * 13)
     assert Caps(Limits(max_int_bits=0)).pow(2, 10_000) == 2**10_000  # 0 disables the cap
+
+
+def test_a_value_shown_by_a_helper_is_not_shown_again_in_that_session_only() -> None:
+    from rlm_kernel.sandbox import Limits, SandboxSession, new_namespace, run_source
+
+    session, other = (SandboxSession(Limits(memory_mb=0), seed=1) for _ in range(2))
+    ns = new_namespace(session)
+    ns["show"] = session.shown.mark  # what SHOW_VARS/FINAL_VAR do: print it, mark it, return it
+    assert run_source("x = [1]\nshow(x)", ns, session).value_repr is None
+    assert run_source("x", ns, session).value_repr == "[1]"  # the mark was used up
+    value = ["elsewhere"]
+    other.shown.mark(value)
+    assert not session.shown.consume(value) and other.shown.consume(value)
