@@ -1,6 +1,9 @@
 """Per-kernel sandbox state: limits, the session `Random`, import facades, output accounting, cancellation.
 
-One `SandboxSession` per kernel (or per root loop); the namespace's guards are closures over it.
+One `SandboxSession` per kernel (or per root loop); the namespace's guards are closures over it. It also holds
+what used to be module state: the audit hook whose guard its cells run under (`audit`), what the OS layer
+applied to the process (`confinement`, set by the launcher) and the value a helper last showed (`shown`), so
+tests build a session instead of resetting modules.
 """
 
 from __future__ import annotations
