@@ -41,12 +41,16 @@ def _probe(kernel: KernelHarness, expr: str) -> object:
     return json.loads(ex.stdout.strip().splitlines()[-1])
 
 
-def test_first_use_of_each_helper_under_a_small_memory_cap(served: tuple[LLMTestServer, KernelHarness]) -> None:
+def test_first_use_of_each_helper_under_a_small_memory_cap(
+    served: tuple[LLMTestServer, KernelHarness],
+) -> None:
     _server, kernel = served
-    assert kernel.execute("import json\nwarm = 'x' * 1000", timeout=60).ok  # the first cell fixes the baseline
+    # the first cell fixes the memory baseline
+    assert kernel.execute("import json\nwarm = 'x' * 1000", timeout=60).ok
     assert "_multiarray_umath" not in _maps(kernel), "numpy was imported at kernel start"
 
-    doc = "".join(f"line {i} filler words\n" for i in range(400)).replace("line 300 filler", "line 300 needle")
+    doc = "".join(f"line {i} filler words\n" for i in range(400))
+    doc = doc.replace("line 300 filler", "line 300 needle")
     assert kernel.execute(f"doc = {doc!r}").ok
     hits = _probe(kernel, "find_relevant(doc, 'needle', top_k=1)")
     assert isinstance(hits, list) and "line 300 needle" in hits[0][0]
