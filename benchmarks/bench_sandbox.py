@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from benchmarks.common import Figure
+from benchmarks.startup import fresh_bytecode, interleaved, start_once, startup_figures
 from tests.kernel_client import KernelHarness
 
 __all__ = ["CELLS", "run"]
@@ -75,15 +76,6 @@ def _alternate(fn_a: Callable[[], float], fn_b: Callable[[], float], reps: int) 
     return statistics.median(a), statistics.median(b)
 
 
-def _startup(kernel_name: str) -> float:
-    harness = KernelHarness(kernel_name)
-    try:
-        harness.execute("1", timeout=60)
-        return harness.startup_seconds
-    finally:
-        harness.shutdown()
-
-
 def _ratio_figure(name: str, rlm: float, base: float, target: float | None, note: str) -> Figure:
     return Figure(
         name=name,
@@ -104,10 +96,13 @@ def run(quick: bool = True) -> list[Figure]:
     n, m = (1_000_000, 200_000) if quick else (5_000_000, 1_000_000)
     figures: list[Figure] = []
 
-    starts = 3 if quick else 7
-    rlm_start, base_start = _alternate(lambda: _startup("rlm"), lambda: _startup("python3"), starts)
+    starts = 5 if quick else 11
+    fresh_bytecode()  # as `rlm-kernel install` does: stock ipykernel's bytecode was compiled by pip
+    pairs = interleaved(lambda: start_once("rlm"), lambda: start_once("python3"), starts)
     # issue 14: start-up with the broker (launcher re-exec, supervisor and broker forks) within 1.3x ipykernel
-    figures.append(_ratio_figure("kernel start-up", rlm_start, base_start, 1.3, "launch to ready"))
+    figures += startup_figures(
+        "kernel start-up", pairs, "ipykernel", 1.3, "with the broker (launcher re-exec, supervisor fork)"
+    )
 
     rlm = KernelHarness("rlm")
     base = KernelHarness("python3")
