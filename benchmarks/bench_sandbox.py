@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 
 from benchmarks.common import Figure
-from benchmarks.startup import fresh_bytecode, interleaved, start_once, startup_figures
 from tests.kernel_client import KernelHarness
 
 __all__ = ["CELLS", "run"]
@@ -90,19 +89,13 @@ def _ratio_figure(name: str, rlm: float, base: float, target: float | None, note
 
 
 def run(quick: bool = True) -> list[Figure]:
-    """Run every cell alternately in both kernels; return one ratio figure per cell plus start-up."""
+    """Run every cell alternately in both kernels; return one ratio figure per cell."""
     reps = 5 if quick else 15
     empty_reps = 40 if quick else 200
     n, m = (1_000_000, 200_000) if quick else (5_000_000, 1_000_000)
     figures: list[Figure] = []
 
-    starts = 5 if quick else 11
-    fresh_bytecode()  # as `rlm-kernel install` does: stock ipykernel's bytecode was compiled by pip
-    pairs = interleaved(lambda: start_once("rlm"), lambda: start_once("python3"), starts)
-    # issue 14: start-up with the broker (launcher re-exec, supervisor and broker forks) within 1.3x ipykernel
-    figures += startup_figures(
-        "kernel start-up", pairs, "ipykernel", 1.3, "with the broker (launcher re-exec, supervisor fork)"
-    )
+    # kernel start-up: benchmarks/bench_startup.py
 
     rlm = KernelHarness("rlm")
     base = KernelHarness("python3")
