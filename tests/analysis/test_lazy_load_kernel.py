@@ -72,3 +72,16 @@ def test_the_cap_still_holds_after_the_lazy_loads(served: tuple[LLMTestServer, K
     ex = kernel.execute("big = 'a' * (150 * 1024 * 1024)", timeout=60)
     assert ex.error_name == "MemoryError", ex
     assert kernel.execute("len(warm)").result == "1000"
+
+
+def test_the_data_libraries_load_under_the_same_cap(served: tuple[LLMTestServer, KernelHarness]) -> None:
+    """The same family: `import pandas` loads pandas and matplotlib as kernel work (sandbox/data/)."""
+    _server, kernel = served
+    ex = kernel.execute(
+        "import pandas as pd\nimport matplotlib.pyplot as plt\ndf = pd.DataFrame({'a': [1, 2, 3]})\n"
+        "fig = plt.figure()\nplt.close(fig)\nint(df['a'].sum())",
+        timeout=180,
+    )
+    assert ex.ok and ex.result == "6", ex
+    ex = kernel.execute("big = 'a' * (150 * 1024 * 1024)", timeout=60)
+    assert ex.error_name == "MemoryError", ex
