@@ -75,15 +75,6 @@ def _alternate(fn_a: Callable[[], float], fn_b: Callable[[], float], reps: int) 
     return statistics.median(a), statistics.median(b)
 
 
-def _startup(kernel_name: str) -> float:
-    harness = KernelHarness(kernel_name)
-    try:
-        harness.execute("1", timeout=60)
-        return harness.startup_seconds
-    finally:
-        harness.shutdown()
-
-
 def _ratio_figure(name: str, rlm: float, base: float, target: float | None, note: str) -> Figure:
     return Figure(
         name=name,
@@ -98,16 +89,13 @@ def _ratio_figure(name: str, rlm: float, base: float, target: float | None, note
 
 
 def run(quick: bool = True) -> list[Figure]:
-    """Run every cell alternately in both kernels; return one ratio figure per cell plus start-up."""
+    """Run every cell alternately in both kernels; return one ratio figure per cell."""
     reps = 5 if quick else 15
     empty_reps = 40 if quick else 200
     n, m = (1_000_000, 200_000) if quick else (5_000_000, 1_000_000)
     figures: list[Figure] = []
 
-    starts = 3 if quick else 7
-    rlm_start, base_start = _alternate(lambda: _startup("rlm"), lambda: _startup("python3"), starts)
-    # issue 14: start-up with the broker (launcher re-exec, supervisor and broker forks) within 1.3x ipykernel
-    figures.append(_ratio_figure("kernel start-up", rlm_start, base_start, 1.3, "launch to ready"))
+    # kernel start-up: benchmarks/bench_startup.py
 
     rlm = KernelHarness("rlm")
     base = KernelHarness("python3")

@@ -31,9 +31,13 @@ class Figure:
     target: str | None = None
     met: bool | None = None
     note: str = ""
+    paired_ratio: float | None = None
+    """When set, the ratio: the median of per-pair ratios of interleaved runs (robust to load bursts)."""
 
     @property
     def ratio(self) -> float | None:
+        if self.paired_ratio is not None:
+            return self.paired_ratio
         if self.baseline in (None, 0):
             return None
         return self.value / self.baseline

@@ -8,6 +8,7 @@ The process is then confined by the OS (Landlock, seccomp) before ipykernel star
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -58,19 +59,21 @@ def _exec(env: dict[str, str]) -> None:
 
 
 def _start_broker_and_reexec() -> None:
-    """Start the broker (it keeps the keys), then become the kernel without them."""
+    """Start the broker (it keeps the keys), then become the kernel without them.
+
+    The supervisor forks the first broker while the kernel starts: the launcher asks for it and does not
+    wait; the kernel reads the answer when it first talks to the broker."""
     from rlm_kernel.broker.supervisor import (
-        BROKER_FD_VAR,
-        BROKER_PID_VAR,
+        BROKER_ASKED_VAR,
         CONTROL_FD_VAR,
         KEY_NAMES_VAR,
-        request_broker,
+        ask_for_broker,
         start_supervisor,
     )
 
     try:
         control = start_supervisor()
-        sock, pid = request_broker(control)
+        ask_for_broker(control)
     except OSError as exc:
         print(f"rlm-kernel: could not start the LLM broker ({exc}); keys stay in the kernel", file=sys.stderr)
         _reexec_without_secrets()
@@ -80,10 +83,8 @@ def _start_broker_and_reexec() -> None:
     for name in names:
         del env[name]
     control.set_inheritable(True)
-    sock.set_inheritable(True)
     env[CONTROL_FD_VAR] = str(control.fileno())
-    env[BROKER_FD_VAR] = str(sock.fileno())
-    env[BROKER_PID_VAR] = str(pid)
+    env[BROKER_ASKED_VAR] = "1"
     env[KEY_NAMES_VAR] = ",".join(names)
     _exec(env)
 
@@ -100,6 +101,9 @@ def main() -> None:
     """Start the broker and drop the keys (first run), or adopt the broker (re-executed), then the kernel."""
     from rlm_kernel.broker.supervisor import CONTROL_FD_VAR
 
+    # Start-up makes a few hundred thousand objects that live as long as the kernel: the cyclic collector
+    # would scan them again and again while they are made (tens of ms) and find little garbage.
+    gc.disable()
     calls_models = kernel_calls_models()  # before the hand-over takes the broker's variables
     if CONTROL_FD_VAR in os.environ:
         _adopt_broker()
@@ -118,6 +122,8 @@ def main() -> None:
     app.initialize()
     app.kernel.shell.sandbox_session.confinement = confinement  # for the banner and %rlm security
     _confine_sockets_after_startup(confinement)
+    gc.freeze()  # the start-up objects go to the permanent generation: later collections skip them
+    gc.enable()
     app.start()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import types
 from typing import Any
 
 from ipykernel.ipkernel import IPythonKernel
@@ -42,6 +43,20 @@ def _interrupt(signum: int, frame: Any) -> None:
     KeyboardInterrupt in the main thread as ipykernel's default handler does."""
     _cancel_model_calls()
     raise KeyboardInterrupt
+
+
+def _without_debugger() -> None:
+    """Tell ipykernel that no debugger is available, without importing it.
+
+    IPythonKernel imports `ipykernel.debugger` (and with it debugpy and pydevd, ~0.1 s) in every kernel's
+    `__init__` only to learn whether debugpy can be used; this kernel refuses the debugger (`debugger = None`,
+    `do_debug_request`), so it answers that question itself: a module saying debugpy is not available.
+    A process that imported the real module already keeps it."""
+    if "ipykernel.debugger" in sys.modules:
+        return
+    module = types.ModuleType("ipykernel.debugger", "No debugger in the rlm kernel (see rlm_kernel.kernel).")
+    module._is_debugpy_available = False  # type: ignore[attr-defined]
+    sys.modules["ipykernel.debugger"] = module
 
 
 COMM_TRAFFIC_FACTOR = 20  # comm (widget) bytes a cell may send: this many times RLM_OUTPUT_BYTES …
@@ -90,9 +105,11 @@ class RLMKernel(IPythonKernel):
     implementation_version = __version__
     shell_class = Type(RLMShell)
     compiler_class = Type(RLMCompiler)
+    debugger_class = Type(None, allow_none=True)  # no debugger (see _without_debugger)
     help_links = [{"text": "Python Reference", "url": "https://docs.python.org/3/"}]
 
     def __init__(self, **kwargs: Any) -> None:
+        _without_debugger()
         audit.install()  # the second line while cells run (rlm_kernel/sandbox/audit.py); never removed
         super().__init__(**kwargs)
         self.debugger = None

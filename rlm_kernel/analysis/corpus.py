@@ -11,9 +11,8 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from rlm_kernel.analysis.chunking import split_even
 from rlm_kernel.analysis.errors import AnalysisInputError
-from rlm_kernel.analysis.ranking import ChunkIndex, phrase_rerank
+from rlm_kernel.analysis.heavy import load
 
 __all__ = [
     "Corpus",
@@ -109,8 +108,10 @@ def partition_top(part: Partition, query: str, top_k: int) -> list[tuple[str, fl
     text = partition_text(part)
     if not text:
         return []
-    index = ChunkIndex.build(text)
-    return [(text[slice(*index.windows[i])], score) for i, score in phrase_rerank(text, index, query, top_k)]
+    ranking = load("rlm_kernel.analysis.ranking")
+    index = ranking.ChunkIndex.build(text)
+    hits = ranking.phrase_rerank(text, index, query, top_k)
+    return [(text[slice(*index.windows[i])], score) for i, score in hits]
 
 
 def partition_parts(part: Partition, n: int, max_chars: int) -> list[str]:
@@ -119,4 +120,5 @@ def partition_parts(part: Partition, n: int, max_chars: int) -> list[str]:
     if not text:
         return []
     n = max(n, -(-len(text) // max_chars))
-    return [text[a:b] for a, b in split_even(text, n, max_part=max_chars)]
+    spans = load("rlm_kernel.analysis.chunking").split_even(text, n, max_part=max_chars)
+    return [text[a:b] for a, b in spans]

@@ -10,8 +10,8 @@ import re
 from rlm_kernel.analysis.corpus import Corpus, partition_top, partitions_of, plain_int, plain_str
 from rlm_kernel.analysis.errors import AnalysisInputError, FindRelevantError
 from rlm_kernel.analysis.executor import imap
+from rlm_kernel.analysis.heavy import load
 from rlm_kernel.analysis.llm_calls import BatchFailure, complete_batch
-from rlm_kernel.analysis.ranking import get_index, phrase_rerank
 
 __all__ = ["LLM_POOL_MAX", "LLM_POOL_MIN", "find_relevant"]
 
@@ -44,13 +44,15 @@ def find_relevant(
     _check(content, query, top_k, use_llm_scoring)
     if top_k == 0 or not content or not query.strip():
         return []
-    index = get_index(content)
+    ranking = load("rlm_kernel.analysis.ranking")  # numpy and bm25s, on first use
+    index = ranking.get_index(content)
     windows = index.windows
     if not use_llm_scoring:
         return [
-            (content[slice(*windows[i])], score) for i, score in phrase_rerank(content, index, query, top_k)
+            (content[slice(*windows[i])], score)
+            for i, score in ranking.phrase_rerank(content, index, query, top_k)
         ]
-    ranked = phrase_rerank(content, index, query, min(LLM_POOL_MAX, max(top_k * 2 + 1, LLM_POOL_MIN)))
+    ranked = ranking.phrase_rerank(content, index, query, min(LLM_POOL_MAX, max(top_k * 2 + 1, LLM_POOL_MIN)))
     if len(ranked) <= top_k * 2:
         return [(content[slice(*windows[i])], score) for i, score in ranked[:top_k]]
     return _llm_rerank(content, query, [(content[slice(*windows[i])], s) for i, s in ranked], top_k)

@@ -5,10 +5,10 @@ Map calls use the batched path with role "map", reduce calls role "synthesis" (w
 
 from __future__ import annotations
 
-from rlm_kernel.analysis.chunking import split_even
 from rlm_kernel.analysis.corpus import Corpus, partition_parts, partitions_of, plain_int
 from rlm_kernel.analysis.errors import AnalysisInputError, MapReduceError
 from rlm_kernel.analysis.executor import imap
+from rlm_kernel.analysis.heavy import load
 from rlm_kernel.analysis.llm_calls import BatchFailure, complete_batch
 
 __all__ = ["MAX_CHUNK_CHARS", "MAX_REDUCE_CHARS", "fill", "map_reduce"]
@@ -58,7 +58,7 @@ def map_reduce(
     if not content:
         return ""
     n = max(n_chunks, -(-len(content) // MAX_CHUNK_CHARS))
-    spans = split_even(content, n, max_part=MAX_CHUNK_CHARS)
+    spans = load("rlm_kernel.analysis.chunking").split_even(content, n, max_part=MAX_CHUNK_CHARS)
     prompts = [fill(map_prompt, "{chunk}", content[a:b]) for a, b in spans]
     try:
         results = complete_batch(

@@ -15,7 +15,7 @@ from typing import Any
 
 from rlm_kernel.broker import supervisor
 from rlm_kernel.broker.protocol import encode, read_frame, request_to_wire
-from rlm_kernel.broker.supervisor import KEY_REF_PREFIX, request_broker
+from rlm_kernel.broker.supervisor import KEY_REF_PREFIX, receive_broker, request_broker
 from rlm_kernel.llm.errors import (
     BudgetExceeded,
     ConfigError,
@@ -47,7 +47,8 @@ def current() -> BrokerLink | None:
     if _link is None and supervisor.handover is not None:
         control, sock, pid = supervisor.handover
         supervisor.handover = None
-        _link = BrokerLink(control, sock, pid)
+        _link = BrokerLink(control, sock, pid, answer_pending=supervisor.answer_pending)
+        supervisor.answer_pending = False
     return _link
 
 
@@ -112,10 +113,19 @@ def error_from_wire(data: dict[str, Any]) -> LLMError:
 class BrokerLink:
     """Frames to and from the broker; a call waits on a future resolved by the reader task."""
 
-    def __init__(self, control: socket.socket, sock: socket.socket | None, pid: int | None) -> None:
+    def __init__(
+        self,
+        control: socket.socket,
+        sock: socket.socket | None,
+        pid: int | None,
+        *,
+        answer_pending: bool = False,
+    ) -> None:
+        """`answer_pending`: the launcher asked for the first broker and left its answer on `control`."""
         self._control = control
         self._sock = sock
         self.pid = pid
+        self._answer_pending = answer_pending
         self.generation = 0
         """Increases each time a broker is replaced; engines registered with an older one are gone."""
         self.restarts = 0
@@ -135,13 +145,17 @@ class BrokerLink:
             if self._writer is not None and not self._writer.is_closing():
                 return self._writer
             if self._sock is None:
+                first, self._answer_pending = self._answer_pending, False
                 try:
-                    self._sock, self.pid = await asyncio.to_thread(request_broker, self._control)
+                    self._sock, self.pid = await asyncio.to_thread(
+                        receive_broker if first else request_broker, self._control
+                    )
                 except OSError as exc:
                     raise LLMError(
                         f"could not start the LLM broker process ({exc}); restart the kernel"
                     ) from None
-                self.restarts += 1
+                if not first:
+                    self.restarts += 1
             reader, writer = await asyncio.open_unix_connection(sock=self._sock, limit=2**20)
             self._writer = writer
             asyncio.get_running_loop().create_task(self._read(reader, self.generation))

@@ -15,6 +15,7 @@ import socket
 import sys
 
 __all__ = [
+    "BROKER_ASKED_VAR",
     "BROKER_FD_VAR",
     "BROKER_PID_VAR",
     "CONTROL_FD_VAR",
@@ -23,6 +24,8 @@ __all__ = [
     "handover",
     "key_ref",
     "take_handover",
+    "ask_for_broker",
+    "receive_broker",
     "request_broker",
     "spawn_supervisor_process",
     "start_supervisor",
@@ -31,11 +34,15 @@ __all__ = [
 CONTROL_FD_VAR = "RLM_BROKER_CONTROL_FD"
 BROKER_FD_VAR = "RLM_BROKER_FD"
 BROKER_PID_VAR = "RLM_BROKER_PID"
+BROKER_ASKED_VAR = "RLM_BROKER_ASKED"
+"""Set by the launcher when it asked for the first broker without waiting: its answer is read on first use."""
 KEY_NAMES_VAR = "RLM_BROKER_KEY_NAMES"
 KEY_REF_PREFIX = "broker-key-ref:"
 _SPAWN = b"s"
 handover: tuple[socket.socket, socket.socket | None, int | None] | None = None
 """In the kernel: (control socket, first broker's socket, its pid), taken from the environment at start."""
+answer_pending = False
+"""In the kernel: the supervisor's answer to the launcher's request for the first broker is still unread."""
 
 
 def key_ref(name: str) -> str:
@@ -46,11 +53,12 @@ def key_ref(name: str) -> str:
 def take_handover(environ: dict[str, str] | None = None) -> list[str]:
     """In the re-executed kernel: take the broker sockets and the key names the launcher left in the
     environment (removing them from it); return the key names."""
-    global handover
+    global handover, answer_pending
     env = os.environ if environ is None else environ
     raw = env.pop(CONTROL_FD_VAR, None)
     raw_sock = env.pop(BROKER_FD_VAR, None)
     raw_pid = env.pop(BROKER_PID_VAR, None)
+    answer_pending = env.pop(BROKER_ASKED_VAR, None) == "1" and raw is not None and raw_sock is None
     names = [n for n in env.pop(KEY_NAMES_VAR, "").split(",") if n]
     if raw is None:
         return names
@@ -141,11 +149,23 @@ def _reap() -> None:
             return
 
 
+def ask_for_broker(control: socket.socket) -> None:
+    """Ask the supervisor for a new broker without waiting for it (`receive_broker` reads the answer).
+
+    The launcher does this, so the supervisor forks the first broker while the kernel starts."""
+    control.sendall(_SPAWN)
+
+
 def request_broker(control: socket.socket, timeout: float = 10.0) -> tuple[socket.socket, int]:
     """Ask the supervisor for a new broker: (the kernel's socket to it, its pid)."""
+    ask_for_broker(control)
+    return receive_broker(control, timeout)
+
+
+def receive_broker(control: socket.socket, timeout: float = 10.0) -> tuple[socket.socket, int]:
+    """The supervisor's answer to a request for a broker: (the kernel's socket to it, its pid)."""
     control.settimeout(timeout)
     try:
-        control.sendall(_SPAWN)
         data, fds, _flags, _addr = socket.recv_fds(control, 64, 1)
     finally:
         control.settimeout(None)

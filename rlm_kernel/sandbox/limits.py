@@ -265,14 +265,57 @@ class _ThreadWatchdog:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), None)
 
 
+_LIFT_LOCK = threading.RLock()
+_lift_depth = [0]
+
+
+@contextlib.contextmanager
+def _memory_uncounted() -> Iterator[None]:
+    """Lift the memory cap (RLIMIT_AS's soft limit, up to the hard one) for kernel work inside a cell, then
+    put it back raised by what the process mapped meanwhile: that becomes part of the kernel's start-up
+    size (the baseline), so a library loaded on first use is never charged to the cell that first used it.
+    Nested and concurrent uses share one lift (the outermost measures). Another thread's allocations during
+    the lift would be credited as well: a lift lasts one library import, once per process."""
+    with _LIFT_LOCK:
+        _lift_depth[0] += 1
+        try:
+            saved = None
+            if _lift_depth[0] == 1 and _MEMORY_BASELINE:
+                with contextlib.suppress(ValueError, OSError):
+                    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+                    if soft != resource.RLIM_INFINITY:
+                        saved = (soft, hard, _mapped_bytes())
+                        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+            try:
+                yield
+            finally:
+                if saved is not None:
+                    soft, hard, before = saved
+                    grown = max(0, _mapped_bytes() - before)
+                    _MEMORY_BASELINE[0] += grown
+                    want = soft + grown if hard == resource.RLIM_INFINITY else min(soft + grown, hard)
+                    with contextlib.suppress(ValueError, OSError):
+                        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+        finally:
+            _lift_depth[0] -= 1
+
+
 @contextlib.contextmanager
 def uncounted() -> Iterator[None]:
-    """Kernel work done inside a cell that must not count against (or be cut by) the cell's time limits —
-    loading a library on its first import: the main thread's CPU and wall timers are paused, and the CPU
-    backstop (RLIMIT_CPU's soft limit) moves on by the CPU the work used."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    """Kernel work done inside a cell that must not count against (or be cut by) the cell's limits —
+    loading a library on its first import: the memory it maps is added to the kernel's baseline (see
+    `_memory_uncounted`); on the main thread the CPU and wall timers are paused, and the CPU backstop
+    (RLIMIT_CPU's soft limit) moves on by the CPU the work used."""
+    with _memory_uncounted():
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        with _time_uncounted():
+            yield
+
+
+@contextlib.contextmanager
+def _time_uncounted() -> Iterator[None]:
     saved = [(which, signal.setitimer(which, 0)) for which in (signal.ITIMER_PROF, signal.ITIMER_REAL)]
     started = _process_cpu()
     try:

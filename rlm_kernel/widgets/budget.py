@@ -11,12 +11,11 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import ipywidgets as w
-
 from rlm_kernel.llm.budget import Budget, get_session_budget
 from rlm_kernel.llm.events import CallEvent, bus
 from rlm_kernel.llm.schema import BUDGET_DIMS
 from rlm_kernel.widgets.display_mode import resolve_mode
+from rlm_kernel.widgets.lib import ipywidgets
 from rlm_kernel.widgets.text import budget_line, format_duration, format_tokens, format_usd
 from rlm_kernel.widgets.throttle import Coalescer, Scheduler
 
@@ -91,9 +90,10 @@ class BudgetView:
     """ipywidgets view of one budget: a row per figure (gauge when capped) and a line of counts."""
 
     def __init__(self, norm: Mapping[str, Any]) -> None:
+        w = ipywidgets()
         label = norm.get("label") or "budget"
         self.title = w.HTML(f"<b>budget</b> <span style='opacity: 0.7'>({html.escape(str(label))})</span>")
-        self.rows: dict[str, tuple[w.HBox, w.FloatProgress, w.HTML]] = {}
+        self.rows: dict[str, tuple[Any, Any, Any]] = {}  # (row box, gauge, value): ipywidgets
         for used_key, _cap, text, _fmt in _CAPPED:
             name = w.HTML(text, layout=w.Layout(width="8em"))
             gauge = w.FloatProgress(value=0.0, min=0.0, max=1.0, layout=w.Layout(width="12em"))
@@ -108,7 +108,7 @@ class BudgetView:
         self.update(norm)
 
     def update(self, norm: Mapping[str, Any]) -> None:
-        shown: list[w.Widget] = [self.title]
+        shown: list[Any] = [self.title]
         for used_key, cap_key, _text, fmt in _CAPPED:
             row, gauge, value = self.rows[used_key]
             used = float(norm.get(used_key) or 0)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from rlm_kernel.llm.config import config_path, get_settings
 from rlm_kernel.llm.config import register_setting as register_llm_setting
+from rlm_kernel.widgets.lib import imported
 
 __all__ = ["MODES", "DisplayMode", "frontend_has_widgets", "parse_mode", "register_setting", "resolve_mode"]
 
@@ -39,6 +40,8 @@ def frontend_has_widgets() -> bool:
     Those frontends open `jupyter.widget.control` when they connect to the kernel to restore widget state;
     nbclient, nbconvert, `jupyter console` and nbval never do.
     """
+    if not imported():  # the control comm's first opening imports ipywidgets (rlm_kernel.widgets.lib)
+        return False
     try:
         from ipywidgets import Widget
     except ImportError:

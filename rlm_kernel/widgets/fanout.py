@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import html
 
-import ipywidgets as w
-
+from rlm_kernel.widgets.lib import ipywidgets
 from rlm_kernel.widgets.state import FanoutSnapshot
 from rlm_kernel.widgets.text import format_duration, format_tokens, format_usd
 
@@ -55,6 +54,7 @@ class FanoutView:
     def __init__(self, snap: FanoutSnapshot, nested_level: int = 0) -> None:
         self.batch_id = snap.batch_id
         self.nested_level = nested_level
+        w = ipywidgets()
         title = "fan-out" if nested_level == 0 else "nested fan-out"
         if snap.label:
             title += f" ({snap.label})"

@@ -18,6 +18,7 @@ from rlm_kernel.widgets.budget import BudgetDisplay, get_monitor, register_displ
 from rlm_kernel.widgets.controller import FanoutController
 from rlm_kernel.widgets.display_mode import MODES, register_setting, resolve_mode
 from rlm_kernel.widgets.kernel_sink import KernelSink
+from rlm_kernel.widgets.lib import register_comm_targets
 
 __all__ = ["DisplayStatus", "budget_command", "display_command", "install"]
 
@@ -36,9 +37,7 @@ def install(shell: Any = None) -> FanoutController:
     with _lock:
         if _controller is not None:
             return _controller
-        import ipywidgets
-
-        ipywidgets.register_comm_target()
+        register_comm_targets()
         register_setting()
         if shell is None:
             shell = get_ipython()

@@ -63,6 +63,25 @@ def test_install_and_uninstall_into_prefix(tmp_path: Path) -> None:
     assert again.returncode == 1 and "no kernelspec named" in again.stderr
 
 
+def test_install_writes_the_package_bytecode(tmp_path: Path) -> None:
+    """The confined kernel cannot write its own .pyc files: `install` writes them, as pip does for a wheel,
+    also when PYTHONDONTWRITEBYTECODE is set (that governs imports, not an explicit install)."""
+    import importlib.util
+
+    import rlm_kernel.analysis.heavy as module
+
+    pyc = Path(importlib.util.cache_from_source(module.__file__))
+    pyc.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        "JUPYTER_PATH": str(tmp_path / "share" / "jupyter"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    done = _run([*RLM_KERNEL, "install", "--prefix", str(tmp_path), "--name", "rlm-pyc"], env)
+    assert done.returncode == 0, done.stderr
+    assert pyc.is_file() and pyc.stat().st_size > 0
+
+
 def test_install_rejects_bad_env_and_conflicting_targets(tmp_path: Path) -> None:
     bad = _run([*RLM_KERNEL, "install", "--prefix", str(tmp_path), "--env", "NOVALUE"], dict(os.environ))
     assert bad.returncode != 0 and "NAME=VALUE" in bad.stderr

@@ -8,9 +8,9 @@ from __future__ import annotations
 import bisect
 
 from rlm_kernel.analysis.errors import AnalysisInputError
-from rlm_kernel.analysis.extract import python_ast, regex_engine, treesitter
-from rlm_kernel.analysis.extract.brackets import max_nesting
+from rlm_kernel.analysis.extract import python_ast
 from rlm_kernel.analysis.extract.common import normalise_newlines, sort_records
+from rlm_kernel.analysis.heavy import load
 
 __all__ = ["ENGINES", "LANGUAGES", "MAX_EXACT_NESTING", "extract_functions", "normalise_language"]
 
@@ -82,7 +82,7 @@ def extract_functions(content: str, language: str = "python", engine: str = "aut
         return []
     text = normalise_newlines(content)
     if engine == "regex":
-        return regex_engine.extract(text, lang)
+        return _regex(text, lang)
     if lang == "python":
         return _python(text, engine)
     return _tree_sitter(text, lang, engine)
@@ -90,7 +90,7 @@ def extract_functions(content: str, language: str = "python", engine: str = "aut
 
 def _python(text: str, engine: str) -> list[dict]:
     if engine == "auto" and _longest_line(text) > MAX_EXACT_PY_LINE:
-        return regex_engine.extract(text, "python")
+        return _regex(text, "python")
     try:
         return python_ast.extract(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -99,7 +99,12 @@ def _python(text: str, engine: str) -> list[dict]:
                 f"extract_functions: Python's parser rejected the source ({type(exc).__name__}: {exc}); "
                 'use engine="auto" or "regex" for partial results'
             ) from None
-        return regex_engine.extract(text, "python")
+        return _regex(text, "python")
+
+
+def _regex(text: str, lang: str) -> list[dict]:
+    """The regex engine's records (its compiled patterns and numpy load on first use)."""
+    return load("rlm_kernel.analysis.extract.regex_engine").extract(text, lang)
 
 
 def _longest_line(text: str) -> int:
@@ -120,20 +125,21 @@ _CONTROL_CHARS = {c: None for c in (*range(0, 9), 11, *range(14, 32), 127)}
 
 def _tree_sitter(text: str, lang: str, engine: str) -> list[dict]:
     if engine == "auto" and _looks_binary(text):
-        return regex_engine.extract(text, lang)  # tree-sitter spends seconds per MB recovering from garbage
-    depth = max_nesting(text)
+        return _regex(text, lang)  # tree-sitter spends seconds per MB recovering from garbage
+    depth = load("rlm_kernel.analysis.extract.brackets").max_nesting(text)
     if depth > MAX_EXACT_NESTING:
         if engine == "exact":
             raise AnalysisInputError(
                 f"extract_functions: brackets nest {depth} deep, past what the exact parser handles in time "
                 f'({MAX_EXACT_NESTING}); use engine="auto" or "regex" for the linear engine\'s results'
             )
-        return regex_engine.extract(text, lang)
+        return _regex(text, lang)
     seconds = None if engine == "exact" else max(_MIN_SECONDS, len(text) / 1e6 * _SECONDS_PER_MB)
+    treesitter = load("rlm_kernel.analysis.extract.treesitter")
     try:
         parsed = treesitter.parse(text, lang, seconds)
     except treesitter.ParseTimeout:
-        return regex_engine.extract(text, lang)
+        return _regex(text, lang)
     exact = treesitter.extract(text, lang, parsed=parsed)
     if engine == "exact" or not parsed.has_error:
         return exact
@@ -152,9 +158,5 @@ def _tree_sitter(text: str, lang: str, engine: str) -> list[dict]:
 
     kept = [r for r in exact if not in_error(r["start_line"])]
     taken = {r["start_line"] for r in kept}
-    extra = [
-        r
-        for r in regex_engine.extract(text, lang)
-        if in_error(r["start_line"]) and r["start_line"] not in taken
-    ]
+    extra = [r for r in _regex(text, lang) if in_error(r["start_line"]) and r["start_line"] not in taken]
     return sort_records(kept + extra)

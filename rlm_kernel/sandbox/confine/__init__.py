@@ -113,8 +113,9 @@ def _connection_ports(connection_file: str | None) -> list[int] | None:
 def _python_roots() -> list[str]:
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     roots.add(os.path.dirname(os.path.realpath(sys.executable)))
+    scheme = sysconfig.get_paths()  # once: each call expands the whole install scheme again
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        roots.add(sysconfig.get_paths().get(key, ""))
+        roots.add(scheme.get(key, ""))
     roots.update(p for p in sys.path if p and os.path.isdir(p))
     roots.add(str(Path(__file__).resolve().parents[3]))  # the rlm_kernel package's parent (editable installs)
     return sorted(r for r in roots if r)
