@@ -288,8 +288,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         except llm.LLMCancelled:
             raise interrupted() from None
         except llm.BatchError as err:
-            results = [None if c is None else str(c.text) for c in err.results]
-            errors = {int(k): str(v) for k, v in err.errors.items()}
+            errors = err.errors
             record(
                 ChildCall(
                     "llm_query_batched",
@@ -306,14 +305,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             )
             if any("budget" in e.lower() for e in errors.values()) and state.run is not None:
                 state.run.budget_error = next(e for e in errors.values() if "budget" in e.lower())
-            first = min(errors)
-            raise QueryBatchError(
-                f"{len(errors)} of {len(items)} prompts failed (item {first}: {errors[first]}); "
-                f"e.results has the {len(items) - len(errors)} answers (None where failed), "
-                "e.errors the reasons",
-                results,
-                errors,
-            ) from None
+            raise QueryBatchError.of(err.texts(), errors, "prompts") from None
         except llm.BudgetExceeded as err:
             record(
                 ChildCall(
@@ -517,13 +509,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             for j in not_started:
                 errors[j] = "not started: the budget is exhausted"
         if errors:
-            first = min(errors)
-            raise QueryBatchError(
-                f"{len(errors)} of {len(items)} sub-RLMs failed (item {first}: {errors[first]}); "
-                f"e.results has the answers (None where failed), e.errors the reasons",
-                results,
-                errors,
-            ) from None
+            raise QueryBatchError.of(results, errors, "sub-RLMs") from None
         return [r for r in results if r is not None]
 
     def SHOW_VARS() -> str:  # noqa: N802 - the RLM reference name
