@@ -128,10 +128,10 @@ def make_tasks(seed: int = 11) -> list[Task]:
         tasks.append(
             Task(
                 name,
-                "The context has a memo from the facilities team (between the lines '=== memo from the "
-                "facilities team ===' and '=== end of memo ==='). Which supplier does the memo recommend? "
-                "Ask a sub-model with llm_query, giving it the memo's text, and answer with the supplier's "
-                "name.",
+                "The context is a log with a memo from the facilities team in it (from the line '=== memo "
+                "from the facilities team ===' to the line '=== end of memo ==='). Which supplier does the "
+                "memo recommend? Find the memo with code, then pass its text to llm_query and ask which "
+                "supplier it recommends; answer with the supplier's name.",
                 context,
                 (Doc(marker, f"The memo recommends {supplier}.", fault),),
                 supplier,
@@ -152,9 +152,10 @@ def make_tasks(seed: int = 11) -> list[Task]:
         tasks.append(
             Task(
                 name,
-                "The context has 4 reports, each starting with a line '=== report N ==='. Each names the "
-                "city a team moved to. Use llm_query_batched with one prompt per report (the question "
-                "plus that report's text) and answer with the 4 cities in report order, separated by commas.",
+                "The context is a log with 4 reports in it, each a line '=== report N ===' followed by one "
+                "line of text that names the city a team moved to. Find the reports with code, then ask "
+                "about all 4 at once with llm_query_batched (one prompt per report: the question plus that "
+                "report's text), and answer with the 4 cities in report order, separated by commas.",
                 context,
                 docs,
                 ", ".join(cities),
@@ -361,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--max-iterations", type=int, default=6)
+    parser.add_argument("--max-iterations", type=int, default=5)
     parser.add_argument("--ctx", type=int, default=12288, help="the coder server's window in tokens")
     parser.add_argument("--root-cache", default=str(HERE / "results" / "error_mode_root_cache.json"))
     parser.add_argument("--no-root-cache", action="store_true")
