@@ -29,9 +29,9 @@ from rlm_kernel.sandbox.coerce import (
     optional_str,
     plain_data,
 )
-from rlm_kernel.sandbox.origin import refuse_in_model_code
+from rlm_kernel.sandbox.origin import model_code_running, refuse_in_model_code
 
-__all__ = ["CONTEXT_NAMES", "HELPER_NAMES", "build_helpers", "set_context"]
+__all__ = ["CONTEXT_NAMES", "HELPER_NAMES", "build_helpers", "errors_as_text", "set_context"]
 
 HELPER_NAMES = (
     "load_context",
@@ -132,6 +132,19 @@ def _text_of(answer: object) -> str:
     return exact_str(repr(answer), "repr() of the answer")
 
 
+def errors_as_text() -> bool:
+    """Whether a failed model call returns `"Error: <reason>"` instead of raising: only in model-written code
+    (a root-loop or sub-RLM block), and only with the `errors_in_model_code` setting at `string` (the
+    reference library's way). The person's cells always raise. Budget exhaustion, interrupts and bad
+    arguments raise in both modes (the first two end the run anyway)."""
+    if not model_code_running():
+        return False
+    try:
+        return getattr(llm.get_client().config, "errors_in_model_code", "raise") == "string"
+    except Exception:  # noqa: BLE001 - no usable configuration: the call's own error is raised as it is
+        return False
+
+
 def set_context(state: ReplState, ns: dict, loaded: ctxmod.LoadedContext) -> None:
     """Bind a loaded context into `ns` (and into the repair snapshot so it survives rebinding)."""
     values = {
@@ -224,7 +237,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
 
         llm_query(prompt, model=None, max_tokens=None, system=None) -> str
         `model`: a tier (fast, balanced, powerful, auto) or a model name; default: the run's child model.
-        Raises QueryError with the reason when the call fails (or the budget is exhausted).
+        Raises QueryError with the reason when the call fails (or the budget is exhausted); in model-written
+        code with the setting errors_in_model_code=string, a failed call returns "Error: <reason>" instead.
         """
         refuse_if_finished(state, "llm_query")
         prompt = _check_prompt(prompt, "llm_query")
@@ -244,6 +258,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             raise budget_hit(str(err)) from None
         except RLMError as err:
             record(ChildCall("llm_query", _preview(prompt), False, error=str(err), model=chosen))
+            if errors_as_text():
+                return f"Error: llm_query failed: {err}"
             raise QueryError(f"llm_query failed: {err}") from None
         text = str(completion.text)
         record(
@@ -270,6 +286,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         (None where an item failed) and `.errors` maps each failed index to its reason. To keep going:
             try: answers = llm_query_batched(ps)
             except QueryBatchError as e: answers = e.results
+        In model-written code with the setting errors_in_model_code=string it raises nothing for failed items:
+        each failed item's slot holds "Error: <reason>", the others their answers.
         """
         refuse_if_finished(state, "llm_query_batched")
         items = _check_prompts(prompts, "llm_query_batched")
@@ -303,8 +321,14 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                     saw_context=sees_context(*(p for i, p in enumerate(items) if i not in errors)),
                 )
             )
-            if any("budget" in e.lower() for e in errors.values()) and state.run is not None:
-                state.run.budget_error = next(e for e in errors.values() if "budget" in e.lower())
+            budget = next((e for e in errors.values() if "budget" in e.lower()), None)
+            if budget is not None and state.run is not None:
+                state.run.budget_error = budget
+            if budget is None and errors_as_text():
+                return [
+                    f"Error: llm_query_batched item {i} failed: {errors[i]}" if i in errors else str(r)
+                    for i, r in enumerate(err.texts())
+                ]
             raise QueryBatchError.of(err.texts(), errors, "prompts") from None
         except llm.BudgetExceeded as err:
             record(
@@ -319,6 +343,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                     "llm_query_batched", label, False, items=len(items), failed=len(items), error=str(err)
                 )
             )
+            if errors_as_text():
+                return [f"Error: llm_query_batched failed: {err}"] * len(items)
             raise QueryError(f"llm_query_batched failed: {err}") from None
         texts = [str(c.text) for c in completions]
         record(
@@ -406,7 +432,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         The sub-RLM runs the same root loop one level deeper in its own sandboxed namespace. At the maximum
         depth (default 2, option max_depth) it degrades to llm_query(prompt, model). A sub-RLM that stops
         without FINAL returns its best-effort answer (marked in the trajectory) unless best_effort=False,
-        when it raises QueryError.
+        when it raises QueryError (returns "Error: <reason>" in model-written code with the setting
+        errors_in_model_code=string).
         """
         refuse_if_finished(state, "rlm_query")
         prompt = _check_prompt(prompt, "rlm_query")
@@ -422,8 +449,15 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
             record(
                 ChildCall("rlm_query", _preview(prompt), False, error=str(err), model=model, prompt=prompt)
             )
+            if errors_as_text():
+                return f"Error: rlm_query failed: {err}"
             raise QueryError(f"rlm_query failed: {err}") from None
-        return settle_child(prompt, model, result, time.monotonic() - started)
+        try:
+            return settle_child(prompt, model, result, time.monotonic() - started)
+        except QueryError as err:
+            if (state.run is not None and state.run.budget_error) or not errors_as_text():
+                raise
+            return f"Error: {err}"
 
     def rlm_query_batched(
         prompts: list[str], model: str | None = None, best_effort: bool | None = None
@@ -434,7 +468,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         Up to `subrun_concurrency` sub-RLMs (setting, default 4) run at once: their model calls overlap,
         their code blocks run one at a time. At the maximum depth this is llm_query_batched. Failures
         surface like llm_query_batched: QueryBatchError with `.results` (None where failed) and `.errors`
-        {index: reason}, after every prompt has been tried.
+        {index: reason}, after every prompt has been tried (or, in model-written code with the setting
+        errors_in_model_code=string, "Error: <reason>" in the failed items' slots).
         """
         refuse_if_finished(state, "rlm_query_batched")
         items = _check_prompts(prompts, "rlm_query_batched")
@@ -508,6 +543,8 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
                     record(calls[i])
             for j in not_started:
                 errors[j] = "not started: the budget is exhausted"
+        if errors and not (state.run is not None and state.run.budget_error) and errors_as_text():
+            return [f"Error: {errors[i]}" if i in errors else str(r) for i, r in enumerate(results)]
         if errors:
             raise QueryBatchError.of(results, errors, "sub-RLMs") from None
         return [r for r in results if r is not None]

@@ -117,7 +117,10 @@ class _Run:
         model = self.options.model or getattr(client.config, "root_model", None)
         window = window_tokens(client.config)
         answer_tokens = int(getattr(client.config, "max_tokens", 1024) or 1024)
-        system = prompt_control.build(self.options, window, answer_tokens, corpus=bool(self.loaded.files))
+        errors = str(getattr(client.config, "errors_in_model_code", "raise"))
+        system = prompt_control.build(
+            self.options, window, answer_tokens, corpus=bool(self.loaded.files), errors=errors
+        )
         if self.model is None:  # named in the trajectory even if no call ever answers
             from rlm_kernel.llm.tiers import resolve_model
 
