@@ -85,8 +85,8 @@ _FAILURES = {
         '  llm_query/rlm_query call also returns "Error: <reason>" instead of raising: check answers for it.'
     ),
 }
-"""How failed calls surface, by the `errors_in_model_code` setting (repl/helpers.errors_as_text); the "raise"
-text is the prompt's original line."""
+"""How failed calls surface, by the `errors_in_model_code` setting (repl/translate.errors_as_text); the
+"raise" text is the prompt's original line."""
 
 DEFAULT_WINDOW_TOKENS = 128_000
 """The sub-model window assumed for remote providers when the `context_window` setting is not set."""
