@@ -1,4 +1,4 @@
-"""Plain-text rendering of fan-outs and budgets: the one-line summary written when a batch ends, live lines.
+"""Plain-text rendering of fan-outs and budgets: the summary line written when a batch ends, the budget line.
 
 The summary is deterministic except for one timing field, `took N.N s`, which `nbval_sanitize.cfg` strips.
 """
