@@ -78,20 +78,17 @@ def _log_lines(rng: random.Random, n: int) -> list[str]:
 
 def _memo(supplier: str, other: str, seed: str) -> str:
     return (
-        "=== memo from the facilities team ===\n"
-        f"We compared two offers for the new office chairs ({seed}). {other} was cheaper by a small margin, "
-        f"but their delivery slipped twice last year and their warranty ends after one year. {supplier} "
-        "costs a little more, delivers within a week and repairs for five years. After the trial week the "
-        "team was clear about which offer to take, and finance agreed it fits the budget.\n"
-        "=== end of memo ==="
+        f"MEMO facilities ({seed}): We compared two offers for the new office chairs. {other} was cheaper by "
+        f"a small margin, but their delivery slipped twice last year and their warranty ends after one year. "
+        f"{supplier} costs a little more, delivers within a week and repairs for five years. After the trial "
+        "week the team was clear about which offer to take, and finance agreed it fits the budget."
     )
 
 
 def _report(n: int, city: str, seed: str) -> str:
     return (
-        f"=== report {n} ===\n"
-        f"Team {seed} spent the spring looking for a new base. The old office closed in March; after "
-        f"weighing rents and flights they signed a lease in {city}, where the first desks were set up "
+        f"REPORT {n}: Team {seed} spent the spring looking for a new base. The old office closed in March; "
+        f"after weighing rents and flights they signed a lease in {city}, where the first desks were set up "
         "in May. Hiring continues there over the summer."
     )
 
@@ -123,15 +120,13 @@ def make_tasks(seed: int = 11) -> list[Task]:
         ("memo_500", "Norland Seating", "Brix Office", "http500"),
         ("memo_malformed", "Teller & Voss", "Quorra Furniture", "malformed"),
     ):
-        marker = f"memo-{rng.randint(1000, 9999)}"
-        context = _in_logs(rng, [_memo(supplier, other, marker)], 12_000)
+        marker = f"memo {rng.randint(1000, 9999)}"
+        context = _memo(supplier, other, marker)
         tasks.append(
             Task(
                 name,
-                "The context is a log with a memo from the facilities team in it (from the line '=== memo "
-                "from the facilities team ===' to the line '=== end of memo ==='). Which supplier does the "
-                "memo recommend? Find the memo with code, then pass its text to llm_query and ask which "
-                "supplier it recommends; answer with the supplier's name.",
+                "The context is a memo from the facilities team. Which supplier does it recommend? Ask "
+                "llm_query (pass it the question and `context`) and answer with the supplier's name.",
                 context,
                 (Doc(marker, f"The memo recommends {supplier}.", fault),),
                 supplier,
@@ -144,7 +139,7 @@ def make_tasks(seed: int = 11) -> list[Task]:
     ):
         markers = [f"T{rng.randint(100, 999)}" for _ in cities]
         reports = [_report(i, c, m) for i, (c, m) in enumerate(zip(cities, markers, strict=True), 1)]
-        context = _in_logs(rng, reports, 12_000)
+        context = "\n".join(reports)
         docs = tuple(
             Doc(f"Team {m} spent", f"The team moved to {c}.", f)
             for m, c, f in zip(markers, cities, faults, strict=True)
@@ -152,10 +147,9 @@ def make_tasks(seed: int = 11) -> list[Task]:
         tasks.append(
             Task(
                 name,
-                "The context is a log with 4 reports in it, each a line '=== report N ===' followed by one "
-                "line of text that names the city a team moved to. Find the reports with code, then ask "
-                "about all 4 at once with llm_query_batched (one prompt per report: the question plus that "
-                "report's text), and answer with the 4 cities in report order, separated by commas.",
+                "The context has 4 lines, one report each; each names the city a team moved to. Ask about "
+                "all 4 at once with llm_query_batched (one prompt per line: the question plus the line) and "
+                "answer with the 4 cities in line order, separated by commas.",
                 context,
                 docs,
                 ", ".join(cities),
