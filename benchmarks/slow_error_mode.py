@@ -259,7 +259,7 @@ def run_one(task: Task, mode: str, max_iterations: int, reader: Reader) -> dict:
     from rlm_kernel import llm
     from rlm_kernel.repl import context as ctxmod
     from rlm_kernel.repl.state import RunOptions
-    from rlm_kernel.rlm.loop import run_rlm
+    from rlm_kernel.rootloop.driver import run_rlm
 
     os.environ["RLM_ERRORS_IN_MODEL_CODE"] = mode
     llm.reset_client()

@@ -12,9 +12,9 @@ from rlm_kernel.llm.config import clear_settings, load_config, set_setting
 from rlm_kernel.llm.errors import ConfigError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.state import RunOptions
-from rlm_kernel.rlm.loop import run_rlm
+from rlm_kernel.rootloop.driver import run_rlm
 from tests.llm_server import Fault, LLMTestServer
-from tests.rlm.script import Script, repl
+from tests.rootloop.script import Script, repl
 
 TEXT = " ".join(f"word{i}" for i in range(300))
 BATCH = (
