@@ -9,6 +9,10 @@ with retries off so the failure reaches the root's code. Each task runs once per
 (`raise`: the call raises QueryError / QueryBatchError; `string`: it returns "Error: <reason>", per item in a
 batch). Recovered = the run ended with an accepted FINAL holding the right answer.
 
+The contexts are the documents themselves (a 400-character memo; four report lines) and each question names
+the helper to use: hidden in a 12K-character log, the 1.5B root never reached a sub-call (it searched for
+"MEMO" in `line.lower()` five turns running), and what is measured is what happens after a failed call.
+
 Budget refusals are not among the faults: a call refused for budget ends the run in both modes.
 Not part of `benchmarks.run` (about 20–40 minutes on 2 busy cores). Command:
 
@@ -39,8 +43,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MODES = ("raise", "string")
 CHILD = "child-reader"  # the child tier's model name: answered by the deterministic reader
-SERVICES = ["auth", "billing", "search", "cart", "mailer", "images", "reports", "gateway"]
-WORDS = "request served cache warm user session token refreshed queue drained job retried slow disk".split()
 
 
 @dataclass(frozen=True)
@@ -65,17 +67,6 @@ class Task:
     check: Callable[[str], bool]
 
 
-def _log_lines(rng: random.Random, n: int) -> list[str]:
-    lines = []
-    for i in range(n):
-        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 9)))
-        lines.append(
-            f"2026-03-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d} "
-            f"{rng.choice(('INFO', 'DEBUG', 'WARN')):5} [{rng.choice(SERVICES)}] {words}"
-        )
-    return lines
-
-
 def _memo(supplier: str, other: str, seed: str) -> str:
     return (
         f"MEMO facilities ({seed}): We compared two offers for the new office chairs. {other} was cheaper by "
@@ -93,15 +84,6 @@ def _report(n: int, city: str, seed: str) -> str:
     )
 
 
-def _in_logs(rng: random.Random, blocks: list[str], chars: int) -> str:
-    """`blocks` spread through about `chars` characters of log lines."""
-    lines = _log_lines(rng, chars // 60)
-    step = len(lines) // (len(blocks) + 1)
-    for i, block in reversed(list(enumerate(blocks, 1))):
-        lines.insert(i * step, block)
-    return "\n".join(lines)
-
-
 def _in_order(answer: str, items: list[str]) -> bool:
     at = -1
     for item in items:
@@ -114,7 +96,7 @@ def _in_order(answer: str, items: list[str]) -> bool:
 
 def make_tasks(seed: int = 11) -> list[Task]:
     """The tasks, deterministic for a seed."""
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # the documents' markers
     tasks = []
     for name, supplier, other, fault in (
         ("memo_500", "Norland Seating", "Brix Office", "http500"),
