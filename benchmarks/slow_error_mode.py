@@ -9,9 +9,11 @@ with retries off so the failure reaches the root's code. Each task runs once per
 (`raise`: the call raises QueryError / QueryBatchError; `string`: it returns "Error: <reason>", per item in a
 batch). Recovered = the run ended with an accepted FINAL holding the right answer.
 
-The contexts are the documents themselves (a 400-character memo; four report lines) and each question names
-the helper to use: hidden in a 12K-character log, the 1.5B root never reached a sub-call (it searched for
-"MEMO" in `line.lower()` five turns running), and what is measured is what happens after a failed call.
+What is measured is what the root does after a failed call, so every run reaches one: the contexts are the
+documents themselves (a 400-character memo; four report lines) and each question gives the first block (the
+call). Without that, the 1.5B root never made a call that carried the document: hidden in a 12K-character
+log, it searched for "MEMO" in `line.lower()` five turns running; over the memo alone and told to use
+llm_query, it sent `llm_query("Which supplier does the context recommend? ")` four turns running.
 
 Budget refusals are not among the faults: a call refused for budget ends the run in both modes.
 Not part of `benchmarks.run` (about 20–40 minutes on 2 busy cores). Command:
@@ -107,8 +109,9 @@ def make_tasks(seed: int = 11) -> list[Task]:
         tasks.append(
             Task(
                 name,
-                "The context is a memo from the facilities team. Which supplier does it recommend? Ask "
-                "llm_query (pass it the question and `context`) and answer with the supplier's name.",
+                "The context is a memo from the facilities team. Which supplier does it recommend? Start "
+                "with this block, then answer with the supplier's name:\n```repl\nreply = llm_query('Which "
+                "supplier does this memo recommend?\\n\\n' + context)\nprint(reply)\n```",
                 context,
                 (Doc(marker, f"The memo recommends {supplier}.", fault),),
                 supplier,
@@ -129,9 +132,10 @@ def make_tasks(seed: int = 11) -> list[Task]:
         tasks.append(
             Task(
                 name,
-                "The context has 4 lines, one report each; each names the city a team moved to. Ask about "
-                "all 4 at once with llm_query_batched (one prompt per line: the question plus the line) and "
-                "answer with the 4 cities in line order, separated by commas.",
+                "The context has 4 lines, one report each; each names the city a team moved to. Start with "
+                "this block, then answer with the 4 cities in line order, separated by commas:\n```repl\n"
+                "replies = llm_query_batched(['Which city did the team move to?\\n\\n' + line for line in "
+                "context.splitlines()])\nprint(replies)\n```",
                 context,
                 docs,
                 ", ".join(cities),
