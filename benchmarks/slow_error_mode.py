@@ -9,6 +9,12 @@ with retries off so the failure reaches the root's code. Each task runs once per
 (`raise`: the call raises QueryError / QueryBatchError; `string`: it returns "Error: <reason>", per item in a
 batch). Recovered = the run ended with an accepted FINAL holding the right answer.
 
+What is measured is what the root does after a failed call, so every run reaches one: the contexts are the
+documents themselves (a 400-character memo; four report lines) and each question gives the first block (the
+call). Without that, the 1.5B root never made a call that carried the document: hidden in a 12K-character
+log, it searched for "MEMO" in `line.lower()` five turns running; over the memo alone and told to use
+llm_query, it sent `llm_query("Which supplier does the context recommend? ")` four turns running.
+
 Budget refusals are not among the faults: a call refused for budget ends the run in both modes.
 Not part of `benchmarks.run` (about 20–40 minutes on 2 busy cores). Command:
 
@@ -39,8 +45,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MODES = ("raise", "string")
 CHILD = "child-reader"  # the child tier's model name: answered by the deterministic reader
-SERVICES = ["auth", "billing", "search", "cart", "mailer", "images", "reports", "gateway"]
-WORDS = "request served cache warm user session token refreshed queue drained job retried slow disk".split()
 
 
 @dataclass(frozen=True)
@@ -65,44 +69,21 @@ class Task:
     check: Callable[[str], bool]
 
 
-def _log_lines(rng: random.Random, n: int) -> list[str]:
-    lines = []
-    for i in range(n):
-        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 9)))
-        lines.append(
-            f"2026-03-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d} "
-            f"{rng.choice(('INFO', 'DEBUG', 'WARN')):5} [{rng.choice(SERVICES)}] {words}"
-        )
-    return lines
-
-
 def _memo(supplier: str, other: str, seed: str) -> str:
     return (
-        "=== memo from the facilities team ===\n"
-        f"We compared two offers for the new office chairs ({seed}). {other} was cheaper by a small margin, "
-        f"but their delivery slipped twice last year and their warranty ends after one year. {supplier} "
-        "costs a little more, delivers within a week and repairs for five years. After the trial week the "
-        "team was clear about which offer to take, and finance agreed it fits the budget.\n"
-        "=== end of memo ==="
+        f"MEMO facilities ({seed}): We compared two offers for the new office chairs. {other} was cheaper by "
+        f"a small margin, but their delivery slipped twice last year and their warranty ends after one year. "
+        f"{supplier} costs a little more, delivers within a week and repairs for five years. After the trial "
+        "week the team was clear about which offer to take, and finance agreed it fits the budget."
     )
 
 
 def _report(n: int, city: str, seed: str) -> str:
     return (
-        f"=== report {n} ===\n"
-        f"Team {seed} spent the spring looking for a new base. The old office closed in March; after "
-        f"weighing rents and flights they signed a lease in {city}, where the first desks were set up "
+        f"REPORT {n}: Team {seed} spent the spring looking for a new base. The old office closed in March; "
+        f"after weighing rents and flights they signed a lease in {city}, where the first desks were set up "
         "in May. Hiring continues there over the summer."
     )
-
-
-def _in_logs(rng: random.Random, blocks: list[str], chars: int) -> str:
-    """`blocks` spread through about `chars` characters of log lines."""
-    lines = _log_lines(rng, chars // 60)
-    step = len(lines) // (len(blocks) + 1)
-    for i, block in reversed(list(enumerate(blocks, 1))):
-        lines.insert(i * step, block)
-    return "\n".join(lines)
 
 
 def _in_order(answer: str, items: list[str]) -> bool:
@@ -117,21 +98,20 @@ def _in_order(answer: str, items: list[str]) -> bool:
 
 def make_tasks(seed: int = 11) -> list[Task]:
     """The tasks, deterministic for a seed."""
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # the documents' markers
     tasks = []
     for name, supplier, other, fault in (
         ("memo_500", "Norland Seating", "Brix Office", "http500"),
         ("memo_malformed", "Teller & Voss", "Quorra Furniture", "malformed"),
     ):
-        marker = f"memo-{rng.randint(1000, 9999)}"
-        context = _in_logs(rng, [_memo(supplier, other, marker)], 12_000)
+        marker = f"memo {rng.randint(1000, 9999)}"
+        context = _memo(supplier, other, marker)
         tasks.append(
             Task(
                 name,
-                "The context is a log with a memo from the facilities team in it (from the line '=== memo "
-                "from the facilities team ===' to the line '=== end of memo ==='). Which supplier does the "
-                "memo recommend? Find the memo with code, then pass its text to llm_query and ask which "
-                "supplier it recommends; answer with the supplier's name.",
+                "The context is a memo from the facilities team. Which supplier does it recommend? Start "
+                "with this block, then answer with the supplier's name:\n```repl\nreply = llm_query('Which "
+                "supplier does this memo recommend?\\n\\n' + context)\nprint(reply)\n```",
                 context,
                 (Doc(marker, f"The memo recommends {supplier}.", fault),),
                 supplier,
@@ -144,7 +124,7 @@ def make_tasks(seed: int = 11) -> list[Task]:
     ):
         markers = [f"T{rng.randint(100, 999)}" for _ in cities]
         reports = [_report(i, c, m) for i, (c, m) in enumerate(zip(cities, markers, strict=True), 1)]
-        context = _in_logs(rng, reports, 12_000)
+        context = "\n".join(reports)
         docs = tuple(
             Doc(f"Team {m} spent", f"The team moved to {c}.", f)
             for m, c, f in zip(markers, cities, faults, strict=True)
@@ -152,10 +132,10 @@ def make_tasks(seed: int = 11) -> list[Task]:
         tasks.append(
             Task(
                 name,
-                "The context is a log with 4 reports in it, each a line '=== report N ===' followed by one "
-                "line of text that names the city a team moved to. Find the reports with code, then ask "
-                "about all 4 at once with llm_query_batched (one prompt per report: the question plus that "
-                "report's text), and answer with the 4 cities in report order, separated by commas.",
+                "The context has 4 lines, one report each; each names the city a team moved to. Start with "
+                "this block, then answer with the 4 cities in line order, separated by commas:\n```repl\n"
+                "replies = llm_query_batched(['Which city did the team move to?\\n\\n' + line for line in "
+                "context.splitlines()])\nprint(replies)\n```",
                 context,
                 docs,
                 ", ".join(cities),
