@@ -54,7 +54,8 @@ class Doc:
     marker: str
     answer: str
     fault: str | None = None
-    """"http500" or "malformed": the first child call that carries this document fails so."""
+    """"http500" or "malformed": the first child call that carries this document fails so; "always": every
+    call that carries it fails with HTTP 500 (only code that reads the document itself can recover)."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ def make_tasks(seed: int = 11) -> list[Task]:
     for name, cities, faults in (
         ("batch_1_of_4", ["Lisbon", "Tallinn", "Porto", "Ghent"], (None, None, "http500", None)),
         ("batch_2_of_4", ["Bergen", "Krakow", "Lyon", "Turku"], ("malformed", None, None, "http500")),
+        ("batch_always", ["Oslo", "Riga", "Vigo", "Bari"], (None, "always", None, None)),
     ):
         markers = [f"T{rng.randint(100, 999)}" for _ in cities]
         reports = [_report(i, c, m) for i, (c, m) in enumerate(zip(cities, markers, strict=True), 1)]
@@ -145,7 +147,7 @@ def make_tasks(seed: int = 11) -> list[Task]:
     return tasks
 
 
-TASKS = ("memo_500", "memo_malformed", "batch_1_of_4", "batch_2_of_4")
+TASKS = ("memo_500", "memo_malformed", "batch_1_of_4", "batch_2_of_4", "batch_always")
 
 
 @dataclass
@@ -166,6 +168,9 @@ class Reader:
         self.calls += 1
         present = [d for d in self.docs if d.marker in prompt]
         for doc in present:
+            if doc.fault == "always":
+                self.injected += 1
+                return Fault.http(500)
             if doc.fault and doc.marker not in self.seen:
                 self.seen.add(doc.marker)
                 self.injected += 1
@@ -277,6 +282,8 @@ def run_one(task: Task, mode: str, max_iterations: int, reader: Reader) -> dict:
         "answer": answer[:300],
         "expected": task.expected,
         "recovered": result.termination == "final" and task.check(answer),
+        "wrong_final": result.termination == "final" and not task.check(answer),
+        "error_text_in_answer": "Error:" in answer,
         "turns_used": result.iterations,
         "root_input_tokens": root_in,
         "root_output_tokens": root_out,
@@ -300,6 +307,7 @@ def summary(rows: list[dict]) -> dict[str, dict]:
             "recovered": sum(r["recovered"] for r in mine),
             "met_a_fault": sum(r["faults_injected"] > 0 for r in mine),
             "recovered_after_a_fault": sum(r["recovered"] and r["faults_injected"] > 0 for r in mine),
+            "wrong_final_accepted": sum(r.get("wrong_final", False) for r in mine),
             "mean_turns": round(sum(r["turns_used"] for r in mine) / n, 2),
             "mean_root_input_tokens": round(sum(r["root_input_tokens"] for r in mine) / n),
             "mean_root_output_tokens": round(sum(r["root_output_tokens"] for r in mine) / n),

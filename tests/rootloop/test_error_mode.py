@@ -5,6 +5,8 @@ In-process root loop on the local test server, with scripted root replies and fa
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from rlm_kernel import llm
@@ -35,8 +37,6 @@ def child(rec) -> object:  # noqa: ANN001 - a RecordedRequest
 
 
 def run(server: LLMTestServer, mode: str | None, root: list, **options: object):
-    import os
-
     if mode is None:
         os.environ.pop("RLM_ERRORS_IN_MODEL_CODE", None)
     else:
@@ -50,7 +50,8 @@ def run(server: LLMTestServer, mode: str | None, root: list, **options: object):
 
 @pytest.fixture
 def server(client_on_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch) -> LLMTestServer:
-    monkeypatch.delenv("RLM_ERRORS_IN_MODEL_CODE", raising=False)
+    # recorded here so the teardown removes it again, whatever the test sets (os.environ, through `run`)
+    monkeypatch.setenv("RLM_ERRORS_IN_MODEL_CODE", "raise")
     return client_on_server
 
 
@@ -136,8 +137,6 @@ def test_string_mode_sub_rlm_failure_returns_error_text(server: LLMTestServer) -
         sub=lambda rec: "no code here",
         child=child,
     )
-    import os
-
     os.environ["RLM_ERRORS_IN_MODEL_CODE"] = "string"
     llm.reset_client()
     server.reply_with(script)
@@ -162,8 +161,6 @@ def test_string_mode_budget_refusal_still_ends_the_run(server: LLMTestServer) ->
 
 def test_person_cell_raises_in_string_mode(server: LLMTestServer) -> None:
     """Outside model-written code the helpers raise whatever the setting says (the person's cells)."""
-    import os
-
     from rlm_kernel.repl import preload
     from rlm_kernel.repl.state import ReplState
     from rlm_kernel.sandbox import SandboxSession, new_namespace, run_source
@@ -185,3 +182,31 @@ def test_person_cell_raises_in_string_mode(server: LLMTestServer) -> None:
         filename="<cell 2>",
     )
     assert outcome.error is None and ns["got"] == ["answer to item 1", None]
+
+
+def test_string_mode_sub_rlm_batch_failed_slot_holds_error_text(server: LLMTestServer) -> None:
+    # sub-RLMs 1 and 3 answer; sub-RLM 2 never writes code (a rule: they run concurrently)
+    script = Script(
+        root=[
+            repl(
+                "tasks = [t + ' ' + context[:60] for t in ('task one', 'task two', 'task three')]\n"
+                "got = rlm_query_batched(tasks)"
+            ),
+            "FINAL('x')",
+        ],
+        sub=lambda rec: "no code" if "task two" in rec.prompt else repl("a = llm_query(context)\nFINAL(a)"),
+        child=child,
+    )
+    os.environ["RLM_ERRORS_IN_MODEL_CODE"] = "string"
+    llm.reset_client()
+    server.reply_with(script)
+    result = run_rlm(
+        "q",
+        ctxmod.load(TEXT, kind="text"),
+        options=RunOptions(best_effort=False, max_iterations=2, max_no_code_turns=1),
+    )
+    assert result.trajectory[0].error is None
+    got = result.namespace["got"]
+    assert got[0].startswith("answer to task o") and got[2].startswith("answer to task t")
+    assert got[1].startswith("Error: rlm_query failed: the sub-RLM ended without an answer (no_code")
+    assert [c.ok for c in result.trajectory[0].calls] == [True, False, True]
