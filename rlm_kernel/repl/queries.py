@@ -91,7 +91,8 @@ def llm_query_batched(state: ReplState, ns: dict, prompts: list[str], model: str
     each failed item's slot holds "Error: <reason>", the others their answers.
     """
     refuse_if_finished(state, "llm_query_batched")
-    with translated(state, "llm_query_batched", batch="prompts") as call:
+    item_text = "llm_query_batched item {i} failed: {reason}"  # the reason alone does not name the call
+    with translated(state, "llm_query_batched", batch="prompts", item_text=item_text) as call:
         items = exact_list_of_str(prompts, "llm_query_batched: prompts")
         model = optional_str(model, "llm_query_batched: model")
         if not items:

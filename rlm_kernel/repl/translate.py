@@ -70,11 +70,11 @@ def _budget_spent(state: ReplState) -> bool:
     return state.run is not None and bool(state.run.budget_error)
 
 
-def _as_text(helper: str, err: ReplError, items: int) -> object:
-    """A failure as the value the helper returns in `string` mode."""
+def _as_text(err: ReplError, items: int, item_text: str) -> object:
+    """A failure as the value the helper returns in `string` mode (`item_text` formats a failed item)."""
     if isinstance(err, QueryBatchError):
         return [
-            f"Error: {helper} item {i} failed: {err.errors[i]}" if i in err.errors else str(r)
+            "Error: " + item_text.format(i=i, reason=err.errors[i]) if i in err.errors else str(r)
             for i, r in enumerate(err.results)
         ]
     return f"Error: {err}" if not items else [f"Error: {err}"] * items
@@ -88,6 +88,7 @@ def translated(
     error: Callable[[str], ReplError] = QueryError,
     arguments: tuple[type[BaseException], ...] = (CoercionError,),
     batch: str | None = None,
+    item_text: str = "{reason}",
     model_call: bool = True,
 ) -> Iterator[Call]:
     """Run a helper's body; turn what it raises into what the cell sees.
@@ -99,7 +100,8 @@ def translated(
       (`llm.BatchError`) → `QueryBatchError` whose `batch` (the items' noun) failed; any other deliberate
       error → `error("<helper> failed: …")`. The failed call is recorded first (`Call.on_failure`).
     In `string` mode (`errors_as_text`), a failed model call's error becomes the helper's return value
-    (`Call.value`): "Error: <reason>", one per failed item of a batch; never once the budget ran out.
+    (`Call.value`): "Error: <reason>", one per failed item of a batch (`item_text` with `{i}`, `{reason}`);
+    never once the budget ran out.
     """
     call = Call()
     try:
@@ -108,7 +110,7 @@ def translated(
         raise error(str(err)) from None
     except ReplError as err:
         if model_call and isinstance(err, QueryError | QueryBatchError) and _text_mode(state):
-            call.value = _as_text(helper, err, call.items)
+            call.value = _as_text(err, call.items, item_text)
             return
         raise err from None
     except (KeyboardInterrupt, llm.LLMCancelled):
@@ -129,7 +131,7 @@ def translated(
             state.run.budget_error = spent
         failure = QueryBatchError.of(err.texts(), err.errors, batch or "items")
         if spent is None and _text_mode(state):
-            call.value = _as_text(helper, failure, call.items)
+            call.value = _as_text(failure, call.items, item_text)
             return
         raise failure from None
     except RLMError as err:
@@ -138,7 +140,7 @@ def translated(
         call.failed(err)
         failure = error(f"{helper} failed: {err}")
         if _text_mode(state):
-            call.value = _as_text(helper, failure, call.items)
+            call.value = _as_text(failure, call.items, item_text)
             return
         raise failure from None
 

@@ -11,11 +11,10 @@ import pytest
 
 from rlm_kernel import llm
 from rlm_kernel.analysis import FindRelevantError, MapReduceError
-from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.errors import QueryBatchError, ReplError
-from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
-from rlm_kernel.rootloop.driver import ROOT_LOOP, run_rlm
+from rlm_kernel.repl.state import ReplState, RunTracker
+from rlm_kernel.rootloop.driver import ROOT_LOOP
 from tests.llm_server import Fault, LLMTestServer
 from tests.rootloop.script import Script, repl
 
@@ -107,28 +106,3 @@ def test_find_relevant_llm_scoring_failure_keeps_the_keyword_ranking(client_on_s
     failed = sum("BAD1" in p for p in scoring)  # the windows overlap: block 4 may be in more than one
     assert failed >= 1 and f"stopped after {len(scoring) - failed} of {len(scoring)} calls" in str(err)
     assert f"({failed} of {len(scoring)} calls failed" in str(err) and "BAD1" in str(err)
-
-
-def test_string_mode_rlm_query_batched_puts_the_error_in_the_failed_slot(
-    client_on_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """errors_in_model_code=string, in the root's code: nothing raised, the failed sub-RLM's slot says why."""
-    monkeypatch.setenv("RLM_ERRORS_IN_MODEL_CODE", "string")
-    llm.reset_client()
-
-    def sub(rec: object) -> str:
-        if "task BAD1" in rec.prompt:  # type: ignore[attr-defined]
-            return "no code"
-        return repl("FINAL(llm_query('answer ' + context))")
-
-    code = "got = rlm_query_batched(['task a ' + context, 'task BAD1 ' + context])\nprint(len(got))"
-    client_on_server.reply_with(Script(root=[repl(code), "FINAL('x')"], sub=sub))
-    result = run_rlm(
-        "q",
-        ctxmod.load("some text", kind="text"),
-        options=RunOptions(best_effort=False, max_iterations=2, max_no_code_turns=1),
-    )
-    assert result.trajectory[0].error is None
-    got = result.namespace["got"]
-    assert got[0] == "child answer to: answer task a some text"
-    assert got[1].startswith("Error: rlm_query_batched item 1 failed: rlm_query failed: the sub-RLM ended")
