@@ -16,7 +16,6 @@ __all__ = [
     "get_secret",
     "is_secret_name",
     "load_secrets_from_fd",
-    "secret_names",
     "set_secret",
     "take_secrets_from_environ",
 ]
@@ -64,8 +63,3 @@ def get_secret(name: str) -> str | None:
 def set_secret(name: str, value: str) -> None:
     """Store a secret given another way (e.g. by the LLM layer's config file)."""
     _store[name] = value
-
-
-def secret_names() -> list[str]:
-    """Names of the stored secrets (never their values)."""
-    return sorted(_store)

@@ -2,6 +2,7 @@
 
 `RLMShell.transform_ast` rewrites allowed magics, then `restrict_ast` (fails closed); cells run in a
 namespace from `new_namespace`, under `cell_limits`, with tracebacks cut down to the cell's own lines.
+What a cell's displays cost is `cell_output`'s; how its errors are cut to the output cap, `cell_errors`'s.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ import types
 from typing import Any
 
 from ipykernel.compiler import XCachingCompiler
-from ipykernel.displayhook import ZMQShellDisplayHook
-from ipykernel.zmqshell import ZMQDisplayPublisher, ZMQInteractiveShell
+from ipykernel.zmqshell import ZMQInteractiveShell
 from IPython.core.error import UsageError
 from IPython.core.history import HistoryManager
 from IPython.core.oinspect import OInfo
@@ -24,16 +24,15 @@ from traitlets import Any as AnyTrait
 from traitlets import Dict, Type
 
 from rlm_kernel import magics
+from rlm_kernel.cell_errors import Shown, cut_chain, cut_lines, error_budget, error_text, stand_in
+from rlm_kernel.cell_output import RLMDisplayHook, RLMDisplayPublisher, capped
 from rlm_kernel.introspect import LookupRefused, resolve_path
 from rlm_kernel.llm import settings_magic  # noqa: F401 - registers %rlm set/show/… when imported
 from rlm_kernel.repl import (
     cell_magics,  # noqa: F401 - registers %context and %%rlm when imported
     preload,
 )
-from rlm_kernel.rootloop import (
-    provenance,
-    report_magics,  # noqa: F401 - registers %rlm view/provenance, starts the ledger
-)
+from rlm_kernel.rootloop import report_magics  # noqa: F401 - registers %rlm view/provenance, starts the ledger
 from rlm_kernel.rootloop.driver import ROOT_LOOP
 from rlm_kernel.sandbox import (
     Limits,
@@ -52,7 +51,7 @@ from rlm_kernel.sandbox.errors import add_name_suggestion
 from rlm_kernel.warnings_display import install_warning_format
 from rlm_kernel.widgets import widget_magics as widgets_magics
 
-__all__ = ["RLMCompiler", "RLMDisplayHook", "RLMDisplayPublisher", "RLMShell"]
+__all__ = ["RLMCompiler", "RLMShell"]
 
 log = logging.getLogger(__name__)
 
@@ -82,91 +81,6 @@ class RLMCompiler(XCachingCompiler):
             raise SyntaxError(
                 "the cell is nested too deeply for Python's parser; split the expression into smaller parts"
             ) from None
-
-
-def _capped(shell: Any, data: Any, metadata: Any) -> tuple[Any, Any, int]:
-    """A display bundle under the cell's output cap (`SandboxSession.cap_mimebundle`), metadata trimmed to
-    the representations kept, and the bytes it was charged."""
-    session = getattr(shell, "sandbox_session", None)
-    if session is None or not isinstance(data, dict):
-        return data, metadata, 0
-    before = session.output_used
-    capped = session.cap_mimebundle(data)
-    if capped is not data and isinstance(metadata, dict):
-        metadata = {k: v for k, v in metadata.items() if k in capped or "/" not in k}
-    return capped, metadata, max(session.output_used - before, 0)
-
-
-class RLMDisplayHook(ZMQShellDisplayHook):
-    """execute_result bundles (a cell's last expression) count against the per-cell output cap; a value a
-    helper has shown already (SHOW_VARS' listing, FINAL_VAR's answer: sandbox/shown.py) is not shown again."""
-
-    def __call__(self, result: Any = None) -> None:
-        session = getattr(self.shell, "sandbox_session", None)
-        if session is not None and session.shown.consume(result):
-            return
-        super().__call__(result)
-
-    def write_format_data(self, format_dict: Any, md_dict: Any = None) -> None:
-        format_dict, md_dict, _ = _capped(self.shell, format_dict, md_dict)
-        md_dict = _provenance(self.shell, md_dict, (self.parent_header or {}).get("msg_id"))
-        super().write_format_data(format_dict, md_dict)
-
-
-class RLMDisplayPublisher(ZMQDisplayPublisher):
-    """display_data / update_display_data bundles (`display()`) count against the per-cell output cap.
-
-    An update replaces what its display showed, so a display with a `display_id` is charged for its latest
-    bundle only (live views that redraw a growing bundle each step do not use up the cap). What such
-    displays and their updates *send* is capped too: at most UPDATE_TRAFFIC_FACTOR times the output cap per
-    cell; later ones are dropped (and counted in the cell's "output truncated" note).
-    """
-
-    UPDATE_TRAFFIC_FACTOR = 20
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._charged: dict[str, tuple[Any, int]] = {}  # display_id -> (cell it was charged in, bytes)
-        self._traffic: tuple[Any, int] = (None, 0)  # (cell, bytes sent by displays with an id)
-
-    def publish(self, data: Any, metadata: Any = None, **kwargs: Any) -> None:  # type: ignore[override]
-        transient = kwargs.get("transient") or {}
-        display_id = transient.get("display_id") if isinstance(transient, dict) else None
-        session = getattr(self.shell, "sandbox_session", None)
-        cell = (self.parent_header or {}).get("msg_id")
-        if display_id is not None and session is not None and session.limits.output_bytes:
-            cap = session.limits.output_bytes
-            size = min(_bundle_size(data), cap)
-            sent = self._traffic[1] if self._traffic[0] == cell else 0
-            if sent + size > cap * self.UPDATE_TRAFFIC_FACTOR:
-                session.output_dropped += size
-                return
-            self._traffic = (cell, sent + size)
-        if display_id is not None and session is not None:
-            previous = self._charged.pop(display_id, None)
-            if previous is not None and previous[0] == cell:
-                session.output_used = max(session.output_used - previous[1], 0)
-        data, metadata, charged = _capped(self.shell, data, metadata)
-        metadata = _provenance(self.shell, metadata, cell)
-        if display_id is not None:
-            if len(self._charged) > 10_000:
-                self._charged.clear()
-            self._charged[display_id] = (cell, charged)
-        super().publish(data, metadata, **kwargs)
-
-
-def _provenance(shell: Any, metadata: Any, cell: str | None) -> Any:
-    """`metadata` with the cell's model calls under `rlm` (rlm/provenance.py), when it made any."""
-    count = getattr(shell, "execution_count", None)  # IPython counts the running cell before it runs
-    return provenance.stamp(metadata, cell, count - 1 if isinstance(count, int) else None)
-
-
-def _bundle_size(data: Any) -> int:
-    """Bytes of a display bundle's largest representation (what the cap counts)."""
-    if not isinstance(data, dict):
-        return len(repr(data))
-    sizes = [len(v) if isinstance(v, (str, bytes)) else len(repr(v)) for v in data.values()]
-    return max(sizes, default=0)
 
 
 class RLMShell(ZMQInteractiveShell):
@@ -280,7 +194,7 @@ class RLMShell(ZMQInteractiveShell):
             error = getattr(result, attr, None)
             if error is not None:
                 name, text = shown if shown else (type(error).__name__, "")
-                setattr(result, attr, _stand_in(name, text))
+                setattr(result, attr, stand_in(name, text))
         return result
 
     def _format_exception_for_storage(
@@ -320,10 +234,10 @@ class RLMShell(ZMQInteractiveShell):
                     code = self._compile_expression(expr)
                     value = eval(code, self.user_global_ns, self.user_ns)  # noqa: S307 - restricted above
                     data, metadata = self.display_formatter.format(value)
-                    data, metadata, _ = _capped(self, data, metadata)
+                    data, metadata, _ = capped(self, data, metadata)
                     out[key] = {"status": "ok", "data": data, "metadata": metadata}
                 except BaseException as exc:  # noqa: BLE001 - reported to the client like IPython does
-                    name, text = type(exc).__name__, _error_text(exc, _error_budget(session))
+                    name, text = type(exc).__name__, error_text(exc, error_budget(session))
                     out[key] = {
                         "status": "error",
                         "ename": name,
@@ -388,7 +302,7 @@ class RLMShell(ZMQInteractiveShell):
                 exc_tuple, filename, tb_offset, exception_only, running_compiled_code
             )
         self._prune_chain(value)
-        _cut_chain(value, _error_budget(self.sandbox_session))
+        cut_chain(value, error_budget(self.sandbox_session))
         add_name_suggestion(value)  # "Did you mean: 'x'?" from the cell's own names, as plain Python shows
         tb = value.__traceback__
         if isinstance(value, SandboxError) or tb is None or exception_only:
@@ -400,11 +314,11 @@ class RLMShell(ZMQInteractiveShell):
     def _showtraceback(self, etype: Any, evalue: Any, stb: Any) -> None:
         """Send the error under the output cap: the rendered traceback and the message are cut to what is
         left of the cell's output allowance (at least a few kilobytes, so an error is always seen)."""
-        budget = _error_budget(self.sandbox_session)
-        text = _error_text(evalue, budget)
-        stb = _cut_lines([str(line) for line in stb or []], budget)
+        budget = error_budget(self.sandbox_session)
+        text = error_text(evalue, budget)
+        stb = cut_lines([str(line) for line in stb or []], budget)
         self._rlm_last_error = (getattr(etype, "__name__", "Error"), text)
-        super()._showtraceback(etype, _Shown(text), stb)
+        super()._showtraceback(etype, Shown(text), stb)
 
     def _prune_chain(self, value: BaseException) -> None:
         seen: set[int] = set()
@@ -469,107 +383,3 @@ def _backstop_marker() -> str | None:
     except Exception:  # noqa: BLE001 - no marker means no restart note, nothing worse
         return None
     return None
-
-
-# Errors: how many chained exceptions a traceback shows, and the longest message rendered as is.
-MAX_CHAIN = 30
-MAX_MESSAGE = 20_000
-_MIN_ERROR_BYTES = 8_192  # an error is shown even when the cell's output allowance is used up
-
-
-class _Shown:
-    """What ipykernel's error message gets as the exception value: the (capped) text, nothing else."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def _stand_in(name: str, text: str) -> BaseException:
-    """An exception named like the cell's, carrying only the text shown (for the execute_reply)."""
-    kind = type(name, (Exception,), {"__str__": lambda self: text, "__module__": "builtins"})
-    return kind()
-
-
-def _error_budget(session: Any) -> int:
-    """Bytes an error may still send in this cell (0: no cap)."""
-    cap = session.limits.output_bytes if session is not None else 0
-    if not cap:
-        return 0
-    return max(cap - session.output_used, min(cap, _MIN_ERROR_BYTES))
-
-
-def _error_text(exc: Any, budget: int) -> str:
-    """str(exc), cut to `budget` bytes (and MAX_MESSAGE characters) with a note; never raises."""
-    try:
-        text = str(exc)
-    except BaseException:  # noqa: BLE001 - an unprintable message (or the time limit inside its __str__)
-        text = f"<unprintable {type(exc).__name__} message>"
-    limit = min(budget, MAX_MESSAGE) if budget else MAX_MESSAGE * 50
-    if len(text) > limit:
-        text = text[:limit] + f"… [message truncated: {len(text)} characters]"
-    return text
-
-
-def _cut_lines(lines: list[str], budget: int) -> list[str]:
-    """Keep lines until `budget` bytes are used; the rest is replaced by one note."""
-    if not budget:
-        return lines
-    kept: list[str] = []
-    used = 0
-    for index, line in enumerate(lines):
-        size = len(line.encode("utf-8", "surrogatepass"))
-        if used + size > budget:
-            room = max(budget - used, 0)
-            if room:
-                kept.append(line.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore"))
-            dropped = sum(len(x) for x in lines[index:]) - room
-            kept.append(
-                f"[error output truncated: about {dropped} more characters over the output limit "
-                "per cell (RLM_OUTPUT_BYTES)]"
-            )
-            return kept
-        kept.append(line)
-        used += size
-    return kept
-
-
-def _cut_chain(value: BaseException, budget: int) -> None:
-    """Before rendering: keep the first MAX_CHAIN exceptions of a `raise … from` / context chain (the rest
-    is dropped with a note), and cut over-long messages of built-in exception types (their str is args)."""
-    seen: set[int] = set()
-    exc: BaseException | None = value
-    depth = 0
-    limit = min(budget, MAX_MESSAGE) if budget else MAX_MESSAGE
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        depth += 1
-        if type(exc).__module__ == "builtins" and len(exc.args) == 1 and isinstance(exc.args[0], str):
-            message = exc.args[0]
-            if len(message) > limit:
-                exc.args = (message[:limit] + f"… [message truncated: {len(message)} characters]",)
-        following = (
-            exc.__cause__
-            if exc.__cause__ is not None
-            else (None if exc.__suppress_context__ else exc.__context__)
-        )
-        if depth >= MAX_CHAIN and following is not None:
-            rest = 0
-            probe: BaseException | None = following
-            while probe is not None and rest < 1_000_000 and id(probe) not in seen:
-                seen.add(id(probe))
-                rest += 1
-                probe = probe.__cause__ if probe.__cause__ is not None else probe.__context__
-            exc.__cause__ = None
-            exc.__context__ = None
-            exc.__suppress_context__ = True
-            try:
-                exc.add_note(f"[{rest} earlier chained exception(s) not shown]")
-            except Exception:  # noqa: BLE001 - a note is a courtesy
-                pass
-            return
-        exc = following

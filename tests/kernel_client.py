@@ -1,11 +1,13 @@
 """A real `rlm` kernel started through jupyter_client, for tests and benchmarks (owner: kernel).
 
-`KernelHarness(env=...)` starts a kernel; `.execute(code)` returns an `Execution`.
+`KernelHarness(env=...)` starts a kernel; `.execute(code)` returns an `Execution`; `ok(kernel, code)` runs
+code that must succeed, `probe(kernel, expr)` reads a JSON-able value back.
 Fixtures: `rlm_kernel` (module-scoped), `rlm_kernel_factory`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import shutil
@@ -21,7 +23,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import KernelManager
 
-__all__ = ["Execution", "KernelDied", "KernelHarness", "rlm_kernel", "rlm_kernel_factory"]
+__all__ = ["Execution", "KernelDied", "KernelHarness", "ok", "probe", "rlm_kernel", "rlm_kernel_factory"]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -295,6 +297,19 @@ class KernelHarness:
                 self.kc.get_iopub_msg(timeout=0.01)
             except queue.Empty:
                 return
+
+
+def ok(kernel: KernelHarness, code: str, timeout: float = 60) -> Execution:
+    """Run `code`, which must succeed (a failure shows the code and the whole execution)."""
+    ex = kernel.execute(code, timeout=timeout)
+    assert ex.ok, (code, str(ex))
+    return ex
+
+
+def probe(kernel: KernelHarness, expr: str, timeout: float = 60) -> object:
+    """The value of `expr`, printed as JSON by the kernel (whose namespace has `json` imported); the last
+    line is read, as fan-out summaries from the widgets may be printed before it."""
+    return json.loads(ok(kernel, f"print(json.dumps({expr}))", timeout).stdout.strip().splitlines()[-1])
 
 
 @contextmanager

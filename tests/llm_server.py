@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import re
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,7 +189,7 @@ def _openai_reply(message: Any, usage: Any = None, finish: str = "stop") -> dict
 
 
 Scripted = str | Reply | Fault
-ReplyFn = Callable[[RecordedRequest], Scripted]
+ReplyFn = Callable[[RecordedRequest], Scripted | Awaitable[Scripted]]
 
 
 def _content_text(content: Any) -> str:
@@ -292,7 +293,8 @@ class LLMTestServer:
         return self
 
     def reply_with(self, fn: ReplyFn | None) -> LLMTestServer:
-        """Answer requests (once the queue is empty) with `fn(request)`: a str, a `Reply` or a `Fault`."""
+        """Answer requests (once the queue is empty) with `fn(request)`: a str, a `Reply` or a `Fault`, or an
+        awaitable of one (an async `fn`, awaited on the server's loop, e.g. one forwarding to a model)."""
         self._reply_fn = fn
         return self
 
@@ -484,6 +486,13 @@ class LLMTestServer:
             self._counter += 1
             n = self._counter
         scripted = self._next_reply(rec)
+        if inspect.isawaitable(scripted):
+            try:
+                scripted = await scripted
+            except Exception as exc:  # noqa: BLE001 - a broken test script becomes a visible 500
+                scripted = Fault.http(
+                    500, body=json.dumps({"error": {"message": f"reply_with failed: {exc!r}"}})
+                )
         if self.latency:
             await asyncio.sleep(self.latency)
         if self.require_key is not None and _presented_key(rec) != self.require_key:

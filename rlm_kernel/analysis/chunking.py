@@ -10,7 +10,9 @@ import re
 
 import numpy as np
 
-__all__ = ["MAX_LINE", "line_starts", "line_windows", "split_even"]
+from rlm_kernel.analysis.newlines import newline_starts
+
+__all__ = ["MAX_LINE", "line_starts", "line_windows", "newline_starts", "split_even"]
 
 MAX_LINE = 400
 """Lines longer than this count as several lines when windowing (minified code, one-line JSON)."""
@@ -28,12 +30,7 @@ def line_starts(content: str, max_line: int | None = None) -> list[int]:
     if "\r" not in content and content.isascii():
         starts = _ascii_line_starts(content)
     elif "\r" not in content:
-        starts = [0]
-        find = content.find
-        pos = find("\n")
-        while pos != -1:
-            starts.append(pos + 1)
-            pos = find("\n", pos + 1)
+        starts = newline_starts(content)
     else:
         starts = [0] + [m.end() for m in _NEWLINE.finditer(content)]
     if len(starts) > 1 and starts[-1] == len(content):

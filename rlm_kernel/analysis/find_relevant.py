@@ -11,7 +11,8 @@ from rlm_kernel.analysis.corpus import Corpus, partition_top, partitions_of, pla
 from rlm_kernel.analysis.errors import AnalysisInputError, FindRelevantError
 from rlm_kernel.analysis.executor import imap
 from rlm_kernel.analysis.heavy import load
-from rlm_kernel.analysis.llm_calls import BatchFailure, complete_batch
+from rlm_kernel.analysis.llm_calls import complete_batch
+from rlm_kernel.llm.errors import BatchError
 
 __all__ = ["LLM_POOL_MAX", "LLM_POOL_MIN", "find_relevant"]
 
@@ -87,10 +88,10 @@ def _llm_rerank(
         replies = complete_batch(
             prompts, model="auto", role="map", label="find_relevant scoring", max_tokens=8
         )
-    except BatchFailure as exc:
-        done = sum(t is not None for t in exc.texts)
+    except BatchError as exc:
+        done = sum(r is not None for r in exc.results)
         raise FindRelevantError(
-            f"find_relevant: LLM scoring stopped after {done} of {len(prompts)} calls ({exc.message}). "
+            f"find_relevant: LLM scoring stopped after {done} of {len(prompts)} calls ({exc}). "
             "The keyword ranking is in the error's .keyword_results; call again with use_llm_scoring=False "
             "or raise the budget.",
             keyword_results=pool[:top_k],

@@ -9,7 +9,8 @@ from rlm_kernel.analysis.corpus import Corpus, partition_parts, partitions_of, p
 from rlm_kernel.analysis.errors import AnalysisInputError, MapReduceError
 from rlm_kernel.analysis.executor import imap
 from rlm_kernel.analysis.heavy import load
-from rlm_kernel.analysis.llm_calls import BatchFailure, complete_batch
+from rlm_kernel.analysis.llm_calls import complete_batch
+from rlm_kernel.llm.errors import BatchError
 
 __all__ = ["MAX_CHUNK_CHARS", "MAX_REDUCE_CHARS", "fill", "map_reduce"]
 
@@ -64,13 +65,13 @@ def map_reduce(
         results = complete_batch(
             prompts, model=model, role="map", label=f"map_reduce: map ({len(prompts)} parts)"
         )
-    except BatchFailure as exc:
-        done = sum(t is not None for t in exc.texts)
+    except BatchError as exc:
+        done = sum(r is not None for r in exc.results)
         raise MapReduceError(
-            f"map_reduce: {len(prompts) - done} of {len(prompts)} map calls did not finish ({exc.message}). "
+            f"map_reduce: {len(prompts) - done} of {len(prompts)} map calls did not finish ({exc}). "
             "The finished map results are in the error's .map_results (None where a call failed); "
             "retry, or raise the budget (%rlm budget) if it ran out.",
-            map_results=exc.texts,
+            map_results=exc.texts(),
             errors=exc.errors,
             stage="map",
         ) from None
@@ -91,13 +92,13 @@ def _map_reduce_corpus(corpus: Corpus, map_prompt: str, reduce_prompt: str, n_ch
         label = f"map_reduce: map (partition {index} of {len(parts)}, {len(prompts)} parts)"
         try:
             results += complete_batch(prompts, model=model, role="map", label=label)
-        except BatchFailure as exc:
-            done = sum(t is not None for t in exc.texts)
+        except BatchError as exc:
+            done = sum(r is not None for r in exc.results)
             raise MapReduceError(
                 f"map_reduce: {len(prompts) - done} of {len(prompts)} map calls of partition {index} did not "
-                f"finish ({exc.message}). The finished map results are in the error's .map_results (None "
+                f"finish ({exc}). The finished map results are in the error's .map_results (None "
                 "where a call failed); retry, or raise the budget (%rlm budget) if it ran out.",
-                map_results=results + list(exc.texts),
+                map_results=results + exc.texts(),
                 errors=exc.errors,
                 stage="map",
             ) from None
@@ -114,9 +115,9 @@ def _reduce(results: list[str], reduce_prompt: str, model: str) -> str:
         label = "map_reduce: reduce" if len(prompts) == 1 else f"map_reduce: reduce level {level + 1}"
         try:
             outputs = complete_batch(prompts, model=model, role="synthesis", label=label)
-        except BatchFailure as exc:
+        except BatchError as exc:
             raise MapReduceError(
-                f"map_reduce: the reduce step failed ({exc.message}). All map results finished and are in "
+                f"map_reduce: the reduce step failed ({exc}). All map results finished and are in "
                 "the error's .map_results; combine them yourself or retry.",
                 map_results=results,
                 errors=exc.errors,

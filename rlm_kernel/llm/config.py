@@ -328,6 +328,7 @@ class LLMConfig:
     cache_dir: str = ".rlm-cache"
     proxy: str | None = None
     local_model: str = "tiny"
+    errors_in_model_code: str = "raise"
     budget_limits: dict[str, float | int] = field(default_factory=dict)
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)

@@ -133,12 +133,19 @@ class LLMCancelled(LLMError):
 
 
 class BatchError(LLMError):
-    """Some items of a batch failed: `results[i]` is item i's Completion or None, `errors[i]` its error text.
+    """Some items of a batch failed; every finished result is kept. The package's one partial-failure type:
+    the client raises it, the analysis helpers read it, and the REPL's `QueryBatchError` is this type under
+    the name cells catch.
 
-    Every finished result is kept.
+    `results[i]` is item i's result (a `Completion` from the client, its text from the REPL helpers) or None
+    where it failed; `errors` maps each failed index to its error text, in input order.
     """
 
-    def __init__(self, message: str, *, results: list, errors: dict[int, str]) -> None:
+    def __init__(self, message: str, *, results: list, errors: dict[int, object]) -> None:
         super().__init__(message)
-        self.results = results
-        self.errors = errors
+        self.results = list(results)
+        self.errors = {int(i): str(e) for i, e in sorted(errors.items())}  # text, in input order
+
+    def texts(self) -> list[str | None]:
+        """`results` as text: a completion's `.text`, a string as it is, None where the item failed."""
+        return [r if r is None or isinstance(r, str) else str(r.text) for r in self.results]

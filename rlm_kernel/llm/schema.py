@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "BUDGET_DIMS",
     "CACHE_MODES",
+    "ERRORS_IN_MODEL_CODE",
     "LLM_SETTINGS",
     "LOCAL_MODEL_KEYS",
     "PROVIDERS",
@@ -27,6 +28,7 @@ TIERS = ("fast", "balanced", "powerful")
 PROVIDERS = ("openai", "anthropic", "gemini", "local")
 CACHE_MODES = ("off", "readwrite", "replay")
 LOCAL_MODEL_KEYS = ("tiny", "coder")  # offline models: see rlm_kernel/llm/local_models.py
+ERRORS_IN_MODEL_CODE = ("raise", "string")  # a failed model call in model-written code (repl/helpers)
 
 
 # ---- parsers: a raw value (%rlm set or environment text, or a TOML value) → the value, or ValueError
@@ -188,6 +190,9 @@ LLM_SETTINGS: tuple[Setting, ...] = (
     Setting("cache_dir", text, ".rlm-cache", "a directory path"),
     Setting("proxy", text, None, "an http(s) proxy URL (HTTP(S)_PROXY are not read)"),
     Setting("local_model", choice(LOCAL_MODEL_KEYS), "tiny", "one of tiny, coder (the offline model)"),
+    Setting("errors_in_model_code", choice(ERRORS_IN_MODEL_CODE), "raise",
+            "raise or string (a failed llm_query/rlm_query call in model-written code raises, or returns "
+            "'Error: <reason>'; the person's cells always raise)"),
     *(Setting(d.setting, d.parse, None, d.what, field=False) for d in BUDGET_DIMS),
     Setting("prices", prices, None, "a table model → {input = USD per 1M tokens, output = USD per 1M tokens}",
             env=False, field=False, shown=False),

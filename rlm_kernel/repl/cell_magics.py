@@ -13,7 +13,7 @@ from IPython.core.error import UsageError
 from rlm_kernel import magics
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.errors import ReplError
-from rlm_kernel.repl.helpers import root_loop
+from rlm_kernel.repl.recursion import root_loop
 
 __all__ = ["context_magic", "parse_rlm_line", "rlm_cell_magic"]
 

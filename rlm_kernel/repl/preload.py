@@ -16,7 +16,8 @@ from rlm_kernel.callscope import call_scope
 from rlm_kernel.errors import RLMError
 from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
-from rlm_kernel.repl.helpers import build_helpers, set_context
+from rlm_kernel.repl.helpers import build_helpers
+from rlm_kernel.repl.loading import set_context
 from rlm_kernel.repl.state import LibraryCalls, ReplState, RootLoop
 from rlm_kernel.sandbox.coerce import CoercionError, exact_str, plain_data
 

@@ -257,3 +257,8 @@ class ReplState:
     finished: bool = False
     """A run that ended (not a `--shared` one): its helpers, still in `rlm_result.namespace`, make no model
     calls — they would spend its budget beside the running one's (a follow-up run reopens it)."""
+
+    def mark_shown(self, value: object) -> object:
+        """`value`, marked in the session as shown already (the display hook and the block runner skip it)."""
+        shown = getattr(self.session, "shown", None)
+        return value if shown is None else shown.mark(value)

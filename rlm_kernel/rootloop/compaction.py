@@ -87,7 +87,7 @@ def _transcript(messages: Sequence[dict], earlier: str) -> str:
 
 
 def maybe_compact(run: Any, index: int) -> RunSteps:
-    """Before turn `index` of `run` (a loop `_Run`): summarise the older turns if the history is too big.
+    """Before turn `index` of `run` (a `TurnLoop`): summarise the older turns if the history is too big.
 
     Yields the summary request (so a concurrent driver overlaps it like any root call); on success the
     compacted messages leave `run.history`, the summary goes to `run.summary`, and a `"compaction"` turn with

@@ -14,7 +14,7 @@ from rlm_kernel.widgets.display_mode import resolve_mode
 if TYPE_CHECKING:
     from rlm_kernel.rootloop.trajectory import RLMResult, Turn
 
-__all__ = ["LiveDisplay", "RunBudgetDisplay", "result_html", "turn_html", "turn_text"]
+__all__ = ["LiveDisplay", "RunBudgetDisplay", "turn_html", "turn_text"]
 
 _SHOW = 3000
 
@@ -62,21 +62,6 @@ def turn_text(turn: Turn) -> str:
     return (
         f"Turn {turn.index}: {_status(turn)}, {len(turn.calls)} child call(s), {u.tokens} tokens, "
         f"${u.cost_usd:.4f}" + (f" — {turn.note}" if turn.note else "")
-    )
-
-
-def result_html(result: RLMResult) -> str:
-    turns = "".join(turn_html(t) for t in result.trajectory)
-    colour = "#2e7d32" if result.termination == "final" else "#b26a00"
-    answer = "(no answer)" if result.answer is None else result.answer_text or ""
-    return (
-        f"<div>{turns}<div style='border:2px solid {colour};border-radius:6px;"
-        "padding:8px 12px;margin-top:6px'>"
-        f"<div style='font-weight:bold;color:{colour}'>{html.escape(result.summary_line())}</div>"
-        f"<div>{html.escape(result.message)}</div>"
-        "<div style='white-space:pre-wrap;font-size:1.1em;margin-top:4px'>"
-        f"{html.escape(_cut(answer, 20000))}</div>"
-        "</div></div>"
     )
 
 

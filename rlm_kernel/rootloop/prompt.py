@@ -39,7 +39,7 @@ Available in the namespace:
 - `llm_query(prompt, model=None, max_tokens=None, system=None) -> str`: one sub-model call. {window}
   Give it the question together with the chunk of `context` it needs — it sees nothing else.
 - `llm_query_batched(prompts, model=None) -> list[str]`: many independent calls at once, in input order;
-  if some fail it raises QueryBatchError with `.results` (None where failed) and `.errors` {index: text}.
+{failures}
 - `rlm_query(prompt, model=None) -> str`: a recursive sub-RLM whose `context` is `prompt`, for
   sub-problems that are themselves big or need several steps. `rlm_query_batched(prompts, model=None)`.
 - `SHOW_VARS()` lists your variables; `repl_set(name, value)` / `repl_get(name, default=None)`.
@@ -75,6 +75,19 @@ answer in a variable and finish with FINAL_VAR.
 """
 
 
+_FAILURES = {
+    "raise": (
+        "  if some fail it raises QueryBatchError with `.results` (None where failed) and `.errors` "
+        "{index: text}."
+    ),
+    "string": (
+        '  a failed item\'s answer is a string starting with "Error:" (the others are kept). A failed\n'
+        '  llm_query/rlm_query call also returns "Error: <reason>" instead of raising: check answers for it.'
+    ),
+}
+"""How failed calls surface, by the `errors_in_model_code` setting (repl/translate.errors_as_text); the
+"raise" text is the prompt's original line."""
+
 DEFAULT_WINDOW_TOKENS = 128_000
 """The sub-model window assumed for remote providers when the `context_window` setting is not set."""
 _CHARS_PER_TOKEN = 3
@@ -106,11 +119,16 @@ _DELEGATE_TEXT = ""
 
 
 def system_prompt(
-    window_tokens: int = DEFAULT_WINDOW_TOKENS, answer_tokens: int = 1024, corpus: bool = True
+    window_tokens: int = DEFAULT_WINDOW_TOKENS,
+    answer_tokens: int = 1024,
+    corpus: bool = True,
+    errors: str = "raise",
 ) -> str:
     """The root's system prompt, stating the configured sub-model's real window; a `corpus` (a context loaded
-    from files) gets an example of delegating one file to a sub-model."""
+    from files) gets an example of delegating one file to a sub-model; `errors` (the `errors_in_model_code`
+    setting) says how failed calls surface."""
     text = _TEMPLATE.replace("{window}", window_line(window_tokens, answer_tokens))
+    text = text.replace("{failures}", _FAILURES.get(errors, _FAILURES["raise"]))
     return text.replace("{delegate}\n", _DELEGATE_CORPUS + "\n" if corpus else _DELEGATE_TEXT)
 
 

@@ -14,12 +14,15 @@ __all__ = ["PROMPT_HELP", "PromptText", "build", "show_prompt"]
 PROMPT_HELP = "print the root's default system prompt (for the configured model's window)"
 
 
-def build(options: RunOptions, window: int, answer_tokens: int, corpus: bool = False) -> str:
-    """The system prompt of a run with `options` (`corpus`: the context is several files)."""
+def build(
+    options: RunOptions, window: int, answer_tokens: int, corpus: bool = False, errors: str = "raise"
+) -> str:
+    """The system prompt of a run with `options` (`corpus`: the context is several files; `errors`: the
+    `errors_in_model_code` setting)."""
     base = (
         options.system_prompt
         if options.system_prompt is not None
-        else system_prompt(window, answer_tokens, corpus)
+        else system_prompt(window, answer_tokens, corpus, errors)
     )
     parts = [base.rstrip()]
     if options.tools:
@@ -43,16 +46,17 @@ class PromptText:
 
 def show_prompt(line: str = "") -> PromptText:
     """`%rlm prompt`: the default system prompt, stating the configured sub-model's window."""
-    window, answer = 128_000, 1024
+    window, answer, errors = 128_000, 1024, "raise"
     try:
         from rlm_kernel import llm
 
         config = llm.get_client().config
         window = window_tokens(config)
         answer = int(getattr(config, "max_tokens", 1024) or 1024)
+        errors = str(getattr(config, "errors_in_model_code", "raise"))
     except Exception:  # noqa: BLE001 - no configured client: the default window
         pass
-    return PromptText(system_prompt(window, answer))
+    return PromptText(system_prompt(window, answer, errors=errors))
 
 
 magics.register_rlm_subcommand("prompt", show_prompt, PROMPT_HELP)

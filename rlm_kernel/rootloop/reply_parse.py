@@ -43,10 +43,6 @@ class Extracted:
         """All the blocks that run, joined (None when there are none): what the trajectory records."""
         return "\n\n".join(self.blocks) if self.blocks else None
 
-    @property
-    def ignored_blocks(self) -> int:
-        return sum(self.ignored.values())
-
 
 def _kind(tag: str) -> str | None:
     tag = tag.lower()

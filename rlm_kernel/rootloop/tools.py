@@ -14,7 +14,7 @@ import keyword
 import sys
 import types
 
-from rlm_kernel.repl.helpers import CONTEXT_NAMES, HELPER_NAMES
+from rlm_kernel.repl.names import CONTEXT_NAMES, HELPER_NAMES
 from rlm_kernel.repl.preload import ANALYSIS_NAMES
 
 __all__ = ["RESERVED", "ToolError", "check_tools", "describe", "install", "refuse_clobbering", "signature"]

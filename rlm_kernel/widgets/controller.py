@@ -160,8 +160,3 @@ class FanoutController:
             self.sink.finish(live.view.widget, live.parent, live.handle, summary)
         else:
             self.sink.write(summary, live.parent)
-
-    @property
-    def live_count(self) -> int:
-        with self._lock:
-            return len(self._live)

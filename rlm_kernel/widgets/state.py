@@ -129,8 +129,7 @@ class FanoutTracker:
                 if key not in state.settled_calls:
                     state.in_flight_calls.add(key)
             elif kind == "retry":
-                if not event.extra.get("cache_error"):  # a failed cache write is not a retried call
-                    state.retried += 1
+                state.retried += 1
             elif kind in ("finish", "cached", "failed"):
                 self._settle(state, event, now)
             return state
@@ -290,7 +289,7 @@ _MAX_LABEL = 60
 
 
 def _label(event: CallEvent) -> str | None:
-    value = event.extra.get("label") or event.extra.get("batch_label")
+    value = event.extra.get("label")
     if not value:
         return None
     text = " ".join(str(value).split())

@@ -1,4 +1,4 @@
-"""Plain-text rendering of fan-outs and budgets: the one-line summary written when a batch ends, live lines.
+"""Plain-text rendering of fan-outs and budgets: the summary line written when a batch ends, the budget line.
 
 The summary is deterministic except for one timing field, `took N.N s`, which `nbval_sanitize.cfg` strips.
 """
@@ -13,7 +13,6 @@ from rlm_kernel.widgets.state import FanoutSnapshot
 __all__ = [
     "SANITIZE_CFG",
     "budget_line",
-    "fanout_progress_line",
     "fanout_summary",
     "format_duration",
     "format_tokens",
@@ -66,24 +65,6 @@ def fanout_summary(snap: FanoutSnapshot, *, timing: bool = True) -> str:
         parts.append(f"stopped with {snap.total - snap.completed} not run")
     if timing:
         parts.append(f"took {format_duration(snap.elapsed_s)}")
-    return " · ".join(parts)
-
-
-def fanout_progress_line(snap: FanoutSnapshot) -> str:
-    """A live status line: counts, then elapsed, rate and ETA (not deterministic; for live views only)."""
-    parts = [f"{snap.completed}/{snap.total}", f"{snap.in_flight} in flight", f"{snap.failed} failed"]
-    if snap.cancelled:
-        parts.append(f"{snap.cancelled} cancelled")
-    if snap.cached:
-        parts.append(f"{snap.cached} cached")
-    if snap.retried:
-        parts.append(f"{snap.retried} retried")
-    parts.append(format_duration(snap.elapsed_s))
-    if snap.rate_per_s is not None:
-        parts.append(f"{snap.rate_per_s:,.1f}/s")
-    if not snap.finished:
-        parts.append(f"ETA {format_duration(snap.eta_s)}" if snap.eta_s is not None else "ETA –")
-    parts.append(format_usd(snap.cost_usd))
     return " · ".join(parts)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.analysis.conftest import TIER_MODELS, tier_env
 from tests.analysis.test_map_reduce import counting
-from tests.kernel_client import KernelHarness, kernel_with_llm_server
+from tests.kernel_client import KernelHarness, kernel_with_llm_server, probe
 from tests.llm_server import LLMTestServer
 
 SOURCE = """
@@ -36,12 +36,6 @@ def kernel(served: tuple[LLMTestServer, KernelHarness]) -> KernelHarness:
     served[0].reset()
     served[0].reply_with(counting)
     return served[1]
-
-
-def probe(kernel: KernelHarness, expr: str, timeout: float = 60) -> object:
-    ex = kernel.execute(f"print(json.dumps({expr}))", timeout=timeout)
-    assert ex.ok, ex
-    return json.loads(ex.stdout.strip().splitlines()[-1])
 
 
 def test_spec_01_22_extract_functions_in_a_cell(kernel: KernelHarness) -> None:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.kernel_client import KernelHarness
+from tests.kernel_client import KernelHarness, ok
 
 # Type and function names of kernel objects that no cell may ever hold.
 KERNEL_OBJECT_NAMES = (
@@ -90,12 +90,6 @@ def kernel():
     ok(harness, LYING_TYPES)
     yield harness
     harness.shutdown()
-
-
-def ok(kernel: KernelHarness, code: str, timeout: float = 60):
-    ex = kernel.execute(code, timeout=timeout)
-    assert ex.ok, (code, str(ex))
-    return ex
 
 
 def last_line(kernel: KernelHarness, code: str) -> str:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.errors import QueryBatchError, QueryError, ReplError
+from rlm_kernel.repl.names import CONTEXT_NAMES, HELPER_NAMES
 from rlm_kernel.repl.state import ReplState, RunTracker
 from rlm_kernel.rootloop.driver import ROOT_LOOP
 from tests.llm_server import Fault, LLMTestServer
@@ -20,26 +23,20 @@ def fresh(run: bool = False) -> tuple[dict, ReplState]:
 
 def test_preloaded_names_and_docstrings() -> None:
     ns, _ = fresh()
-    for name in (
-        "context",
-        "ctx",
-        "context_files",
-        "load_context",
-        "llm_query",
-        "llm_query_batched",
-        "rlm_query",
-        "rlm_query_batched",
-        "SHOW_VARS",
-        "repl_set",
-        "repl_get",
-        "FINAL",
-        "FINAL_VAR",
-        "rlm_run",
-        "QueryBatchError",
-    ):
+    for name in (*HELPER_NAMES, *CONTEXT_NAMES, "QueryBatchError"):
         assert name in ns, name
     assert "llm_query(prompt, model=None, max_tokens=None, system=None)" in ns["llm_query"].__doc__
     assert ns["context"] == "" and ns["ctx"] == ""
+
+
+def test_helpers_are_named_and_signed_like_what_a_cell_calls() -> None:
+    """Bound to a namespace: the helper's own name and parameters, without the bound `state, ns`."""
+    ns, _ = fresh()
+    assert [ns[n].__name__ for n in HELPER_NAMES] == list(HELPER_NAMES)
+    assert list(inspect.signature(ns["llm_query"]).parameters) == ["prompt", "model", "max_tokens", "system"]
+    assert list(inspect.signature(ns["FINAL_VAR"]).parameters) == ["name"]
+    with pytest.raises(TypeError, match=r"llm_query\(\) missing 1 required positional argument: 'prompt'"):
+        ns["llm_query"]()
 
 
 def test_helpers_expose_no_live_objects() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel_client import KernelHarness, kernel_with_llm_server
+from tests.kernel_client import KernelHarness, kernel_with_llm_server, ok, probe
 from tests.llm_server import Fault, LLMTestServer
 from tests.repl.conftest import llm_env
 
@@ -25,17 +25,6 @@ def served() -> Iterator[tuple[LLMTestServer, KernelHarness]]:
 def kernel(served: tuple[LLMTestServer, KernelHarness]) -> KernelHarness:
     served[0].reset()
     return served[1]
-
-
-def ok(kernel: KernelHarness, code: str, timeout: float = 60):
-    ex = kernel.execute(code, timeout=timeout)
-    assert ex.ok, ex
-    return ex
-
-
-def probe(kernel: KernelHarness, expr: str) -> object:
-    # the last line: fan-out summaries from the widgets may be printed before it
-    return json.loads(ok(kernel, f"print(json.dumps({expr}))").stdout.strip().splitlines()[-1])
 
 
 def test_load_directory_glob_and_summary(kernel: KernelHarness) -> None:

@@ -60,7 +60,7 @@ def test_final_mid_sentence_is_not_final() -> None:
 
 def test_extract_combines() -> None:
     got = extract("Step.\n```repl\nx = llm_query('q')\n```\nFINAL_VAR(x)")
-    assert got.code == "x = llm_query('q')" and got.final.kind == "FINAL_VAR" and got.ignored_blocks == 0
+    assert got.code == "x = llm_query('q')" and got.final.kind == "FINAL_VAR" and got.ignored == {}
 
 
 def test_prose_final_stops_at_its_own_closing_parenthesis() -> None:

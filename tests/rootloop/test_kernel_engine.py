@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from tests.kernel_client import KernelHarness
+from tests.kernel_client import KernelHarness, ok, probe
 from tests.llm_server import LLMTestServer, Reply
 from tests.repl.conftest import llm_env
 from tests.rootloop.script import ROOT_MARK, SUB_MARK, Script, repl
-from tests.rootloop.test_kernel_rlm import ok, probe, script
+from tests.rootloop.test_kernel_rlm import script
 
 BEST_EFFORT_ASK = "No more code will run"
 

@@ -6,18 +6,16 @@ show the run's own budget (live widget, or one final text line).
 
 from __future__ import annotations
 
-import configparser
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import rlm_kernel.widgets.text as text
 from tests.kernel_client import Execution, KernelHarness
 from tests.llm_server import LLMTestServer, count_words
 from tests.repl.conftest import llm_env
 from tests.rootloop.script import Script, repl
+from tests.widgets.nbval_lines import sanitize
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 FAN_OUT = "parts = llm_query_batched(['x ' + context, 'y ' + context])\nFINAL(parts[0])"
@@ -56,14 +54,6 @@ def _fresh_server(server: LLMTestServer) -> Iterator[None]:
     server.reset()
     yield
     server.reset()
-
-
-def sanitize(line: str) -> str:
-    cfg = configparser.ConfigParser()
-    cfg.read(Path(text.__file__).with_name(text.SANITIZE_CFG))
-    for section in cfg.sections():
-        line = re.sub(cfg[section]["regex"], cfg[section]["replace"], line)
-    return line
 
 
 def run(kernel: KernelHarness, code: str) -> Execution:

@@ -76,3 +76,32 @@ def test_every_repl_block_of_a_reply_runs_in_order_until_final(served) -> None:
         timeout=60,
     )
     assert _last(ex) == ["8", 1, False, 1]
+
+
+def test_errors_in_model_code_string_returns_error_text_to_the_root_but_cells_raise(served) -> None:
+    """`%rlm set errors_in_model_code=string`: a failed call in the root's block returns "Error: …" (the
+    reference library's way); the same call in the person's cell still raises; a bad value is refused."""
+    from tests.llm_server import Fault
+
+    server, kernel = served
+    server.reset()
+    bad = kernel.execute("%rlm set errors_in_model_code=ignore", timeout=30)
+    assert not bad.ok and "errors_in_model_code" in str(bad) and "raise or string" in str(bad)
+    assert kernel.execute("%rlm set errors_in_model_code=string", timeout=30).ok
+    try:
+        child = lambda rec: Fault.http(500) if "broken" in rec.last_user else "fine"  # noqa: E731
+        server.reply_with(child)
+        cell = kernel.execute("llm_query('broken call')", timeout=60)
+        assert not cell.ok and "QueryError" in str(cell) and "llm_query failed" in str(cell)
+        block = "got = llm_query('broken ' + context)\nprint(got[:6])\nFINAL(got)"
+        server.reply_with(Script(root=[f"```repl\n{block}\n```"], child=child))
+        ex = kernel.execute(
+            "r = rlm_run('q', context='abcd', max_iterations=1, best_effort=False)\n"
+            "print(json.dumps([r.trajectory[0].error, r.trajectory[0].stdout, "
+            "r.namespace['got'][:25]]))",
+            timeout=60,
+        )
+        error, stdout, got = _last(ex)
+        assert error is None and stdout == "Error:\n" and got == "Error: llm_query failed: "
+    finally:
+        assert kernel.execute("%rlm set errors_in_model_code=", timeout=30).ok

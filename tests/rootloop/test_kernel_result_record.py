@@ -4,9 +4,9 @@ field), through a real `rlm` kernel and the scripted test server."""
 
 from __future__ import annotations
 
-from tests.kernel_client import KernelHarness
+from tests.kernel_client import KernelHarness, ok, probe
 from tests.rootloop.script import Script, repl
-from tests.rootloop.test_kernel_rlm import ok, probe, script
+from tests.rootloop.test_kernel_rlm import script
 
 FIELDS = [
     "answer",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import nbformat
 
-from tests.kernel_client import KernelHarness
+from tests.kernel_client import KernelHarness, ok, probe
 from tests.llm_server import LLMTestServer, Reply
 from tests.repl.conftest import llm_env
 from tests.rootloop.script import ROOT_MARK, Script, repl
@@ -17,17 +17,6 @@ from tests.rootloop.script import ROOT_MARK, Script, repl
 def script(served: tuple[LLMTestServer, KernelHarness], s: Script) -> Script:
     served[0].reply_with(s)
     return s
-
-
-def ok(kernel: KernelHarness, code: str, timeout: float = 60):
-    ex = kernel.execute(code, timeout=timeout)
-    assert ex.ok, ex
-    return ex
-
-
-def probe(kernel: KernelHarness, expr: str) -> object:
-    # the last line: fan-out summaries from the widgets may be printed before it
-    return json.loads(ok(kernel, f"print(json.dumps({expr}))").stdout.strip().splitlines()[-1])
 
 
 def test_rlm_magic_full_run_with_live_display_and_exports(served, kernel: KernelHarness) -> None:

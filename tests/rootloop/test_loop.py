@@ -9,7 +9,8 @@ import pytest
 
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.state import RunOptions
-from rlm_kernel.rootloop.driver import run_rlm, truncate
+from rlm_kernel.rootloop.driver import run_rlm
+from rlm_kernel.rootloop.textcut import truncate
 from tests.llm_server import LLMTestServer
 from tests.rootloop.script import Script, repl
 

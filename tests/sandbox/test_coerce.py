@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_kernel.repl.helpers import _context_source
+from rlm_kernel.repl.loading import context_source as _context_source
 from rlm_kernel.sandbox.coerce import (
     CoercionError,
     exact_float,

@@ -59,7 +59,7 @@ def test_widgets_mode_shows_in_owner_cell_and_puts_the_summary_in_the_display() 
     assert sink.finished == [
         ("fan-out: 5/5 done · 0 failed · 1 cached · 40 in / 12 out tokens · $0.0000", {"cell": "cell-7"}, 1)
     ]
-    assert ctl.live_count == 0 and len(ctl.tracker) == 0
+    assert not ctl._live and len(ctl.tracker) == 0
 
 
 def test_final_state_reaches_the_widget() -> None:

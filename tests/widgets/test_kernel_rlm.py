@@ -5,7 +5,6 @@ The kernel's LLM calls go to the local test server; its token counts are what th
 
 from __future__ import annotations
 
-import configparser
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -14,9 +13,9 @@ from typing import Any
 
 import pytest
 
-import rlm_kernel.widgets.text as text
 from tests.kernel_client import KernelHarness
 from tests.llm_server import Fault, LLMTestServer, count_words
+from tests.widgets.nbval_lines import sanitize
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -57,14 +56,6 @@ def widgets_kernel(
 def auto_kernel(server: LLMTestServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelHarness]:
     with KernelHarness(env=env(server, tmp_path_factory.mktemp("a"), None), remove_env=("RLM_DISPLAY",)) as k:
         yield k
-
-
-def sanitize(line: str) -> str:
-    cfg = configparser.ConfigParser()
-    cfg.read(Path(text.__file__).with_name(text.SANITIZE_CFG))
-    for section in cfg.sections():
-        line = re.sub(cfg[section]["regex"], cfg[section]["replace"], line)
-    return line
 
 
 def server_usage(

@@ -64,23 +64,6 @@ def test_summary_without_timing_retries_nested_and_stopped() -> None:
     )
 
 
-def test_progress_line_running() -> None:
-    clock = FakeClock()
-    t = FanoutTracker(clock=clock)
-    t.handle(CallEvent(kind="batch_start", batch_id="b", total=10))
-    t.handle(CallEvent(kind="start", batch_id="b", call_id="z"))
-    for i in range(4):
-        clock.tick(0.5)
-        for e in call_events("b", i):
-            t.handle(e)
-    snap = t.snapshot("b")
-    assert snap is not None
-    assert (
-        text.fanout_progress_line(snap)
-        == "4/10 · 1 in flight · 0 failed · 2.0 s · 2.0/s · ETA 3.0 s · $0.0000"
-    )
-
-
 def test_budget_line_with_and_without_caps() -> None:
     snap = {
         "calls": 12,

@@ -8,6 +8,8 @@ from __future__ import annotations
 import bisect
 import re
 
+from rlm_kernel.analysis.newlines import newline_starts
+
 __all__ = [
     "MAX_SIGNATURE",
     "LineIndex",
@@ -61,13 +63,7 @@ class LineIndex:
     """Offset -> 1-based line number for a `\\n`-separated text."""
 
     def __init__(self, text: str) -> None:
-        starts = [0]
-        find = text.find
-        pos = find("\n")
-        while pos != -1:
-            starts.append(pos + 1)
-            pos = find("\n", pos + 1)
-        self.starts = starts
+        self.starts = newline_starts(text)
 
     def line(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset)
