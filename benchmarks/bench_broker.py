@@ -35,8 +35,9 @@ def _measure_here(url: str, n: int, cache_dir: str) -> tuple[float, float]:
 
 def _measure_broker(url: str, n: int, cache_dir: str) -> tuple[float, float, float]:
     """(wall s, CPU s per call here, CPU s per call in the broker) for one batch through a broker."""
-    from rlm_kernel.broker import link
-    from rlm_kernel.broker.supervisor import key_ref, request_broker, spawn_supervisor_process
+    import rlm_kernel.llm.broker_link as link
+    from rlm_kernel.broker.supervisor import spawn_supervisor_process
+    from rlm_kernel.llm.broker_handover import key_ref, request_broker
 
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "OPENAI_", "ANTHROPIC_", "GEMINI_"))

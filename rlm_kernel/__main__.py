@@ -26,7 +26,7 @@ def kernel_calls_models() -> bool:
     """True when this kernel makes its own model calls: no broker could be started (the launcher then kept
     the keys in the kernel). With a broker — the normal case — the kernel needs no network, no cache and no
     programs, and the OS layer gives it none."""
-    from rlm_kernel.broker.supervisor import CONTROL_FD_VAR
+    from rlm_kernel.llm.broker_handover import CONTROL_FD_VAR
 
     return CONTROL_FD_VAR not in os.environ
 
@@ -59,13 +59,13 @@ def _exec(env: dict[str, str]) -> None:
 
 def _start_broker_and_reexec() -> None:
     """Start the broker (it keeps the keys), then become the kernel without them."""
-    from rlm_kernel.broker.supervisor import (
+    from rlm_kernel.broker.supervisor import start_supervisor
+    from rlm_kernel.llm.broker_handover import (
         BROKER_FD_VAR,
         BROKER_PID_VAR,
         CONTROL_FD_VAR,
         KEY_NAMES_VAR,
         request_broker,
-        start_supervisor,
     )
 
     try:
@@ -90,7 +90,7 @@ def _start_broker_and_reexec() -> None:
 
 def _adopt_broker() -> None:
     """In the re-executed kernel: take the broker's sockets; hold each key name as a reference only."""
-    from rlm_kernel.broker.supervisor import key_ref, take_handover
+    from rlm_kernel.llm.broker_handover import key_ref, take_handover
 
     for name in take_handover():
         secrets.set_secret(name, key_ref(name))
@@ -98,7 +98,7 @@ def _adopt_broker() -> None:
 
 def main() -> None:
     """Start the broker and drop the keys (first run), or adopt the broker (re-executed), then the kernel."""
-    from rlm_kernel.broker.supervisor import CONTROL_FD_VAR
+    from rlm_kernel.llm.broker_handover import CONTROL_FD_VAR
 
     calls_models = kernel_calls_models()  # before the hand-over takes the broker's variables
     if CONTROL_FD_VAR in os.environ:

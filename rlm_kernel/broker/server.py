@@ -17,61 +17,20 @@ from collections import Counter
 from typing import Any
 
 from rlm_kernel.broker.endpoints import Endpoint, EndpointPolicy
-from rlm_kernel.broker.ledger import Ledger, refusal_to_wire
-from rlm_kernel.broker.protocol import (
+from rlm_kernel.broker.ledger import Ledger
+from rlm_kernel.llm.broker_protocol import (
     encode,
+    error_frame,
     read_frame,
     request_from_wire,
     response_to_wire,
 )
 from rlm_kernel.llm.budget import Budget
 from rlm_kernel.llm.client import LLMClient
-from rlm_kernel.llm.errors import (
-    BudgetExceeded,
-    ConfigError,
-    LLMError,
-    ProviderBudgetExceeded,
-    ProviderError,
-    RateLimited,
-    ReplayMiss,
-)
+from rlm_kernel.llm.errors import ConfigError, LLMError
 from rlm_kernel.llm.redact import install_log_redaction, redact
 
-__all__ = ["Broker", "error_frame", "run_broker"]
-
-
-def error_frame(exc: BaseException) -> dict[str, Any]:
-    """The wire form of a call's failure: its kind and text only (redacted: the broker knows the keys)."""
-    if isinstance(exc, BudgetExceeded) and not isinstance(exc, ProviderBudgetExceeded):
-        return {"kind": "budget", "message": str(exc), **refusal_to_wire(exc, getattr(exc, "scope", None))}
-    if isinstance(exc, LLMError):
-        kind = (
-            "config"
-            if isinstance(exc, ConfigError)
-            else "provider_budget"
-            if isinstance(exc, ProviderBudgetExceeded)
-            else "rate_limited"
-            if isinstance(exc, RateLimited)
-            else "provider"
-            if isinstance(exc, ProviderError)
-            else "replay_miss"
-            if isinstance(exc, ReplayMiss)
-            else "llm"
-        )
-        message = redact(str(exc))
-    else:
-        kind = "llm"
-        message = f"the LLM broker failed on this call: {type(exc).__name__}: {redact(exc)}"
-    return {
-        "kind": kind,
-        "message": message,
-        "status": getattr(exc, "status", None),
-        "retryable": bool(getattr(exc, "retryable", False)),
-        "key": getattr(exc, "key", None),
-        "retry_after": getattr(exc, "retry_after", None),
-        "limit_value": getattr(exc, "limit_value", None),
-        "used": getattr(exc, "used", None),
-    }
+__all__ = ["Broker", "run_broker"]
 
 
 class Broker:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -92,6 +93,8 @@ class Budget:
                 raise ValueError(f"budget {name} must be a number ≥ 0 or None, got {value!r}")
         self.parent = parent
         self.label = label
+        self.scope_id = f"b{uuid.uuid4().hex[:12]}"
+        """Names this budget in requests to the LLM broker (its ledger keeps one budget per id)."""
         self.depth = parent.depth + 1 if parent else 0
         self._lock: threading.RLock = parent._lock if parent else threading.RLock()
         self._started = time.monotonic()

@@ -20,8 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import rlm_kernel.llm.broker_link as broker_link
+import rlm_kernel.llm.event_loop as event_loop
 from rlm_kernel.callscope import CallScope, current_scope
-from rlm_kernel.llm import event_loop
+from rlm_kernel.llm.broker_protocol import chain_to_wire, error_from_wire, response_from_wire, scope_ids
 from rlm_kernel.llm.budget import Budget, Reservation, current_budget
 from rlm_kernel.llm.cache import CacheEntry, ResponseCache, cache_key
 from rlm_kernel.llm.cache_io import BUSY, CacheIO
@@ -701,10 +703,6 @@ class LLMClient:
     ) -> tuple[list[Completion | None], dict[int, LLMError]]:
         """Items through the broker as one `batch` frame with the call scope; the broker's ledger decides
         and settles; `budget` mirrors each reservation and settlement (also those arriving after a cancel)."""
-        from rlm_kernel.broker.ledger import chain_to_wire, scope_ids
-        from rlm_kernel.broker.link import error_from_wire
-        from rlm_kernel.broker.protocol import response_from_wire
-
         assert self._broker is not None
         provider = self.config.provider
         depth = budget.depth
@@ -1073,9 +1071,7 @@ def _run_id(scope: CallScope) -> str | None:
 
 def _broker_link() -> Any:
     """The kernel's link to its broker process, or None when this process makes its own calls."""
-    from rlm_kernel.broker import link
-
-    return link.current()
+    return broker_link.current()
 
 
 # ---- the session default client

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlm_kernel.llm.broker_handover import key_ref
 from rlm_kernel.llm.errors import ConfigError
+from rlm_kernel.llm.local_models import LOCAL_MODELS
 from rlm_kernel.llm.redact import redact, register_secret
 from rlm_kernel.llm.schema import (
     BUDGET_DIMS,
@@ -226,6 +228,21 @@ def clear_settings() -> None:
     global _settings_version
     with _settings_lock:
         _settings.clear()
+        _settings_version += 1
+
+
+def settings_snapshot() -> dict[str, Any]:
+    """The session settings as they are (for `restore_settings`; holds a typed key: keep it in the layer)."""
+    with _settings_lock:
+        return dict(_settings)
+
+
+def restore_settings(values: dict[str, Any]) -> None:
+    """Put back the session settings `settings_snapshot` returned (e.g. after the broker refused a change)."""
+    global _settings_version
+    with _settings_lock:
+        _settings.clear()
+        _settings.update(values)
         _settings_version += 1
 
 
@@ -498,13 +515,10 @@ def _cache_dir(raw: str, env: Mapping[str, str], sources: dict[str, str]) -> str
 def _file_key(key: str) -> str:
     """A config file's key as this process may hold it: in a kernel with an LLM broker, a reference (the
     broker read the same file at start and holds the key), else the key."""
-    from rlm_kernel.broker import link
-    from rlm_kernel.broker.supervisor import key_ref
+    import rlm_kernel.llm.broker_link as broker_link
 
-    return key_ref("config file") if link.current() is not None else key
+    return key_ref("config file") if broker_link.current() is not None else key
 
 
 def _local_model_name(key: str = "tiny") -> str:
-    from rlm_kernel.llm.local_models import LOCAL_MODELS  # local_models imports this module: not at the top
-
     return LOCAL_MODELS[key].name

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlm_kernel.llm.config import load_config
 from rlm_kernel.llm.local_models import (
     LOCAL_MODELS,
     LocalModel,
@@ -75,10 +76,15 @@ _server: LocalServer | None = None
 _restarted_after_crash = False
 
 
+def _selected(key: str | None) -> LocalModel:
+    """The model for `key`, or (None) the `local_model` setting's."""
+    return selected_model(load_config().local_model if key is None else key)
+
+
 def local_model_available(key: str | None = None) -> bool:
     """Whether the offline model `key` (default: the selected one) is installed: runtime and weights."""
     try:
-        model = selected_model(key)
+        model = _selected(key)
     except Exception:  # noqa: BLE001 - a bad setting is reported where it is used
         model = LOCAL_MODELS["tiny"]
     return model_available(model)
@@ -90,8 +96,6 @@ def banner_note() -> str | None:
     Names the selected model and its size. Never raises: a configuration error is reported where it is used.
     """
     try:
-        from rlm_kernel.llm.config import load_config
-
         config = load_config()
         if config.provider != "local":
             return None
@@ -300,7 +304,7 @@ def ensure_local_server(key: str | None = None) -> str:
     with the crash and its log. Raises `LocalModelError` with the install command when the extra is missing.
     """
     global _proc, _server, _restarted_after_crash
-    model = selected_model(key)
+    model = _selected(key)
     with _lock:
         if _proc is not None and _server is not None:
             if _proc.poll() is None:

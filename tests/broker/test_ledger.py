@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from rlm_kernel.broker import link
-from rlm_kernel.broker.ledger import chain_to_wire
-from rlm_kernel.broker.supervisor import key_ref, request_broker, spawn_supervisor_process
+import rlm_kernel.llm.broker_link as link
+from rlm_kernel.broker.supervisor import spawn_supervisor_process
 from rlm_kernel.llm import BatchError, Budget, BudgetExceeded, LLMClient, load_config
+from rlm_kernel.llm.broker_handover import key_ref, request_broker
+from rlm_kernel.llm.broker_protocol import chain_to_wire
 from tests.llm_server import LLMTestServer
 
 PRICES = {"m": (1.0, 10.0)}  # USD per million input / output tokens

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from rlm_kernel.broker.endpoints import EndpointPolicy
-from rlm_kernel.broker.protocol import recv_frame, request_to_wire, send_frame
 from rlm_kernel.broker.server import Broker
-from rlm_kernel.broker.supervisor import key_ref
+from rlm_kernel.llm.broker_handover import key_ref
+from rlm_kernel.llm.broker_protocol import recv_frame, request_to_wire, send_frame
 from rlm_kernel.llm.providers.base import ChatRequest
 from tests.llm_server import LLMTestServer
 

@@ -1,0 +1,84 @@
+"""The kernel's side of the broker supervisor: the launcher's hand-over, key references, asking for a broker.
+
+The launcher (`python -m rlm_kernel`) forks the supervisor while it still holds the keys, then re-executes
+itself as the kernel with the supervisor's control socket, the first broker's socket and the key *names* in
+the environment (`take_handover`). The kernel holds `broker-key-ref:NAME` in place of each key and asks the
+control socket for a new broker when one dies (`request_broker`; the other side is `broker.supervisor`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+__all__ = [
+    "BROKER_FD_VAR",
+    "BROKER_PID_VAR",
+    "CONTROL_FD_VAR",
+    "KEY_NAMES_VAR",
+    "KEY_REF_PREFIX",
+    "SPAWN_REQUEST",
+    "key_ref",
+    "request_broker",
+    "take_handover",
+    "take_launcher_sockets",
+]
+
+CONTROL_FD_VAR = "RLM_BROKER_CONTROL_FD"
+BROKER_FD_VAR = "RLM_BROKER_FD"
+BROKER_PID_VAR = "RLM_BROKER_PID"
+KEY_NAMES_VAR = "RLM_BROKER_KEY_NAMES"
+KEY_REF_PREFIX = "broker-key-ref:"
+SPAWN_REQUEST = b"s"
+"""The one byte the kernel sends on the control socket for a new broker."""
+_handover: tuple[socket.socket, socket.socket | None, int | None] | None = None
+"""In the kernel: (control socket, first broker's socket, its pid), taken from the environment at start:
+the process inherits them once; the kernel's LLM session takes them (`take_launcher_sockets`)."""
+
+
+def key_ref(name: str) -> str:
+    """What the kernel holds in place of the key in variable `name`: a reference, never the value."""
+    return KEY_REF_PREFIX + name
+
+
+def take_handover(environ: dict[str, str] | None = None) -> list[str]:
+    """In the re-executed kernel: take the broker sockets and the key names the launcher left in the
+    environment (removing them from it); return the key names."""
+    global _handover
+    env = os.environ if environ is None else environ
+    raw = env.pop(CONTROL_FD_VAR, None)
+    raw_sock = env.pop(BROKER_FD_VAR, None)
+    raw_pid = env.pop(BROKER_PID_VAR, None)
+    names = [n for n in env.pop(KEY_NAMES_VAR, "").split(",") if n]
+    if raw is None:
+        return names
+    control = socket.socket(fileno=int(raw))
+    control.set_inheritable(False)
+    sock = None
+    if raw_sock is not None:
+        sock = socket.socket(fileno=int(raw_sock))
+        sock.set_inheritable(False)
+    _handover = (control, sock, int(raw_pid) if raw_pid else None)
+    return names
+
+
+def take_launcher_sockets() -> tuple[socket.socket, socket.socket | None, int | None] | None:
+    """The sockets `take_handover` found (control, first broker, its pid), once; None if there were none."""
+    global _handover
+    sockets, _handover = _handover, None
+    return sockets
+
+
+def request_broker(control: socket.socket, timeout: float = 10.0) -> tuple[socket.socket, int]:
+    """Ask the supervisor for a new broker: (the kernel's socket to it, its pid)."""
+    control.settimeout(timeout)
+    try:
+        control.sendall(SPAWN_REQUEST)
+        data, fds, _flags, _addr = socket.recv_fds(control, 64, 1)
+    finally:
+        control.settimeout(None)
+    if not fds or not data:
+        raise OSError("the broker supervisor did not answer (it may have exited)")
+    sock = socket.socket(fileno=fds[0])
+    sock.set_inheritable(False)
+    return sock, int(data.decode("ascii"))
