@@ -35,9 +35,10 @@ def _measure_here(url: str, n: int, cache_dir: str) -> tuple[float, float]:
 
 def _measure_broker(url: str, n: int, cache_dir: str) -> tuple[float, float, float]:
     """(wall s, CPU s per call here, CPU s per call in the broker) for one batch through a broker."""
-    import rlm_kernel.llm.broker_link as link
     from rlm_kernel.broker.supervisor import spawn_supervisor_process
+    from rlm_kernel.llm import LLMSession
     from rlm_kernel.llm.broker_handover import key_ref, request_broker
+    from rlm_kernel.llm.broker_link import BrokerLink
 
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "OPENAI_", "ANTHROPIC_", "GEMINI_"))
@@ -45,7 +46,7 @@ def _measure_broker(url: str, n: int, cache_dir: str) -> tuple[float, float, flo
     env.update(RLM_BASE_URL=url + "/v1", RLM_API_KEY="bench-key", XDG_CONFIG_HOME=cache_dir)
     control = spawn_supervisor_process(env)
     sock, pid = request_broker(control)
-    link.adopt(control, sock, pid)
+    session = LLMSession(link=BrokerLink(control, sock, pid))
     try:
         config = load_config(
             environ={},
@@ -61,7 +62,7 @@ def _measure_broker(url: str, n: int, cache_dir: str) -> tuple[float, float, flo
             max_retries=0,
             prices={"bench": (0.0, 0.0)},
         )
-        client = LLMClient(config)
+        client = LLMClient(config, session=session)
         client.complete_batch([f"warm up {i}" for i in range(CONCURRENCY)], budget=Budget())
         return timed_echo_batch(
             lambda prompts: [c.text for c in client.complete_batch(prompts, budget=Budget())],
@@ -69,7 +70,7 @@ def _measure_broker(url: str, n: int, cache_dir: str) -> tuple[float, float, flo
             other_cpu=lambda: _proc_cpu(pid),
         )
     finally:
-        link.detach()
+        session.close()  # closes the link: the broker and its supervisor exit
 
 
 def _measure_rlms(url: str, n: int) -> tuple[float, float] | None:

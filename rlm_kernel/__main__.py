@@ -89,11 +89,17 @@ def _start_broker_and_reexec() -> None:
 
 
 def _adopt_broker() -> None:
-    """In the re-executed kernel: take the broker's sockets; hold each key name as a reference only."""
+    """In the re-executed kernel: take the broker's sockets into the kernel's LLM session (made here, the
+    one every part of the kernel uses); hold each key name as a reference only."""
     from rlm_kernel.llm.broker_handover import key_ref, take_handover
+    from rlm_kernel.llm.broker_link import BrokerLink
+    from rlm_kernel.llm.session import LLMSession, activate
 
-    for name in take_handover():
+    names, sockets = take_handover()
+    for name in names:
         secrets.set_secret(name, key_ref(name))
+    if sockets is not None:
+        activate(LLMSession(link=BrokerLink(*sockets)))
 
 
 def main() -> None:

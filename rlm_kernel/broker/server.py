@@ -29,6 +29,7 @@ from rlm_kernel.llm.budget import Budget
 from rlm_kernel.llm.client import LLMClient
 from rlm_kernel.llm.errors import ConfigError, LLMError
 from rlm_kernel.llm.redact import install_log_redaction, redact
+from rlm_kernel.llm.session import LLMSession
 
 __all__ = ["Broker", "run_broker"]
 
@@ -38,6 +39,8 @@ class Broker:
 
     def __init__(self, policy: EndpointPolicy) -> None:
         self.policy = policy
+        self.session = LLMSession()
+        """The broker's own LLM session: no broker link (its engines make the calls), its own event bus."""
         self._engines: dict[int, LLMClient] = {}
         self._engine_ids: dict[str, int] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
@@ -136,7 +139,7 @@ class Broker:
             config = self.policy.config_for(fields)
             transport = "httpx" if fields.get("transport") == "httpx" else "aiohttp"
             eid = len(self._engine_ids) + 1
-            self._engines[eid] = LLMClient(config, transport=transport)
+            self._engines[eid] = LLMClient(config, transport=transport, session=self.session)
             self._engine_ids[ident] = eid
         return {"engine": eid}
 

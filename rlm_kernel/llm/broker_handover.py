@@ -20,8 +20,8 @@ __all__ = [
     "SPAWN_REQUEST",
     "key_ref",
     "request_broker",
+    "Sockets",
     "take_handover",
-    "take_launcher_sockets",
 ]
 
 CONTROL_FD_VAR = "RLM_BROKER_CONTROL_FD"
@@ -31,9 +31,6 @@ KEY_NAMES_VAR = "RLM_BROKER_KEY_NAMES"
 KEY_REF_PREFIX = "broker-key-ref:"
 SPAWN_REQUEST = b"s"
 """The one byte the kernel sends on the control socket for a new broker."""
-_handover: tuple[socket.socket, socket.socket | None, int | None] | None = None
-"""In the kernel: (control socket, first broker's socket, its pid), taken from the environment at start:
-the process inherits them once; the kernel's LLM session takes them (`take_launcher_sockets`)."""
 
 
 def key_ref(name: str) -> str:
@@ -41,32 +38,28 @@ def key_ref(name: str) -> str:
     return KEY_REF_PREFIX + name
 
 
-def take_handover(environ: dict[str, str] | None = None) -> list[str]:
+Sockets = tuple[socket.socket, socket.socket | None, int | None]
+"""(control socket, the first broker's socket or None, its pid or None)."""
+
+
+def take_handover(environ: dict[str, str] | None = None) -> tuple[list[str], Sockets | None]:
     """In the re-executed kernel: take the broker sockets and the key names the launcher left in the
-    environment (removing them from it); return the key names."""
-    global _handover
+    environment (removing them from it): (key names, sockets or None). The launcher makes the kernel's LLM
+    session with a link over these sockets."""
     env = os.environ if environ is None else environ
     raw = env.pop(CONTROL_FD_VAR, None)
     raw_sock = env.pop(BROKER_FD_VAR, None)
     raw_pid = env.pop(BROKER_PID_VAR, None)
     names = [n for n in env.pop(KEY_NAMES_VAR, "").split(",") if n]
     if raw is None:
-        return names
+        return names, None
     control = socket.socket(fileno=int(raw))
     control.set_inheritable(False)
     sock = None
     if raw_sock is not None:
         sock = socket.socket(fileno=int(raw_sock))
         sock.set_inheritable(False)
-    _handover = (control, sock, int(raw_pid) if raw_pid else None)
-    return names
-
-
-def take_launcher_sockets() -> tuple[socket.socket, socket.socket | None, int | None] | None:
-    """The sockets `take_handover` found (control, first broker, its pid), once; None if there were none."""
-    global _handover
-    sockets, _handover = _handover, None
-    return sockets
+    return names, (control, sock, int(raw_pid) if raw_pid else None)
 
 
 def request_broker(control: socket.socket, timeout: float = 10.0) -> tuple[socket.socket, int]:

@@ -1,7 +1,8 @@
 """The kernel's side of the broker: one socket, calls multiplexed by id, the broker restarted if it died.
 
 Everything here runs on the LLM layer's loop thread (`llm.event_loop`); `request()` is the blocking form
-for magics. The kernel holds key *references* (`broker-key-ref:NAME`), never keys.
+for magics. The kernel's link is its LLM session's (`LLMSession.link`, None when this process makes its own
+calls). The kernel holds key *references* (`broker-key-ref:NAME`), never keys.
 """
 
 from __future__ import annotations
@@ -13,46 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 import rlm_kernel.llm.event_loop as event_loop
-from rlm_kernel.llm.broker_handover import request_broker, take_launcher_sockets
+from rlm_kernel.llm.broker_handover import request_broker
 from rlm_kernel.llm.broker_protocol import encode, error_from_wire, read_frame, request_to_wire
 from rlm_kernel.llm.errors import LLMError
 from rlm_kernel.llm.providers.base import ChatRequest
 
-__all__ = [
-    "BrokerLink",
-    "adopt",
-    "current",
-    "detach",
-    "request",
-]
-
-_link: BrokerLink | None = None
-
-
-def current() -> BrokerLink | None:
-    """This kernel's link to its broker, or None (no broker: this process makes its own calls)."""
-    global _link
-    if _link is None:
-        sockets = take_launcher_sockets()
-        if sockets is not None:
-            _link = BrokerLink(*sockets)
-    return _link
-
-
-def adopt(control: socket.socket, sock: socket.socket | None, pid: int | None) -> BrokerLink:
-    """Use the broker the launcher started (`sock`, `pid`) and ask `control` for new ones when it dies."""
-    global _link
-    _link = BrokerLink(control, sock, pid)
-    return _link
-
-
-def detach() -> None:
-    """Stop using a broker (clients made afterwards call providers from this process); closes the sockets,
-    so the broker and its supervisor exit."""
-    global _link
-    link, _link = _link, None
-    if link is not None:
-        link.close()
+__all__ = ["BrokerLink"]
 
 
 class BrokerLink:
@@ -179,6 +146,10 @@ class BrokerLink:
         finally:
             self._pending.pop(rid, None)
 
+    def request(self, op: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+        """`call` from an ordinary thread (e.g. a magic), waiting at most `timeout` seconds."""
+        return event_loop.submit(self.call(op, body)).result(timeout)
+
     def close(self) -> None:
         """Close both sockets (from any thread; calls still waiting fail as if the broker had died)."""
 
@@ -236,11 +207,3 @@ class BrokerLink:
             raise
         finally:
             self._pending.pop(rid, None)
-
-
-def request(op: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
-    """`BrokerLink.call` from an ordinary thread (e.g. a magic), waiting at most `timeout` seconds."""
-    link = current()
-    if link is None:
-        raise LLMError("this process has no LLM broker")
-    return event_loop.submit(link.call(op, body)).result(timeout)

@@ -20,14 +20,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import rlm_kernel.llm.broker_link as broker_link
 import rlm_kernel.llm.event_loop as event_loop
 from rlm_kernel.callscope import CallScope, current_scope
 from rlm_kernel.llm.broker_protocol import chain_to_wire, error_from_wire, response_from_wire, scope_ids
 from rlm_kernel.llm.budget import Budget, Reservation, current_budget
 from rlm_kernel.llm.cache import CacheEntry, ResponseCache, cache_key
 from rlm_kernel.llm.cache_io import BUSY, CacheIO
-from rlm_kernel.llm.config import LLMConfig, load_config, settings_version
+from rlm_kernel.llm.config import LLMConfig, load_config
 from rlm_kernel.llm.errors import (
     BatchError,
     BudgetExceeded,
@@ -38,13 +37,14 @@ from rlm_kernel.llm.errors import (
     ProviderError,
     RateLimited,
 )
-from rlm_kernel.llm.events import CANCELLED, CallEvent, bus
+from rlm_kernel.llm.events import CANCELLED, CallEvent
 from rlm_kernel.llm.pricing import check_price, cost_usd
 from rlm_kernel.llm.providers import ChatRequest, ChatResponse, error_text, get_wire
 from rlm_kernel.llm.providers.base import no_content_error
 from rlm_kernel.llm.providers.gateway import budget_figures, classify_error, reported_cost
 from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.retry import CoolDown, RetryPolicy, backoff_delay, is_retryable_status, server_delay
+from rlm_kernel.llm.session import LLMSession, current_session
 from rlm_kernel.llm.tiers import ROLES, estimate_tokens, resolve_model
 from rlm_kernel.llm.transport import TransportKind, make_http_client
 
@@ -58,7 +58,6 @@ __all__ = [
     "Prompt",
     "cancel_all",
     "get_client",
-    "reset_client",
 ]
 
 Prompt = str | Sequence[dict[str, str]]
@@ -219,16 +218,25 @@ class LLMClient:
     `transport` picks the HTTP transport ("aiohttp" default, "httpx" for comparison).
     """
 
-    def __init__(self, config: LLMConfig | None = None, *, transport: TransportKind = "aiohttp") -> None:
+    def __init__(
+        self,
+        config: LLMConfig | None = None,
+        *,
+        transport: TransportKind = "aiohttp",
+        session: LLMSession | None = None,
+    ) -> None:
         install_log_redaction()
-        self.config = config if config is not None else load_config()
+        session = session or current_session()
+        self.config = config if config is not None else load_config(session=session)
         self._transport: TransportKind = transport
         self._wire = get_wire(self.config.provider)
         self._base_url = self.config.base_url
         self._base_lock = threading.Lock()
         # inside a kernel started by `python -m rlm_kernel`, the broker process makes the calls (and holds the
         # keys, the HTTP client and the cache); elsewhere (a script, the broker itself) this client does
-        self._broker = _broker_link()
+        self._session = session
+        self._broker = session.link
+        self._bus = session.bus
         self._engine: tuple[int, int] | None = None  # (broker generation, engine id) once registered
         self.cache: ResponseCache | None = (
             None
@@ -478,7 +486,7 @@ class LLMClient:
             from rlm_kernel.llm.local import ensure_local_server  # imports llm.config: not at the top
 
             try:
-                self._base_url = ensure_local_server()
+                self._base_url = ensure_local_server(session=self._session)
             except Exception as exc:  # noqa: BLE001 - LocalModelError and start failures, as text
                 raise NoProviderConfigured(redact(exc), key="provider") from None
             return self._base_url
@@ -543,7 +551,7 @@ class LLMClient:
     ) -> tuple[list[Completion | None], dict[int, str]]:
         batch_id = uuid.uuid4().hex[:12]
         t0 = time.monotonic()
-        bus.emit(
+        self._bus.emit(
             CallEvent(
                 "batch_start",
                 batch_id=batch_id,
@@ -577,7 +585,7 @@ class LLMClient:
                 await asyncio.gather(*(one(item) for item in items))
         finally:
             done = sum(r is not None for r in results)
-            bus.emit(
+            self._bus.emit(
                 CallEvent(
                     "batch_end",
                     batch_id=batch_id,
@@ -617,7 +625,7 @@ class LLMClient:
         call_id = uuid.uuid4().hex[:12]
 
         def event(kind: str, **fields: Any) -> None:
-            bus.emit(
+            self._bus.emit(
                 CallEvent(
                     kind,  # type: ignore[arg-type]
                     call_id=call_id,
@@ -722,7 +730,7 @@ class LLMClient:
             if not live[0]:
                 return
             item = items[i]
-            bus.emit(
+            self._bus.emit(
                 CallEvent(
                     kind,  # type: ignore[arg-type]
                     call_id=call_ids[i],
@@ -1005,7 +1013,7 @@ class LLMClient:
             return None
         from rlm_kernel.llm.local import server_crash_report
 
-        report = await asyncio.to_thread(server_crash_report, base_url)
+        report = await asyncio.to_thread(server_crash_report, base_url, session=self._session)
         if report is not None:
             with self._base_lock:
                 if self._base_url == base_url:
@@ -1069,38 +1077,20 @@ def _run_id(scope: CallScope) -> str | None:
     return None if scope.run is None else f"run-{id(scope.run):x}"
 
 
-def _broker_link() -> Any:
-    """The kernel's link to its broker process, or None when this process makes its own calls."""
-    return broker_link.current()
-
-
-# ---- the session default client
-_default_lock = threading.Lock()
-_default: LLMClient | None = None
-_default_version = -1
-
-
-def get_client() -> LLMClient:
-    """The session's default client, built from `load_config()`; rebuilt after `%rlm set` changes settings."""
-    global _default, _default_version
-    with _default_lock:
-        version = settings_version()
-        if _default is None or version != _default_version:
-            old = _default
-            _default = LLMClient(load_config())
-            _default_version = version
+# ---- the session's default client
+def get_client(session: LLMSession | None = None) -> LLMClient:
+    """The session's default client (the current session unless given), built from its configuration;
+    rebuilt after `%rlm set` changes settings (the old one closes once its calls finish)."""
+    s = session or current_session()
+    with s.lock:
+        version = s.settings_version
+        old = s.client
+        if old is None or version != s.client_version:
+            s.client = LLMClient(load_config(session=s), session=s)
+            s.client_version = version
             if old is not None:
                 old.retire()
-        return _default
-
-
-def reset_client() -> None:
-    """Drop the default client; the next `get_client()` re-reads the configuration (e.g. new env)."""
-    global _default
-    with _default_lock:
-        old, _default = _default, None
-    if old is not None:
-        old.retire()
+        return s.client
 
 
 _live: weakref.WeakSet[LLMClient] = weakref.WeakSet()
@@ -1108,9 +1098,6 @@ _live: weakref.WeakSet[LLMClient] = weakref.WeakSet()
 
 def _close_all_at_exit() -> None:
     """Close every client still open when the interpreter exits (no "unclosed session" noise)."""
-    global _default
-    with _default_lock:
-        _default = None
     for client in list(_live):
         if client._http is not None:  # noqa: SLF001 - our own class
             client.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import threading
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from rlm_kernel.llm.schema import (
     PROVIDERS,
     TIERS,
 )
+from rlm_kernel.llm.session import LLMSession, current_session
 from rlm_kernel.sandbox.roots import START_DIR, allowed_roots
 from rlm_kernel.secrets import get_secret
 
@@ -36,9 +36,10 @@ __all__ = [
     "SETTINGS",
     "TIERS",
     "LLMConfig",
-    "clear_settings",
     "config_path",
     "get_settings",
+    "restore_settings",
+    "settings_snapshot",
     "load_config",
     "notebook_dir",
     "resolve_dir",
@@ -134,12 +135,7 @@ def _parse(key: str, value: Any, source: str) -> Any:
         ) from None
 
 
-# ---- `%rlm set` session settings
-_settings_lock = threading.Lock()
-_settings: dict[str, Any] = {}
-_settings_version = 0
-
-
+# ---- `%rlm set` session settings (kept in the LLM session: `LLMSession.settings`)
 _START_DIR = START_DIR  # the kernel's working directory at start (the notebook's directory)
 SESSION_ENV = "JPY_SESSION_NAME"  # set by jupyter_server (JupyterLab, Notebook 7): the notebook's path
 
@@ -199,62 +195,55 @@ def _check_cache_dir(value: str) -> str:
     return value
 
 
-def set_setting(key: str, value: Any) -> None:
+def set_setting(key: str, value: Any, session: LLMSession | None = None) -> None:
     """Set (or with value None/"" unset) a session setting, as `%rlm set key=value` does; validated now.
 
-    `cache_dir` must stay under the places fixed at start (`_start_cache_dirs`).
+    `cache_dir` must stay under the places fixed at start (`_start_cache_dirs`). `session`: the current one
+    unless given.
     """
-    global _settings_version
     if type(key) is not str or not (value is None or type(value) is str):
         raise ConfigError("%rlm set: settings are text, as written on the %rlm set line", source="%rlm set")
     key = key.strip()
-    with _settings_lock:
+    s = session or current_session()
+    with s.lock:
         if value is None or (isinstance(value, str) and not value.strip()):
             if key not in SETTINGS:
                 raise _unknown(key, "%rlm set")
-            _settings.pop(key, None)
+            s.settings.pop(key, None)
         else:
             parsed = _parse(key, value, "%rlm set")
             if key == "cache_dir":
                 parsed = _check_cache_dir(parsed)
             if key == "api_key":
                 register_secret(parsed)
-            _settings[key] = parsed
-        _settings_version += 1
+            s.settings[key] = parsed
+        s.settings_version += 1
 
 
-def clear_settings() -> None:
-    """Forget every `%rlm set` setting."""
-    global _settings_version
-    with _settings_lock:
-        _settings.clear()
-        _settings_version += 1
-
-
-def settings_snapshot() -> dict[str, Any]:
+def settings_snapshot(session: LLMSession | None = None) -> dict[str, Any]:
     """The session settings as they are (for `restore_settings`; holds a typed key: keep it in the layer)."""
-    with _settings_lock:
-        return dict(_settings)
+    s = session or current_session()
+    with s.lock:
+        return dict(s.settings)
 
 
-def restore_settings(values: dict[str, Any]) -> None:
+def restore_settings(values: dict[str, Any], session: LLMSession | None = None) -> None:
     """Put back the session settings `settings_snapshot` returned (e.g. after the broker refused a change)."""
-    global _settings_version
-    with _settings_lock:
-        _settings.clear()
-        _settings.update(values)
-        _settings_version += 1
+    s = session or current_session()
+    with s.lock:
+        s.settings.clear()
+        s.settings.update(values)
+        s.settings_version += 1
 
 
-def get_settings() -> dict[str, Any]:
+def get_settings(session: LLMSession | None = None) -> dict[str, Any]:
     """A copy of the session settings, with any key shown as "<set>"."""
-    with _settings_lock:
-        return {k: ("<set>" if k == "api_key" else v) for k, v in _settings.items()}
+    return {k: ("<set>" if k == "api_key" else v) for k, v in settings_snapshot(session).items()}
 
 
-def settings_version() -> int:
-    """Increases on every `%rlm set`; the default client is rebuilt when it changes."""
-    return _settings_version
+def settings_version(session: LLMSession | None = None) -> int:
+    """Increases on every `%rlm set`; the session's client and budget follow the settings when it changes."""
+    return (session or current_session()).settings_version
 
 
 # ---- sources
@@ -394,11 +383,17 @@ class LLMConfig:
 
 
 def load_config(
-    *, environ: Mapping[str, str] | None = None, use_settings: bool = True, **explicit: Any
+    *,
+    environ: Mapping[str, str] | None = None,
+    use_settings: bool = True,
+    session: LLMSession | None = None,
+    **explicit: Any,
 ) -> LLMConfig:
     """Resolve the configuration: explicit keyword arguments → `%rlm set` → environment → TOML → defaults.
 
     `environ` replaces `os.environ` (and then the kernel's secret store is not consulted) — for tests.
+    `session` (default: the current one) gives the `%rlm set` settings and tells whether a broker holds
+    the keys.
     Raises `ConfigError` naming the bad key and its source.
     """
     env = os.environ if environ is None else environ
@@ -407,9 +402,9 @@ def load_config(
     layers.append(
         ({k: _parse(k, v, "explicit argument") for k, v in explicit.items() if v is not None}, "explicit")
     )
+    s = session or current_session()
     if use_settings:
-        with _settings_lock:
-            layers.append((dict(_settings), "%rlm set"))
+        layers.append((settings_snapshot(s), "%rlm set"))
     env_values = _read_env(env, secret)
     layers.append(({k: v for k, (v, _s) in env_values.items()}, "env"))
     toml_values, toml_source = _read_toml(env)
@@ -428,7 +423,7 @@ def load_config(
     base_url = pick("base_url")
     api_key = pick("api_key")
     if api_key is not None and sources.get("api_key", "").startswith("config file"):
-        api_key = _file_key(api_key)
+        api_key = _file_key(api_key, brokered=s.link is not None)
     if base_url is None and provider in (None, "openai") and env.get("OPENAI_BASE_URL"):
         base_url = _parse("base_url", env["OPENAI_BASE_URL"], "environment variable OPENAI_BASE_URL")
         sources["base_url"] = "env OPENAI_BASE_URL"
@@ -512,12 +507,10 @@ def _cache_dir(raw: str, env: Mapping[str, str], sources: dict[str, str]) -> str
     return str(resolved)
 
 
-def _file_key(key: str) -> str:
+def _file_key(key: str, *, brokered: bool) -> str:
     """A config file's key as this process may hold it: in a kernel with an LLM broker, a reference (the
     broker read the same file at start and holds the key), else the key."""
-    import rlm_kernel.llm.broker_link as broker_link
-
-    return key_ref("config file") if broker_link.current() is not None else key
+    return key_ref("config file") if brokered else key
 
 
 def _local_model_name(key: str = "tiny") -> str:

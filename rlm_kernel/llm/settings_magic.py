@@ -11,7 +11,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import rlm_kernel.llm.broker_link as broker_link
 from rlm_kernel.llm.broker_handover import KEY_REF_PREFIX
 from rlm_kernel.llm.config import (
     DEFAULT_BASE_URLS,
@@ -30,6 +29,7 @@ from rlm_kernel.llm.config import (
 )
 from rlm_kernel.llm.errors import ConfigError, LLMError
 from rlm_kernel.llm.redact import redact
+from rlm_kernel.llm.session import current_session
 from rlm_kernel.magics import register_rlm_subcommand
 from rlm_kernel.sandbox.origin import refuse_in_model_code
 
@@ -135,7 +135,8 @@ _ENDPOINT_KEYS = ("provider", "base_url", "proxy", "api_key")
 @contextmanager
 def _guard_endpoint_settings(keys: list[str]) -> Iterator[None]:
     """Around `%rlm set`: if it changed where calls go, ask the broker; on refusal restore the settings."""
-    if broker_link.current() is None or not any(k in _ENDPOINT_KEYS for k in keys):
+    link = current_session().link
+    if link is None or not any(k in _ENDPOINT_KEYS for k in keys):
         yield
         return
     before = settings_snapshot()
@@ -152,7 +153,7 @@ def _guard_endpoint_settings(keys: list[str]) -> Iterator[None]:
     key = fields["api_key"]
     typed = "api_key" in keys and isinstance(key, str) and not key.startswith(KEY_REF_PREFIX)
     try:
-        broker_link.request("bind" if typed else "check", fields)
+        link.request("bind" if typed else "check", fields)
     except LLMError:
         restore_settings(before)
         raise

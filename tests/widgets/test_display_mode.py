@@ -12,11 +12,8 @@ from rlm_kernel.widgets.display_mode import parse_mode, register_setting, resolv
 
 
 @pytest.fixture(autouse=True)
-def _clean_settings():
-    register_setting()
-    config.clear_settings()
-    yield
-    config.clear_settings()
+def _display_setting():
+    register_setting()  # the test's own LLM session (tests/conftest.py) starts without settings
 
 
 def test_auto_depends_on_the_frontend(tmp_path: Path) -> None:
