@@ -231,32 +231,26 @@ class BatchEvents:
 
     def finish(self, index: int) -> None:
         """Item `index` succeeded; its event carries the usage of its own single calls."""
-        tin, tout, usd = self._take_usage()
         self.ok += 1
-        self._emit(
-            "finish",
-            call_id=self._call_id(index),
-            index=index,
-            input_tokens=tin,
-            output_tokens=tout,
-            cost_usd=usd,
-            latency_s=self._took(index),
-        )
+        self._end("finish", index)
 
     def fail(self, index: int, error: str) -> None:
         """Item `index` failed with `error` (`CANCELLED` for an interrupt); what it spent is still counted."""
-        tin, tout, usd = self._take_usage()
         if error != CANCELLED:
             self.failed += 1
+        self._end("failed", index, error=error)
+
+    def _end(self, kind: EventKind, index: int, **fields: object) -> None:
+        tin, tout, usd = self._take_usage()
         self._emit(
-            "failed",
+            kind,
             call_id=self._call_id(index),
             index=index,
-            error=error,
             input_tokens=tin,
             output_tokens=tout,
             cost_usd=usd,
             latency_s=self._took(index),
+            **fields,
         )
 
     def _take_usage(self) -> tuple[int, int, float]:

@@ -136,14 +136,8 @@ def local_threads() -> int:
     Half, because the kernel and the machine's other work share the cores; oversubscribing llama.cpp's
     threads made generation ~30× slower in measurements on a busy 2-core machine.
     """
-    raw = os.environ.get("RLM_LOCAL_THREADS", "").strip()
-    if raw:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise LocalModelError(f"RLM_LOCAL_THREADS must be a whole number, got {raw!r}.") from None
-        if value < 1:
-            raise LocalModelError(f"RLM_LOCAL_THREADS must be at least 1, got {value}.")
+    value = _env_number("RLM_LOCAL_THREADS", "a whole number", 1, None)
+    if value is not None:
         return value
     try:
         cores = len(os.sched_getaffinity(0))
@@ -170,16 +164,27 @@ def cpu_has_amx(cpuinfo: str | None = None) -> bool:
 
 
 def _context_size(model: LocalModel) -> int:
-    raw = os.environ.get("RLM_LOCAL_CTX", "").strip()
+    value = _env_number(
+        "RLM_LOCAL_CTX", "a whole number of tokens", 256, model.max_ctx, f"({model.title}'s window)"
+    )
+    return min(_DEFAULT_CTX, model.max_ctx) if value is None else value
+
+
+def _env_number(name: str, what: str, low: int, high: int | None, why: str = "") -> int | None:
+    """The whole number in environment variable `name` (None when unset), from `low` to `high` (None: no
+    upper bound), or `LocalModelError` saying what is valid (`why`: a note after the range)."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return min(_DEFAULT_CTX, model.max_ctx)
+        return None
     try:
         value = int(raw)
     except ValueError:
-        raise LocalModelError(f"RLM_LOCAL_CTX must be a whole number of tokens, got {raw!r}.") from None
-    if not 256 <= value <= model.max_ctx:
+        raise LocalModelError(f"{name} must be {what}, got {raw!r}.") from None
+    if high is None and value < low:
+        raise LocalModelError(f"{name} must be at least {low}, got {value}.")
+    if high is not None and not low <= value <= high:
         raise LocalModelError(
-            f"RLM_LOCAL_CTX must be between 256 and {model.max_ctx} ({model.title}'s window), got {value}."
+            f"{name} must be between {low} and {high} {why}, got {value}.".replace("  ", " ")
         )
     return value
 
