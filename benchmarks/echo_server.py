@@ -22,7 +22,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-__all__ = ["cpu_seconds", "main", "start"]
+__all__ = ["cpu_seconds", "main", "start", "take_trace"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,6 +78,20 @@ def _reply(body: bytes, n: int) -> bytes:
     ).encode()
 
 
+_TRACE: list[float] = []
+"""Seconds each request spent in this server (arrival to reply written); `GET /_trace` takes them."""
+
+
+def take_trace(url: str) -> list[float]:
+    """The seconds each request answered since the last call spent in the server at `url` (then forgotten).
+
+    With the wall time this splits a slot's cycle: C·wall/N = time in the server + time in the client."""
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/_trace", timeout=30) as response:  # noqa: S310 - our own local server
+        return json.loads(response.read())
+
+
 class _Http(asyncio.Protocol):
     """One keep-alive HTTP/1.1 connection: requests with a Content-Length body, answered in arrival order.
 
@@ -121,18 +135,23 @@ class _Http(asyncio.Protocol):
             method, path, _ = (head[0].split(" ") + ["", ""])[:3]
             slot: list[bytes | None] = [None]
             self._slots.append(slot)
+            if method == "GET" and path == "/_trace":
+                times, _TRACE[:] = list(_TRACE), []
+                self._fill(slot, _response(200, json.dumps(times).encode(), kind="application/json"))
+                continue
             if method != "POST" or not path.endswith("/chat/completions"):
                 self._fill(slot, _response(404, b"only POST .../chat/completions is served here"))
                 continue
             self._counter[0] += 1
-            loop.call_later(self._latency, self._answer, slot, body, self._counter[0])
+            loop.call_later(self._latency, self._answer, slot, body, self._counter[0], time.monotonic())
 
-    def _answer(self, slot: list[bytes | None], body: bytes, n: int) -> None:
+    def _answer(self, slot: list[bytes | None], body: bytes, n: int, arrived: float) -> None:
         try:
             reply = _response(200, _reply(body, n), kind="application/json")
         except (ValueError, AttributeError, TypeError) as exc:
             reply = _response(400, f"not an OpenAI chat request: {exc}".encode())
         self._fill(slot, reply)
+        _TRACE.append(time.monotonic() - arrived)
 
     def _fill(self, slot: list[bytes | None], reply: bytes) -> None:
         slot[0] = reply

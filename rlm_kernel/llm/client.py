@@ -553,10 +553,11 @@ class LLMClient:
         )
         results: list[Completion | None] = [None] * len(items)
         errors: dict[int, str] = {}
-        sem = asyncio.Semaphore(limit)
+        pending = iter(items)  # shared by the workers: each item is taken once, in order
 
-        async def one(item: _Item) -> None:
-            async with sem:
+        async def worker() -> None:
+            # `limit` workers taking items in turn (not a task per item queued on a semaphore; see the broker)
+            for item in pending:
                 try:
                     results[item.index] = await self._call(item, budget, batch_id, parent_batch_id, owner)
                 except LLMError as exc:
@@ -569,7 +570,7 @@ class LLMClient:
                 )
                 errors.update({i: str(e) for i, e in failures.items()})
             else:
-                await asyncio.gather(*(one(item) for item in items))
+                await asyncio.gather(*(worker() for _ in range(min(limit, len(items)))))
         finally:
             done = sum(r is not None for r in results)
             bus.emit(
