@@ -74,6 +74,23 @@ def error_frame(exc: BaseException) -> dict[str, Any]:
     }
 
 
+def _framed(message: dict[str, Any]) -> bytes:
+    """`message` as a frame; one that cannot be encoded (a reply text with lone surrogates, a frame over the
+    size limit, no memory) becomes its call's error frame — or nothing, for an event."""
+    try:
+        return encode(message)
+    except BaseException as exc:  # noqa: BLE001 - MemoryError included: only this message is lost
+        if "event" in message:
+            return b""
+        failed = {"id": message.get("id")}
+        if "item" in message:
+            failed["item"] = message["item"]
+        try:
+            return encode({**failed, "error": error_frame(exc)})
+        except BaseException:  # noqa: BLE001 - even the error could not be framed
+            return encode({**failed, "error": {"kind": "llm", "message": "the LLM broker failed on it"}})
+
+
 class Broker:
     """Serves one kernel over one stream."""
 
@@ -83,7 +100,7 @@ class Broker:
         self._engine_ids: dict[str, int] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._writer: asyncio.StreamWriter | None = None
-        self._out: list[bytes] = []  # frames waiting for this loop turn's write
+        self._out: list[dict[str, Any]] = []  # messages waiting for this loop turn's write
         self.ledger = Ledger()
         self.paid = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
         """Every answer this broker paid for (whatever budget it was charged to)."""
@@ -91,19 +108,20 @@ class Broker:
         """Answers paid for per cell (`owner:<msg_id>`) and run (`run:<id>`), as the scopes name them."""
 
     def _write(self, message: dict[str, Any]) -> None:
-        """Queue one frame; the frames queued in one turn of the loop go out in one write (a fan-out of 64
-        produces a burst of start and result frames: one system call for all of them, not one each)."""
+        """Queue one message; those queued in one turn of the loop are encoded and go out in one write (a
+        fan-out of 64 produces a burst of start and result frames: one system call for all of them, not one
+        each), after the turn's HTTP requests were sent: encoding is off the path from one answer to the
+        next request."""
         if self._writer is None or self._writer.is_closing():
             return
-        data = encode(message)
         if not self._out:
             asyncio.get_running_loop().call_soon(self._flush)
-        self._out.append(data)
+        self._out.append(message)
 
     def _flush(self) -> None:
         out, self._out = self._out, []
         if out and self._writer is not None and not self._writer.is_closing():
-            self._writer.write(b"".join(out))
+            self._writer.write(b"".join([_framed(m) for m in out]))
 
     async def serve(self, sock: socket.socket) -> None:
         reader, writer = await asyncio.open_unix_connection(sock=sock, limit=2**20)
