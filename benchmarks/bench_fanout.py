@@ -1,4 +1,4 @@
-"""Fan-out: N calls at latency L and concurrency C through `LLMClient.complete_batch`, aiohttp vs plain httpx.
+"""Fan-out: N calls at latency L and concurrency C through `LLMClient.complete_batch`: aiohttp vs plain httpx.
 
 The test server runs in its own process so this process's CPU time is the client's alone (both transports).
 """
@@ -59,7 +59,7 @@ def run(quick: bool) -> list[Figure]:
     setup = f"N={n}, L={LATENCY * 1000:.0f} ms, C={CONCURRENCY}; server in a separate process"
     return [
         Figure(
-            "fan-out wall time (httpx-aiohttp transport)",
+            "fan-out wall time (aiohttp transport)",
             a_wall,
             "s",
             baseline=ideal,
@@ -69,7 +69,7 @@ def run(quick: bool) -> list[Figure]:
             note=setup,
         ),
         Figure(
-            "client CPU per call (httpx-aiohttp transport)",
+            "client CPU per call (aiohttp transport)",
             a_cpu * 1000,
             "ms",
             baseline=h_cpu * 1000,
@@ -91,7 +91,7 @@ def run(quick: bool) -> list[Figure]:
             h_cpu * 1000,
             "ms",
             baseline=a_cpu * 1000,
-            baseline_name="httpx-aiohttp, same run",
+            baseline_name="aiohttp, same run",
             note="baseline transport, for comparison",
         ),
     ]

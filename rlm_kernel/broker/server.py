@@ -34,6 +34,23 @@ from rlm_kernel.llm.session import LLMSession
 __all__ = ["Broker", "run_broker"]
 
 
+def _framed(message: dict[str, Any]) -> bytes:
+    """`message` as a frame; one that cannot be encoded (a reply text with lone surrogates, a frame over the
+    size limit, no memory) becomes its call's error frame — or nothing, for an event."""
+    try:
+        return encode(message)
+    except BaseException as exc:  # noqa: BLE001 - MemoryError included: only this message is lost
+        if "event" in message:
+            return b""
+        failed = {"id": message.get("id")}
+        if "item" in message:
+            failed["item"] = message["item"]
+        try:
+            return encode({**failed, "error": error_frame(exc)})
+        except BaseException:  # noqa: BLE001 - even the error could not be framed
+            return encode({**failed, "error": {"kind": "llm", "message": "the LLM broker failed on it"}})
+
+
 class Broker:
     """Serves one kernel over one stream."""
 
@@ -45,7 +62,7 @@ class Broker:
         self._engine_ids: dict[str, int] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._writer: asyncio.StreamWriter | None = None
-        self._out: list[bytes] = []  # frames waiting for this loop turn's write
+        self._out: list[dict[str, Any]] = []  # messages waiting for this loop turn's write
         self.ledger = Ledger()
         self.paid = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
         """Every answer this broker paid for (whatever budget it was charged to)."""
@@ -53,19 +70,20 @@ class Broker:
         """Answers paid for per cell (`owner:<msg_id>`) and run (`run:<id>`), as the scopes name them."""
 
     def _write(self, message: dict[str, Any]) -> None:
-        """Queue one frame; the frames queued in one turn of the loop go out in one write (a fan-out of 64
-        produces a burst of start and result frames: one system call for all of them, not one each)."""
+        """Queue one message; those queued in one turn of the loop are encoded and go out in one write (a
+        fan-out of 64 produces a burst of start and result frames: one system call for all of them, not one
+        each), after the turn's HTTP requests were sent: encoding is off the path from one answer to the
+        next request."""
         if self._writer is None or self._writer.is_closing():
             return
-        data = encode(message)
         if not self._out:
             asyncio.get_running_loop().call_soon(self._flush)
-        self._out.append(data)
+        self._out.append(message)
 
     def _flush(self) -> None:
         out, self._out = self._out, []
         if out and self._writer is not None and not self._writer.is_closing():
-            self._writer.write(b"".join(out))
+            self._writer.write(b"".join([_framed(m) for m in out]))
 
     async def serve(self, sock: socket.socket) -> None:
         reader, writer = await asyncio.open_unix_connection(sock=sock, limit=2**20)
@@ -159,12 +177,15 @@ class Broker:
         limit = message.get("concurrency", 1)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 4096:
             raise ValueError(f"concurrency must be a whole number from 1 to 4096, got {limit!r}")
-        sem = asyncio.Semaphore(limit)
+        pending = iter(range(len(items)))  # shared by the workers: each item is taken once, in order
 
-        async def one(index: int, data: dict[str, Any]) -> None:
-            async with sem:
+        async def worker() -> None:
+            # `limit` workers taking items in turn, rather than a task per item queued on a semaphore: a
+            # fan-out of 1000 costs 64 tasks, and a finished call starts the next with no wake-up in between
+            for index in pending:
                 try:
-                    await self._item(rid, index, engine, budget, names, request_from_wire(data), owners)
+                    req = request_from_wire(items[index])
+                    await self._item(rid, index, engine, budget, names, req, owners)
                 except asyncio.CancelledError:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - MemoryError included: only this item fails
@@ -173,7 +194,7 @@ class Broker:
                     except BaseException:  # noqa: BLE001 - even the error could not be framed
                         self._write({"id": rid, "item": index, "error": {"kind": "llm", "message": "failed"}})
 
-        await asyncio.gather(*(one(i, data) for i, data in enumerate(items)))
+        await asyncio.gather(*(worker() for _ in range(min(limit, len(items)))))
         return {"done": len(items)}
 
     async def _item(

@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import rlm_kernel.llm.event_loop as event_loop
 from rlm_kernel.callscope import CallScope, current_scope
@@ -46,10 +46,7 @@ from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.retry import CoolDown, RetryPolicy, backoff_delay, is_retryable_status, server_delay
 from rlm_kernel.llm.session import LLMSession, current_session
 from rlm_kernel.llm.tiers import ROLES, estimate_tokens, resolve_model
-from rlm_kernel.llm.transport import TransportKind, make_http_client
-
-if TYPE_CHECKING:  # httpx is imported with the first HTTP client (see transport.py), not at kernel start
-    import httpx
+from rlm_kernel.llm.transport import HttpClient, TransportError, TransportKind, make_http_client
 
 __all__ = [
     "Completion",
@@ -246,7 +243,7 @@ class LLMClient:
         self._cache_io: CacheIO | None = None  # cache reads/writes on worker threads (made on first use)
         self._unrecorded: list[str] = []  # why answers went unrecorded (reported in the caller's thread)
         self._policy = RetryPolicy(self.config.max_retries, self.config.retry_after_cap)
-        self._http: httpx.AsyncClient | None = None
+        self._http: HttpClient | None = None
         self._cooldown = CoolDown()
         self._closed = False
         self._inflight = 0  # calls running on the loop (touched only there)
@@ -527,7 +524,7 @@ class LLMClient:
             raise
 
     # ---- the event loop side
-    def _client(self) -> httpx.AsyncClient:
+    def _client(self) -> HttpClient:
         if self._http is None:
             pool = max(self.config.max_connections, self.config.concurrency)
             self._http = make_http_client(
@@ -566,10 +563,11 @@ class LLMClient:
         )
         results: list[Completion | None] = [None] * len(items)
         errors: dict[int, str] = {}
-        sem = asyncio.Semaphore(limit)
+        pending = iter(items)  # shared by the workers: each item is taken once, in order
 
-        async def one(item: _Item) -> None:
-            async with sem:
+        async def worker() -> None:
+            # `limit` workers taking items in turn (not a task per item queued on a semaphore; see the broker)
+            for item in pending:
                 try:
                     results[item.index] = await self._call(item, budget, batch_id, parent_batch_id, owner)
                 except LLMError as exc:
@@ -582,7 +580,7 @@ class LLMClient:
                 )
                 errors.update({i: str(e) for i, e in failures.items()})
             else:
-                await asyncio.gather(*(one(item) for item in items))
+                await asyncio.gather(*(worker() for _ in range(min(limit, len(items)))))
         finally:
             done = sum(r is not None for r in results)
             self._bus.emit(
@@ -928,13 +926,9 @@ class LLMClient:
 
     def _transport_error(self, exc: BaseException, base_url: str, model: str) -> ProviderError:
         """A retryable, text-only error for a failed connection or a timeout (the cause decides which)."""
-        import httpx
-
         provider = self.config.provider
-        cause = exc.__cause__ if isinstance(exc, httpx.HTTPError) and exc.__cause__ is not None else exc
-        timed_out = isinstance(cause, TimeoutError) or (
-            cause is exc and isinstance(exc, httpx.TimeoutException)
-        )
+        cause = exc.__cause__ if isinstance(exc, TransportError) and exc.__cause__ is not None else exc
+        timed_out = isinstance(cause, TimeoutError) or (isinstance(exc, TransportError) and exc.timed_out)
         if timed_out:
             text = (
                 f"{provider} did not answer in time (connect timeout {self.config.connect_timeout:g} s, "
@@ -1022,8 +1016,6 @@ class LLMClient:
 
     async def _send(self, req: ChatRequest, event: Any) -> ChatResponse:
         provider = self.config.provider
-        import httpx
-
         base_url = self._base_url or await asyncio.to_thread(self._ensure_base_url)
         http = self._client()
         attempt = 0
@@ -1036,14 +1028,14 @@ class LLMClient:
                 # a total deadline per attempt (connect + headers + whole body): a server that trickles its
                 # reply a byte at a time cannot hold a call past it
                 async with asyncio.timeout(self.config.connect_timeout + self.config.timeout):
-                    response = await http.post(url, headers=headers, json=body)
-            except (TimeoutError, httpx.TransportError, OSError) as exc:
+                    response = await http.post_json(url, headers, body)
+            except (TimeoutError, TransportError, OSError) as exc:
                 error = self._transport_error(exc, base_url, req.model)
                 crash = await self._local_crash(base_url)
                 if crash is not None:  # a dead offline server: no retry here, a restart on the next call
                     raise ProviderError(crash, retryable=False, provider=provider, model=req.model) from None
             else:
-                status = response.status_code
+                status = response.status
                 if 200 <= status < 300:
                     return self._parse(response.content, response.headers, req.model)
                 error = self._error(status, response.content, response.headers, req.model)

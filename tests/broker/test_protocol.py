@@ -16,7 +16,7 @@ from rlm_kernel.broker.server import Broker
 from rlm_kernel.llm.broker_handover import key_ref
 from rlm_kernel.llm.broker_protocol import recv_frame, request_to_wire, send_frame
 from rlm_kernel.llm.providers.base import ChatRequest
-from tests.llm_server import LLMTestServer
+from tests.llm_server import Fault, LLMTestServer
 
 KEY = "sk-broker-protocol-key-0123456789"
 
@@ -79,6 +79,14 @@ def _collect(sock: socket.socket, message: dict[str, Any]) -> list[dict[str, Any
         frames.append(reply)
         if "event" not in reply and "item" not in reply:
             return frames
+
+
+def _openai_text(text: str) -> dict[str, Any]:
+    return {
+        "id": "x",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+    }
 
 
 def _chain(*budgets: tuple[str, dict[str, Any], dict[str, Any]]) -> list[dict[str, Any]]:
@@ -195,3 +203,38 @@ def test_a_malformed_budget_chain_fails_the_batch_clearly(
     reply = _ask(broker, {"op": "batch", "id": 2, "engine": engine, "scope": scope, "items": _items(1)})
     assert reply["error"]["kind"] == "llm" and "max_usd must be a number" in reply["error"]["message"]
     assert llm_server.requests == []
+
+
+def test_a_reply_that_cannot_be_framed_fails_only_its_item(
+    broker: socket.socket, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    """Frames are encoded when the loop turn's messages go out together; a reply whose text cannot be
+    encoded (a lone surrogate, which JSON escapes allow) still fails only its own item, with a reason."""
+    llm_server.when("q1", Fault.odd_reply(_openai_text("bad \ud800 text")))
+    engine = _engine(broker, llm_server, tmp_path)
+    scope = {"budgets": _chain(("s", {}, {}))}
+    frames = _collect(
+        broker,
+        {"op": "batch", "id": 2, "engine": engine, "scope": scope, "concurrency": 3, "items": _items(3)},
+    )
+    results = {f["item"]: f for f in frames if "item" in f}
+    assert sorted(results) == [0, 1, 2], frames
+    assert results[0]["response"]["text"] == "q0" and results[2]["response"]["text"] == "q2"
+    assert results[1]["error"]["kind"] == "llm" and "UnicodeEncodeError" in results[1]["error"]["message"]
+    assert frames[-1] == {"id": 2, "done": 3}
+    assert _ask(broker, {"op": "status", "id": 3})["paid"]["calls"] == 3  # it was answered: it is paid for
+
+
+def test_a_fan_out_runs_at_most_its_concurrency_and_starts_items_in_order(
+    broker: socket.socket, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    engine = _engine(broker, llm_server, tmp_path)
+    llm_server.hold_until_in_flight(3)  # 60 s if fewer than 3 are ever in flight at once
+    scope = {"budgets": _chain(("s", {}, {}))}
+    frames = _collect(
+        broker,
+        {"op": "batch", "id": 2, "engine": engine, "scope": scope, "concurrency": 3, "items": _items(10)},
+    )
+    assert sorted(f["item"] for f in frames if "response" in f) == list(range(10)), frames
+    assert llm_server.max_in_flight == 3
+    assert [f["index"] for f in frames if f.get("event") == "start"] == list(range(10))
