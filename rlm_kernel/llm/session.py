@@ -42,7 +42,7 @@ class LLMSession:
         self.parent: dict[str, Any] = {}
         """The parent message of the running (or last) execute_request; {} outside a kernel."""
         self.settings: dict[str, Any] = {}
-        """`%rlm set` values, parsed (`llm.config.set_setting`)."""
+        """`%rlm set` values, parsed (`llm.session_settings.set_setting`)."""
         self.settings_version = 0
         self.client: LLMClient | None = None
         self.client_version = -1

@@ -20,16 +20,13 @@ from rlm_kernel.llm.config import (
     TIERS,
     _local_model_name,
     config_path,
-    get_settings,
     load_config,
     provider_key_present,
-    restore_settings,
-    set_setting,
-    settings_snapshot,
 )
 from rlm_kernel.llm.errors import ConfigError, LLMError
 from rlm_kernel.llm.redact import redact
 from rlm_kernel.llm.session import current_session
+from rlm_kernel.llm.session_settings import get_settings, restore_settings, set_setting, settings_snapshot
 from rlm_kernel.magics import register_rlm_subcommand
 from rlm_kernel.sandbox.origin import refuse_in_model_code
 

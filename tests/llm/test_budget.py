@@ -150,7 +150,7 @@ def test_thread_safe_reservations() -> None:
 
 def test_session_budget_follows_rlm_set(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     from rlm_kernel.llm import get_session_budget
-    from rlm_kernel.llm.config import set_setting
+    from rlm_kernel.llm.session_settings import set_setting
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     monkeypatch.delenv("RLM_CONFIG", raising=False)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from rlm_kernel.llm import ConfigError, LLMClient, LLMSession, get_client, load_config, use_session
-from rlm_kernel.llm.config import config_path, set_setting
+from rlm_kernel.llm.config import config_path
+from rlm_kernel.llm.session_settings import set_setting
 from rlm_kernel.llm.settings_magic import rlm_providers, rlm_set, rlm_show
 from rlm_kernel.llm.tiers import choose_tier, resolve_model
 

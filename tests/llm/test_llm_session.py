@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from rlm_kernel.llm import LLMSession, bus, current_session, get_client, get_session_budget, use_session
-from rlm_kernel.llm.config import get_settings, load_config, set_setting
+from rlm_kernel.llm.config import load_config
 from rlm_kernel.llm.events import CallEvent, current_parent, set_current_parent
+from rlm_kernel.llm.session_settings import get_settings, set_setting
 
 
 @pytest.fixture
