@@ -47,6 +47,7 @@ from rlm_kernel.llm.tiers import ROLES, estimate_tokens, resolve_model
 from rlm_kernel.llm.transport import HttpClient, TransportError, TransportKind, make_http_client
 
 __all__ = [
+    "LOOK_UP_AT_ITS_TURN",
     "Completion",
     "LLMClient",
     "PendingCompletion",
@@ -57,6 +58,8 @@ __all__ = [
 ]
 
 Prompt = str | Sequence[dict[str, str]]
+LOOK_UP_AT_ITS_TURN = object()
+"""`LLMClient.lookup_many_here`'s answer for a request that repeats an earlier one of the same fan-out."""
 log = logging.getLogger("rlm_kernel.llm")
 _ROLES_OK = ("system", "user", "assistant")
 cancel_all = event_loop.cancel_all
@@ -882,6 +885,39 @@ class LLMClient:
         if cache.mode == "replay":
             raise cache.miss_error(self.config.provider, req)
         return None
+
+    async def lookup_many_here(self, reqs: list[ChatRequest]) -> list[Any]:
+        """A fan-out's lookups in this process as one worker operation. Per request: a hit (response,
+        recorded at), None (a miss: send it), `LOOK_UP_AT_ITS_TURN` (it repeats an earlier request of the
+        fan-out, whose answer may be recorded by then) or the `LLMError` that item fails with (replay mode:
+        a miss, or a locked cache). A cache locked too long makes every item a miss, as `lookup_here` does."""
+        cache = self.cache
+        assert cache is not None
+        if self._cache_io is None:
+            self._cache_io = CacheIO(cache)
+        try:
+            got = await self._cache_io.get_many(self.config.provider, reqs)
+        except LLMError as exc:  # an unreadable cache: each item fails with it, as its own lookup would
+            return [exc] * len(reqs)
+        if got is BUSY:
+            if cache.mode == "replay":
+                busy = LLMError(
+                    f"replay mode: the LLM cache {cache.path} is locked (by another process?); try again"
+                )
+                return [busy] * len(reqs)
+            return [None] * len(reqs)
+        found, repeats = got  # type: ignore[misc]
+        out: list[Any] = []
+        for i, req in enumerate(reqs):
+            if i in repeats:
+                out.append(LOOK_UP_AT_ITS_TURN)
+            elif i in found:
+                out.append((found[i].response, found[i].recorded_at))
+            elif cache.mode == "replay":
+                out.append(cache.miss_error(self.config.provider, req))
+            else:
+                out.append(None)
+        return out
 
     async def fetch_here(self, req: ChatRequest, event: Any) -> tuple[ChatResponse, str | None]:
         """`_fetch` in this process: HTTP with retries, then the cache write on a worker thread (bounded)."""
