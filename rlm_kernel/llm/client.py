@@ -557,12 +557,15 @@ class LLMClient:
         results: list[Completion | None] = [None] * len(items)
         errors: dict[int, str] = {}
         pending = iter(items)  # shared by the workers: each item is taken once, in order
+        looked_up: list[Any] = [LOOK_UP_AT_ITS_TURN] * len(items)
 
         async def worker() -> None:
             # `limit` workers taking items in turn (not a task per item queued on a semaphore; see the broker)
             for item in pending:
                 try:
-                    results[item.index] = await self._call(item, budget, batch_id, parent_batch_id, owner)
+                    results[item.index] = await self._call(
+                        item, budget, batch_id, parent_batch_id, owner, looked_up=looked_up[item.index]
+                    )
                 except LLMError as exc:
                     errors[item.index] = str(exc)
 
@@ -573,6 +576,8 @@ class LLMClient:
                 )
                 errors.update({i: str(e) for i, e in failures.items()})
             else:
+                if self.config.cache != "off" and len(items) > 1:  # one lookup for all (as the broker)
+                    looked_up = await self.lookup_many_here([item.request for item in items])
                 await asyncio.gather(*(worker() for _ in range(min(limit, len(items)))))
         finally:
             done = sum(r is not None for r in results)
@@ -603,6 +608,8 @@ class LLMClient:
         parent_batch_id: str | None,
         owner: str | None,
         run: str | None = None,
+        *,
+        looked_up: Any = LOOK_UP_AT_ITS_TURN,
     ) -> Completion:
         if self._broker is not None:  # a batch of one through the broker (its ledger reserves and settles)
             results, failures = await self._brokered([item], budget, 1, batch_id, parent_batch_id, owner, run)
@@ -636,16 +643,21 @@ class LLMClient:
         t0 = time.monotonic()
         self._inflight += 1
         try:
-            return await self._call_inner(item, budget, event, t0)
+            return await self._call_inner(item, budget, event, t0, looked_up)
         finally:
             self._inflight -= 1
 
-    async def _call_inner(self, item: _Item, budget: Budget, event: Any, t0: float) -> Completion:
+    async def _call_inner(
+        self, item: _Item, budget: Budget, event: Any, t0: float, looked_up: Any = LOOK_UP_AT_ITS_TURN
+    ) -> Completion:
         req = item.request
         provider = self.config.provider
         key = cache_key(provider, req)  # named in the events: provenance (rlm/provenance.py) records it
         try:
-            hit = await self._lookup(req)  # this process makes its own calls (no broker, or is the broker)
+            # this process makes its own calls (no broker, or is the broker); a fan-out looked its items up
+            hit = await self._lookup(req) if looked_up is LOOK_UP_AT_ITS_TURN else looked_up
+            if isinstance(hit, LLMError):
+                raise hit
             if hit is not None:
                 r, recorded_at = hit
                 budget.record_cached()
