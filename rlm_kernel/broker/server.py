@@ -27,6 +27,7 @@ from rlm_kernel.llm.broker_protocol import (
 )
 from rlm_kernel.llm.budget import Budget
 from rlm_kernel.llm.client import LLMClient
+from rlm_kernel.llm.engine import LOOK_UP_AT_ITS_TURN
 from rlm_kernel.llm.errors import ConfigError, LLMError
 from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.session import LLMSession
@@ -177,6 +178,17 @@ class Broker:
         limit = message.get("concurrency", 1)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 4096:
             raise ValueError(f"concurrency must be a whole number from 1 to 4096, got {limit!r}")
+        reqs: list[Any] = []
+        for data in items:
+            try:
+                reqs.append(request_from_wire(data))
+            except Exception as exc:  # noqa: BLE001 - a malformed item fails alone, at its turn
+                reqs.append(exc)
+        looked_up: list[Any] = [LOOK_UP_AT_ITS_TURN] * len(items)
+        if engine.config.cache != "off":  # one lookup for the whole fan-out, not one worker hop per item
+            valid = [i for i, r in enumerate(reqs) if not isinstance(r, BaseException)]
+            for i, hit in zip(valid, await engine.lookup_many_here([reqs[i] for i in valid]), strict=True):
+                looked_up[i] = hit
         pending = iter(range(len(items)))  # shared by the workers: each item is taken once, in order
 
         async def worker() -> None:
@@ -184,8 +196,10 @@ class Broker:
             # fan-out of 1000 costs 64 tasks, and a finished call starts the next with no wake-up in between
             for index in pending:
                 try:
-                    req = request_from_wire(items[index])
-                    await self._item(rid, index, engine, budget, names, req, owners)
+                    req = reqs[index]
+                    if isinstance(req, BaseException):
+                        raise req
+                    await self._item(rid, index, engine, budget, names, req, owners, looked_up[index])
                 except asyncio.CancelledError:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - MemoryError included: only this item fails
@@ -206,10 +220,13 @@ class Broker:
         names: dict[int, str],
         req: Any,
         owners: list[str],
+        looked_up: Any = LOOK_UP_AT_ITS_TURN,
     ) -> None:
         prices = engine.config.prices
         if engine.config.cache != "off":
-            hit = await engine.lookup_here(req)
+            hit = await engine.lookup_here(req) if looked_up is LOOK_UP_AT_ITS_TURN else looked_up
+            if isinstance(hit, BaseException):
+                raise hit
             if hit is not None:
                 budget.record_cached()
                 self._write(

@@ -28,7 +28,7 @@ from rlm_kernel.llm.cache import ResponseCache
 from rlm_kernel.llm.cache_io import CacheIO
 from rlm_kernel.llm.completion import CallItem, Completion, Prompt, prompt_messages
 from rlm_kernel.llm.config import LLMConfig, load_config
-from rlm_kernel.llm.engine import InProcessCalls
+from rlm_kernel.llm.engine import LOOK_UP_AT_ITS_TURN, InProcessCalls
 from rlm_kernel.llm.errors import (
     BatchError,
     LLMCancelled,
@@ -407,12 +407,15 @@ class LLMClient(BrokeredCalls, InProcessCalls):
         results: list[Completion | None] = [None] * len(items)
         errors: dict[int, str] = {}
         pending = iter(items)  # shared by the workers: each item is taken once, in order
+        looked_up: list[Any] = [LOOK_UP_AT_ITS_TURN] * len(items)
 
         async def worker() -> None:
             # `limit` workers taking items in turn (not a task per item queued on a semaphore; see the broker)
             for item in pending:
                 try:
-                    results[item.index] = await self._call(item, budget, batch_id, parent_batch_id, owner)
+                    results[item.index] = await self._call(
+                        item, budget, batch_id, parent_batch_id, owner, looked_up=looked_up[item.index]
+                    )
                 except LLMError as exc:
                     errors[item.index] = str(exc)
 
@@ -423,6 +426,8 @@ class LLMClient(BrokeredCalls, InProcessCalls):
                 )
                 errors.update({i: str(e) for i, e in failures.items()})
             else:
+                if self.config.cache != "off" and len(items) > 1:  # one lookup for all (as the broker)
+                    looked_up = await self.lookup_many_here([item.request for item in items])
                 await asyncio.gather(*(worker() for _ in range(min(limit, len(items)))))
         finally:
             done = sum(r is not None for r in results)
@@ -453,6 +458,8 @@ class LLMClient(BrokeredCalls, InProcessCalls):
         parent_batch_id: str | None,
         owner: str | None,
         run: str | None = None,
+        *,
+        looked_up: Any = LOOK_UP_AT_ITS_TURN,
     ) -> Completion:
         if self._broker is not None:  # a batch of one through the broker (its ledger reserves and settles)
             results, failures = await self._brokered([item], budget, 1, batch_id, parent_batch_id, owner, run)
@@ -486,7 +493,7 @@ class LLMClient(BrokeredCalls, InProcessCalls):
         t0 = time.monotonic()
         self._inflight += 1
         try:
-            return await self._call_inner(item, budget, event, t0)
+            return await self._call_inner(item, budget, event, t0, looked_up)
         finally:
             self._inflight -= 1
 

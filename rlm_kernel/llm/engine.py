@@ -37,8 +37,10 @@ from rlm_kernel.llm.session import LLMSession
 from rlm_kernel.llm.tiers import estimate_tokens
 from rlm_kernel.llm.transport import HttpClient, TransportError, TransportKind, make_http_client
 
-__all__ = ["InProcessCalls"]
+__all__ = ["LOOK_UP_AT_ITS_TURN", "InProcessCalls"]
 
+LOOK_UP_AT_ITS_TURN = object()
+"""`LLMClient.lookup_many_here`'s answer for a request that repeats an earlier one of the same fan-out."""
 log = logging.getLogger("rlm_kernel.llm")
 
 
@@ -152,6 +154,39 @@ class InProcessCalls:
         if cache.mode == "replay":
             raise cache.miss_error(self.config.provider, req)
         return None
+
+    async def lookup_many_here(self, reqs: list[ChatRequest]) -> list[Any]:
+        """A fan-out's lookups in this process as one worker operation. Per request: a hit (response,
+        recorded at), None (a miss: send it), `LOOK_UP_AT_ITS_TURN` (it repeats an earlier request of the
+        fan-out, whose answer may be recorded by then) or the `LLMError` that item fails with (replay mode:
+        a miss, or a locked cache). A cache locked too long makes every item a miss, as `lookup_here` does."""
+        cache = self.cache
+        assert cache is not None
+        if self._cache_io is None:
+            self._cache_io = CacheIO(cache)
+        try:
+            got = await self._cache_io.get_many(self.config.provider, reqs)
+        except LLMError as exc:  # an unreadable cache: each item fails with it, as its own lookup would
+            return [exc] * len(reqs)
+        if got is BUSY:
+            if cache.mode == "replay":
+                busy = LLMError(
+                    f"replay mode: the LLM cache {cache.path} is locked (by another process?); try again"
+                )
+                return [busy] * len(reqs)
+            return [None] * len(reqs)
+        found, repeats = got  # type: ignore[misc]
+        out: list[Any] = []
+        for i, req in enumerate(reqs):
+            if i in repeats:
+                out.append(LOOK_UP_AT_ITS_TURN)
+            elif i in found:
+                out.append((found[i].response, found[i].recorded_at))
+            elif cache.mode == "replay":
+                out.append(cache.miss_error(self.config.provider, req))
+            else:
+                out.append(None)
+        return out
 
     async def fetch_here(self, req: ChatRequest, event: Any) -> tuple[ChatResponse, str | None]:
         """`_fetch` in this process: HTTP with retries, then the cache write on a worker thread (bounded)."""
@@ -309,12 +344,17 @@ class InProcessCalls:
             await asyncio.sleep(delay)
             attempt += 1
 
-    async def _call_inner(self, item: CallItem, budget: Budget, event: Any, t0: float) -> Completion:
+    async def _call_inner(
+        self, item: CallItem, budget: Budget, event: Any, t0: float, looked_up: Any = LOOK_UP_AT_ITS_TURN
+    ) -> Completion:
         req = item.request
         provider = self.config.provider
         key = cache_key(provider, req)  # named in the events: provenance (rlm/provenance.py) records it
         try:
-            hit = await self._lookup(req)  # this process makes its own calls (no broker, or is the broker)
+            # this process makes its own calls (no broker, or is the broker); a fan-out looked its items up
+            hit = await self._lookup(req) if looked_up is LOOK_UP_AT_ITS_TURN else looked_up
+            if isinstance(hit, LLMError):
+                raise hit
             if hit is not None:
                 r, recorded_at = hit
                 budget.record_cached()

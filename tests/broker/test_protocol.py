@@ -238,3 +238,39 @@ def test_a_fan_out_runs_at_most_its_concurrency_and_starts_items_in_order(
     assert sorted(f["item"] for f in frames if "response" in f) == list(range(10)), frames
     assert llm_server.max_in_flight == 3
     assert [f["index"] for f in frames if f.get("event") == "start"] == list(range(10))
+
+
+def _batch(broker: socket.socket, engine: int, rid: int, prompts: list[str], concurrency: int = 1) -> dict:
+    items = [
+        request_to_wire(ChatRequest(model="m", messages=({"role": "user", "content": p},), max_tokens=8))
+        for p in prompts
+    ]
+    scope = {"budgets": _chain(("s", {}, {}))}
+    message = {"op": "batch", "id": rid, "engine": engine, "scope": scope, "concurrency": concurrency}
+    frames = _collect(broker, {**message, "items": items})
+    return {f["item"]: f for f in frames if "item" in f}
+
+
+def test_a_fan_out_looks_its_items_up_at_once_and_a_repeat_at_its_turn(
+    broker: socket.socket, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    """The broker looks a fan-out's items up in the cache in one operation; an item repeating an earlier
+    one is looked up when its turn comes, so it finds the answer the earlier one recorded (not paid twice)."""
+    fields = _fields(llm_server.openai_base_url, key_ref("X"), tmp_path, cache="readwrite")
+    engine = int(_ask(broker, {"op": "engine", "id": 1, "fields": fields})["engine"])
+    first = _batch(broker, engine, 2, ["a", "b", "a"])
+    assert [first[i]["response"]["text"] for i in range(3)] == ["a", "b", "a"]
+    assert "cached" not in first[0] and "cached" not in first[1] and first[2].get("cached"), first
+    assert len(llm_server.requests) == 2
+    again = _batch(broker, engine, 3, ["b", "c", "a", "c"], concurrency=4)
+    assert [again[i]["response"]["text"] for i in range(4)] == ["b", "c", "a", "c"]
+    assert again[0].get("cached") and again[2].get("cached") and "cached" not in again[1], again
+    assert [r.last_user for r in llm_server.requests[2:]].count("c") in (1, 2)  # a repeat in one wave: 1–2
+    # replay mode: recorded items are answered, the others fail alone with a replay miss, nothing is sent
+    sent = len(llm_server.requests)
+    replay = _fields(llm_server.openai_base_url, key_ref("X"), tmp_path, cache="replay")
+    engine = int(_ask(broker, {"op": "engine", "id": 4, "fields": replay})["engine"])
+    replayed = _batch(broker, engine, 5, ["a", "never recorded", "b"], concurrency=3)
+    assert replayed[0]["response"]["text"] == "a" and replayed[2]["response"]["text"] == "b"
+    assert replayed[1]["error"]["kind"] == "replay_miss", replayed[1]
+    assert len(llm_server.requests) == sent
