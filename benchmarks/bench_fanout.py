@@ -1,6 +1,7 @@
-"""Fan-out: N calls at latency L and concurrency C through `LLMClient.complete_batch`, aiohttp vs plain httpx.
+"""Fan-out: N calls at latency L and concurrency C through `LLMClient.complete_batch`: aiohttp vs plain httpx.
 
-The test server runs in its own process so this process's CPU time is the client's alone (both transports).
+The server (`benchmarks/echo_server.py`, lean enough not to be the limit) runs in its own process, so this
+process's CPU time is the client's alone (both transports).
 """
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ from __future__ import annotations
 import math
 import tempfile
 
-from benchmarks.common import Figure, start_test_server, timed_echo_batch
+from benchmarks import echo_server
+from benchmarks.common import Figure, timed_echo_batch
 from rlm_kernel.llm import Budget, LLMClient, load_config
 
 __all__ = ["run"]
@@ -48,7 +50,7 @@ def _measure(url: str, transport: str, n: int, cache_dir: str) -> tuple[float, f
 def run(quick: bool) -> list[Figure]:
     n = 640 if quick else 1000
     ideal = math.ceil(n / CONCURRENCY) * LATENCY
-    proc, url = start_test_server(LATENCY)
+    proc, url = echo_server.start(LATENCY)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             a_wall, a_cpu = _measure(url, "aiohttp", n, tmp)
@@ -59,7 +61,7 @@ def run(quick: bool) -> list[Figure]:
     setup = f"N={n}, L={LATENCY * 1000:.0f} ms, C={CONCURRENCY}; server in a separate process"
     return [
         Figure(
-            "fan-out wall time (httpx-aiohttp transport)",
+            "fan-out wall time (aiohttp transport)",
             a_wall,
             "s",
             baseline=ideal,
@@ -69,7 +71,7 @@ def run(quick: bool) -> list[Figure]:
             note=setup,
         ),
         Figure(
-            "client CPU per call (httpx-aiohttp transport)",
+            "client CPU per call (aiohttp transport)",
             a_cpu * 1000,
             "ms",
             baseline=h_cpu * 1000,
@@ -91,7 +93,7 @@ def run(quick: bool) -> list[Figure]:
             h_cpu * 1000,
             "ms",
             baseline=a_cpu * 1000,
-            baseline_name="httpx-aiohttp, same run",
+            baseline_name="aiohttp, same run",
             note="baseline transport, for comparison",
         ),
     ]

@@ -70,13 +70,14 @@ def run(quick: bool) -> list[Figure]:
     )
     os.environ.pop("RLM_CONFIG", None)
     server.reply_with(_reply)
-    llm.reset_client()
+    session = llm.LLMSession()  # its client reads the environment set above
     try:
         warnings.simplefilter("ignore", UnknownPriceWarning)  # the unpriced test model
-        one = repeat_median(lambda: _batched(1), reps)
-        four = repeat_median(lambda: _batched(4), reps)
+        with llm.use_session(session):
+            one = repeat_median(lambda: _batched(1), reps)
+            four = repeat_median(lambda: _batched(4), reps)
     finally:
-        llm.reset_client()
+        session.close()
         os.environ.clear()
         os.environ.update(saved)
         server.stop()

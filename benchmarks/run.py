@@ -23,7 +23,6 @@ VERSIONED = [
     "ipykernel",
     "RestrictedPython",
     "httpx",
-    "httpx-aiohttp",
     "aiohttp",
     "bm25s",
     "tree-sitter",

@@ -255,9 +255,9 @@ def _configure(base_url: str, model: str, ctx: int, cache_dir: str) -> None:
         }
     )
     os.environ.pop("RLM_CONFIG", None)
-    from rlm_kernel import llm
+    from rlm_kernel.llm.session import LLMSession, activate
 
-    llm.reset_client()
+    activate(LLMSession())  # a session whose client reads the environment set above
 
 
 def _write(path: str, rows: list[dict]) -> Path:

@@ -20,3 +20,15 @@ def _isolated_secret_store():
     finally:
         secrets._store.clear()  # noqa: SLF001
         secrets._store.update(saved)  # noqa: SLF001
+
+
+@pytest.fixture(autouse=True)
+def llm_session():
+    """Each test runs in its own LLM session (`%rlm set` settings, default client, session budget, event bus):
+    nothing carries over between tests, and no test resets module state."""
+    from rlm_kernel.llm.session import LLMSession, use_session
+
+    session = LLMSession()
+    with use_session(session):
+        yield session
+    session.close()

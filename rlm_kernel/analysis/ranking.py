@@ -15,6 +15,7 @@ import numpy as np
 
 from rlm_kernel.analysis.chunking import MAX_LINE, line_starts
 from rlm_kernel.analysis.tokens import STOP_WORDS, WORD, terms_of
+from rlm_kernel.llm.session import current_session
 
 __all__ = ["ChunkIndex", "clear_cache", "get_index", "phrase_rerank"]
 
@@ -179,28 +180,41 @@ def phrase_rerank(content: str, index: ChunkIndex, query: str, top_k: int) -> li
     return [(chunk, score) for score, chunk in rescored[:top_k]]
 
 
-_cache: OrderedDict[str, ChunkIndex] = OrderedDict()
-_lock = threading.Lock()
+class _IndexCache:
+    """A small LRU of built indexes keyed by the text itself; one per LLM session (`LLMSession.slot`)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.entries: OrderedDict[str, ChunkIndex] = OrderedDict()
+
+
+def _session_cache() -> _IndexCache:
+    return current_session().slot("analysis.ranking", _IndexCache)
 
 
 def get_index(content: str) -> ChunkIndex:
-    """The index of `content`, built on first use and kept in a small LRU keyed by the string itself."""
-    with _lock:
-        hit = _cache.get(content)
+    """The index of `content`, built on first use and kept in the session's small LRU keyed by the string."""
+    cache = _session_cache()
+    with cache.lock:
+        hit = cache.entries.get(content)
         if hit is not None:
-            _cache.move_to_end(content)
+            cache.entries.move_to_end(content)
             return hit
     index = ChunkIndex.build(content)
     if len(content) < 20_000:
         return index  # cheap to rebuild; keep the cache for texts worth caching
-    with _lock:
-        _cache[content] = index
-        while len(_cache) > _CACHE_ENTRIES or (len(_cache) > 1 and sum(map(len, _cache)) > _CACHE_MAX_CHARS):
-            _cache.popitem(last=False)
+    with cache.lock:
+        entries = cache.entries
+        entries[content] = index
+        while len(entries) > _CACHE_ENTRIES or (
+            len(entries) > 1 and sum(map(len, entries)) > _CACHE_MAX_CHARS
+        ):
+            entries.popitem(last=False)
     return index
 
 
 def clear_cache() -> None:
-    """Forget every cached index."""
-    with _lock:
-        _cache.clear()
+    """Forget every index cached in this session (benchmarks measure cold builds with it)."""
+    cache = _session_cache()
+    with cache.lock:
+        cache.entries.clear()

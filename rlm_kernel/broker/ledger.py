@@ -1,86 +1,35 @@
-"""The budget ledger: the broker's authoritative budgets, and the wire form of the kernel's budget chains.
+"""The budget ledger: the broker's authoritative budgets, one per budget the kernel names in a request.
 
 The kernel's `Budget` objects (the session's, a run's, a sub-run's) are what people see; each request names
-its budget chain (`chain_to_wire`: root first, with id, label, limits, elapsed time and what the kernel has
-settled so far). The broker keeps one `Budget` per id (`Ledger`): before a call it reserves the call's worst
-case on the chain — or refuses it with `BudgetExceeded` — and after it settles the real usage; the kernel
-mirrors each reservation and settlement from the frames it gets back. A budget the broker has not seen (a
-new run, or a broker restarted after a crash) starts from the kernel's settled figures, so a restart never
-resets what was spent.
+its budget chain (`llm.broker_protocol.chain_to_wire`: root first, with id, label, limits, elapsed time and
+what the kernel has settled so far). The broker keeps one `Budget` per id (`Ledger`): before a call it
+reserves the call's worst case on the chain — or refuses it with `BudgetExceeded` — and after it settles the
+real usage; the kernel mirrors each reservation and settlement from the frames it gets back. A budget the
+broker has not seen (a new run, or a broker restarted after a crash) starts from the kernel's settled
+figures, so a restart never resets what was spent.
 """
 
 from __future__ import annotations
 
 import time
-import weakref
 from dataclasses import replace
 from typing import Any
 
+from rlm_kernel.llm.broker_protocol import USED as _USED
 from rlm_kernel.llm.budget import Budget, Reservation
 from rlm_kernel.llm.errors import BudgetExceeded
 from rlm_kernel.llm.pricing import cost_usd
 from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse
 from rlm_kernel.llm.tiers import estimate_tokens
 
-__all__ = ["Ledger", "chain_to_wire", "estimate_input", "refusal_to_wire"]
+__all__ = ["Ledger", "estimate_input"]
 
 _LIMITS = ("max_calls", "max_input_tokens", "max_output_tokens", "max_usd", "max_seconds", "max_depth")
-_USED = ("calls", "input_tokens", "output_tokens", "usd")
-_ids: weakref.WeakKeyDictionary[Budget, str] = weakref.WeakKeyDictionary()
-_next_id = iter(range(1, 2**62))
-
-
-def _scope_id(budget: Budget) -> str:
-    sid = _ids.get(budget)
-    if sid is None:
-        sid = _ids[budget] = f"b{next(_next_id)}"
-    return sid
-
-
-def chain_to_wire(budget: Budget) -> list[dict[str, Any]]:
-    """`budget` and its ancestors, root first, as the broker's ledger reads them (kernel side)."""
-    chain = []
-    b: Budget | None = budget
-    while b is not None:
-        snap = b.snapshot()
-        chain.append(
-            {
-                "id": _scope_id(b),
-                "label": b.label,
-                "limits": snap["limits"],
-                "elapsed": snap["elapsed_s"],
-                "used": {k: snap[k] for k in _USED},
-            }
-        )
-        b = b.parent
-    chain.reverse()
-    return chain
-
-
-def scope_ids(budget: Budget) -> dict[str, Budget]:
-    """Id → budget for `budget`'s chain (kernel side: which budget a refusal names)."""
-    out = {}
-    b: Budget | None = budget
-    while b is not None:
-        out[_scope_id(b)] = b
-        b = b.parent
-    return out
 
 
 def estimate_input(req: ChatRequest) -> int:
     """The input-token estimate a call reserves (the same rule the kernel uses to pick a tier)."""
     return sum(estimate_tokens(m["content"]) + 4 for m in req.messages)
-
-
-def refusal_to_wire(exc: BudgetExceeded, scope: str | None) -> dict[str, Any]:
-    """The fields of a `BudgetExceeded` error frame (`scope`: the id of the budget that refused)."""
-    return {
-        "limit": exc.limit,
-        "limit_value": exc.limit_value,
-        "used": exc.used,
-        "requested": exc.requested,
-        "scope": scope,
-    }
 
 
 def _number(value: Any, what: str) -> float:

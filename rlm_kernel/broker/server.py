@@ -17,61 +17,39 @@ from collections import Counter
 from typing import Any
 
 from rlm_kernel.broker.endpoints import Endpoint, EndpointPolicy
-from rlm_kernel.broker.ledger import Ledger, refusal_to_wire
-from rlm_kernel.broker.protocol import (
+from rlm_kernel.broker.ledger import Ledger
+from rlm_kernel.llm.broker_protocol import (
     encode,
+    error_frame,
     read_frame,
     request_from_wire,
     response_to_wire,
 )
 from rlm_kernel.llm.budget import Budget
 from rlm_kernel.llm.client import LLMClient
-from rlm_kernel.llm.errors import (
-    BudgetExceeded,
-    ConfigError,
-    LLMError,
-    ProviderBudgetExceeded,
-    ProviderError,
-    RateLimited,
-    ReplayMiss,
-)
+from rlm_kernel.llm.engine import LOOK_UP_AT_ITS_TURN
+from rlm_kernel.llm.errors import ConfigError, LLMError
 from rlm_kernel.llm.redact import install_log_redaction, redact
+from rlm_kernel.llm.session import LLMSession
 
-__all__ = ["Broker", "error_frame", "run_broker"]
+__all__ = ["Broker", "run_broker"]
 
 
-def error_frame(exc: BaseException) -> dict[str, Any]:
-    """The wire form of a call's failure: its kind and text only (redacted: the broker knows the keys)."""
-    if isinstance(exc, BudgetExceeded) and not isinstance(exc, ProviderBudgetExceeded):
-        return {"kind": "budget", "message": str(exc), **refusal_to_wire(exc, getattr(exc, "scope", None))}
-    if isinstance(exc, LLMError):
-        kind = (
-            "config"
-            if isinstance(exc, ConfigError)
-            else "provider_budget"
-            if isinstance(exc, ProviderBudgetExceeded)
-            else "rate_limited"
-            if isinstance(exc, RateLimited)
-            else "provider"
-            if isinstance(exc, ProviderError)
-            else "replay_miss"
-            if isinstance(exc, ReplayMiss)
-            else "llm"
-        )
-        message = redact(str(exc))
-    else:
-        kind = "llm"
-        message = f"the LLM broker failed on this call: {type(exc).__name__}: {redact(exc)}"
-    return {
-        "kind": kind,
-        "message": message,
-        "status": getattr(exc, "status", None),
-        "retryable": bool(getattr(exc, "retryable", False)),
-        "key": getattr(exc, "key", None),
-        "retry_after": getattr(exc, "retry_after", None),
-        "limit_value": getattr(exc, "limit_value", None),
-        "used": getattr(exc, "used", None),
-    }
+def _framed(message: dict[str, Any]) -> bytes:
+    """`message` as a frame; one that cannot be encoded (a reply text with lone surrogates, a frame over the
+    size limit, no memory) becomes its call's error frame — or nothing, for an event."""
+    try:
+        return encode(message)
+    except BaseException as exc:  # noqa: BLE001 - MemoryError included: only this message is lost
+        if "event" in message:
+            return b""
+        failed = {"id": message.get("id")}
+        if "item" in message:
+            failed["item"] = message["item"]
+        try:
+            return encode({**failed, "error": error_frame(exc)})
+        except BaseException:  # noqa: BLE001 - even the error could not be framed
+            return encode({**failed, "error": {"kind": "llm", "message": "the LLM broker failed on it"}})
 
 
 class Broker:
@@ -79,11 +57,13 @@ class Broker:
 
     def __init__(self, policy: EndpointPolicy) -> None:
         self.policy = policy
+        self.session = LLMSession()
+        """The broker's own LLM session: no broker link (its engines make the calls), its own event bus."""
         self._engines: dict[int, LLMClient] = {}
         self._engine_ids: dict[str, int] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._writer: asyncio.StreamWriter | None = None
-        self._out: list[bytes] = []  # frames waiting for this loop turn's write
+        self._out: list[dict[str, Any]] = []  # messages waiting for this loop turn's write
         self.ledger = Ledger()
         self.paid = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
         """Every answer this broker paid for (whatever budget it was charged to)."""
@@ -91,19 +71,20 @@ class Broker:
         """Answers paid for per cell (`owner:<msg_id>`) and run (`run:<id>`), as the scopes name them."""
 
     def _write(self, message: dict[str, Any]) -> None:
-        """Queue one frame; the frames queued in one turn of the loop go out in one write (a fan-out of 64
-        produces a burst of start and result frames: one system call for all of them, not one each)."""
+        """Queue one message; those queued in one turn of the loop are encoded and go out in one write (a
+        fan-out of 64 produces a burst of start and result frames: one system call for all of them, not one
+        each), after the turn's HTTP requests were sent: encoding is off the path from one answer to the
+        next request."""
         if self._writer is None or self._writer.is_closing():
             return
-        data = encode(message)
         if not self._out:
             asyncio.get_running_loop().call_soon(self._flush)
-        self._out.append(data)
+        self._out.append(message)
 
     def _flush(self) -> None:
         out, self._out = self._out, []
         if out and self._writer is not None and not self._writer.is_closing():
-            self._writer.write(b"".join(out))
+            self._writer.write(b"".join([_framed(m) for m in out]))
 
     async def serve(self, sock: socket.socket) -> None:
         reader, writer = await asyncio.open_unix_connection(sock=sock, limit=2**20)
@@ -177,7 +158,7 @@ class Broker:
             config = self.policy.config_for(fields)
             transport = "httpx" if fields.get("transport") == "httpx" else "aiohttp"
             eid = len(self._engine_ids) + 1
-            self._engines[eid] = LLMClient(config, transport=transport)
+            self._engines[eid] = LLMClient(config, transport=transport, session=self.session)
             self._engine_ids[ident] = eid
         return {"engine": eid}
 
@@ -197,12 +178,28 @@ class Broker:
         limit = message.get("concurrency", 1)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 4096:
             raise ValueError(f"concurrency must be a whole number from 1 to 4096, got {limit!r}")
-        sem = asyncio.Semaphore(limit)
+        reqs: list[Any] = []
+        for data in items:
+            try:
+                reqs.append(request_from_wire(data))
+            except Exception as exc:  # noqa: BLE001 - a malformed item fails alone, at its turn
+                reqs.append(exc)
+        looked_up: list[Any] = [LOOK_UP_AT_ITS_TURN] * len(items)
+        if engine.config.cache != "off":  # one lookup for the whole fan-out, not one worker hop per item
+            valid = [i for i, r in enumerate(reqs) if not isinstance(r, BaseException)]
+            for i, hit in zip(valid, await engine.lookup_many_here([reqs[i] for i in valid]), strict=True):
+                looked_up[i] = hit
+        pending = iter(range(len(items)))  # shared by the workers: each item is taken once, in order
 
-        async def one(index: int, data: dict[str, Any]) -> None:
-            async with sem:
+        async def worker() -> None:
+            # `limit` workers taking items in turn, rather than a task per item queued on a semaphore: a
+            # fan-out of 1000 costs 64 tasks, and a finished call starts the next with no wake-up in between
+            for index in pending:
                 try:
-                    await self._item(rid, index, engine, budget, names, request_from_wire(data), owners)
+                    req = reqs[index]
+                    if isinstance(req, BaseException):
+                        raise req
+                    await self._item(rid, index, engine, budget, names, req, owners, looked_up[index])
                 except asyncio.CancelledError:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - MemoryError included: only this item fails
@@ -211,7 +208,7 @@ class Broker:
                     except BaseException:  # noqa: BLE001 - even the error could not be framed
                         self._write({"id": rid, "item": index, "error": {"kind": "llm", "message": "failed"}})
 
-        await asyncio.gather(*(one(i, data) for i, data in enumerate(items)))
+        await asyncio.gather(*(worker() for _ in range(min(limit, len(items)))))
         return {"done": len(items)}
 
     async def _item(
@@ -223,10 +220,13 @@ class Broker:
         names: dict[int, str],
         req: Any,
         owners: list[str],
+        looked_up: Any = LOOK_UP_AT_ITS_TURN,
     ) -> None:
         prices = engine.config.prices
         if engine.config.cache != "off":
-            hit = await engine.lookup_here(req)
+            hit = await engine.lookup_here(req) if looked_up is LOOK_UP_AT_ITS_TURN else looked_up
+            if isinstance(hit, BaseException):
+                raise hit
             if hit is not None:
                 budget.record_cached()
                 self._write(

@@ -1,6 +1,7 @@
 """The broker supervisor: forked by the launcher while it still holds the keys; forks a broker on request.
 
-The kernel (which never holds a key) asks over its control socket for a broker; the supervisor forks one and
+The kernel (which never holds a key) asks over its control socket for a broker
+(`llm.broker_handover.request_broker`); the supervisor forks one and
 hands the kernel its end of a fresh socketpair (SCM_RIGHTS) with the broker's pid. So a broker that died can
 be replaced without the kernel ever seeing a key. The supervisor exits when the control socket closes (the
 kernel is gone); a broker exits when its own socket closes. Both ignore SIGINT: an interrupt is the kernel's.
@@ -14,62 +15,9 @@ import signal
 import socket
 import sys
 
-__all__ = [
-    "BROKER_ASKED_VAR",
-    "BROKER_FD_VAR",
-    "BROKER_PID_VAR",
-    "CONTROL_FD_VAR",
-    "KEY_NAMES_VAR",
-    "KEY_REF_PREFIX",
-    "handover",
-    "key_ref",
-    "take_handover",
-    "ask_for_broker",
-    "receive_broker",
-    "request_broker",
-    "spawn_supervisor_process",
-    "start_supervisor",
-]
+from rlm_kernel.llm.broker_handover import SPAWN_REQUEST
 
-CONTROL_FD_VAR = "RLM_BROKER_CONTROL_FD"
-BROKER_FD_VAR = "RLM_BROKER_FD"
-BROKER_PID_VAR = "RLM_BROKER_PID"
-BROKER_ASKED_VAR = "RLM_BROKER_ASKED"
-"""Set by the launcher when it asked for the first broker without waiting: its answer is read on first use."""
-KEY_NAMES_VAR = "RLM_BROKER_KEY_NAMES"
-KEY_REF_PREFIX = "broker-key-ref:"
-_SPAWN = b"s"
-handover: tuple[socket.socket, socket.socket | None, int | None] | None = None
-"""In the kernel: (control socket, first broker's socket, its pid), taken from the environment at start."""
-answer_pending = False
-"""In the kernel: the supervisor's answer to the launcher's request for the first broker is still unread."""
-
-
-def key_ref(name: str) -> str:
-    """What the kernel holds in place of the key in variable `name`: a reference, never the value."""
-    return KEY_REF_PREFIX + name
-
-
-def take_handover(environ: dict[str, str] | None = None) -> list[str]:
-    """In the re-executed kernel: take the broker sockets and the key names the launcher left in the
-    environment (removing them from it); return the key names."""
-    global handover, answer_pending
-    env = os.environ if environ is None else environ
-    raw = env.pop(CONTROL_FD_VAR, None)
-    raw_sock = env.pop(BROKER_FD_VAR, None)
-    raw_pid = env.pop(BROKER_PID_VAR, None)
-    answer_pending = env.pop(BROKER_ASKED_VAR, None) == "1" and raw is not None and raw_sock is None
-    names = [n for n in env.pop(KEY_NAMES_VAR, "").split(",") if n]
-    if raw is None:
-        return names
-    control = socket.socket(fileno=int(raw))
-    control.set_inheritable(False)
-    sock = None
-    if raw_sock is not None:
-        sock = socket.socket(fileno=int(raw_sock))
-        sock.set_inheritable(False)
-    handover = (control, sock, int(raw_pid) if raw_pid else None)
-    return names
+__all__ = ["spawn_supervisor_process", "start_supervisor"]
 
 
 def start_supervisor() -> socket.socket:
@@ -111,7 +59,7 @@ def _serve(control: socket.socket) -> None:
         except OSError:
             return
         _reap()
-        if request != _SPAWN:
+        if request != SPAWN_REQUEST:
             return  # end of stream: the kernel is gone
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         pid = os.fork()
@@ -147,33 +95,6 @@ def _reap() -> None:
             return
         if pid == 0:
             return
-
-
-def ask_for_broker(control: socket.socket) -> None:
-    """Ask the supervisor for a new broker without waiting for it (`receive_broker` reads the answer).
-
-    The launcher does this, so the supervisor forks the first broker while the kernel starts."""
-    control.sendall(_SPAWN)
-
-
-def request_broker(control: socket.socket, timeout: float = 10.0) -> tuple[socket.socket, int]:
-    """Ask the supervisor for a new broker: (the kernel's socket to it, its pid)."""
-    ask_for_broker(control)
-    return receive_broker(control, timeout)
-
-
-def receive_broker(control: socket.socket, timeout: float = 10.0) -> tuple[socket.socket, int]:
-    """The supervisor's answer to a request for a broker: (the kernel's socket to it, its pid)."""
-    control.settimeout(timeout)
-    try:
-        data, fds, _flags, _addr = socket.recv_fds(control, 64, 1)
-    finally:
-        control.settimeout(None)
-    if not fds or not data:
-        raise OSError("the broker supervisor did not answer (it may have exited)")
-    sock = socket.socket(fileno=fds[0])
-    sock.set_inheritable(False)
-    return sock, int(data.decode("ascii"))
 
 
 def spawn_supervisor_process(environ: dict[str, str] | None = None) -> socket.socket:

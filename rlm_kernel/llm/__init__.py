@@ -5,8 +5,8 @@ Usable without a kernel: `get_client().complete("...")`, `get_client().complete_
 
 from __future__ import annotations
 
-from rlm_kernel.llm.budget import Budget, get_session_budget, reset_session_budget
-from rlm_kernel.llm.client import Completion, LLMClient, cancel_all, get_client, reset_client
+from rlm_kernel.llm.budget import Budget, get_session_budget
+from rlm_kernel.llm.client import Completion, LLMClient, cancel_all, get_client
 from rlm_kernel.llm.config import LLMConfig, load_config
 from rlm_kernel.llm.errors import (
     BatchError,
@@ -21,6 +21,7 @@ from rlm_kernel.llm.errors import (
     ReplayMiss,
 )
 from rlm_kernel.llm.events import CallEvent, bus
+from rlm_kernel.llm.session import LLMSession, current_session, use_session
 
 __all__ = [
     "BatchError",
@@ -33,6 +34,7 @@ __all__ = [
     "LLMClient",
     "LLMConfig",
     "LLMError",
+    "LLMSession",
     "NoProviderConfigured",
     "ProviderBudgetExceeded",
     "ProviderError",
@@ -40,9 +42,9 @@ __all__ = [
     "ReplayMiss",
     "bus",
     "cancel_all",
+    "current_session",
     "get_client",
     "get_session_budget",
     "load_config",
-    "reset_client",
-    "reset_session_budget",
+    "use_session",
 ]

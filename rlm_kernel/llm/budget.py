@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from rlm_kernel.callscope import call_scope, current_scope
+from rlm_kernel.llm.config import load_config
 from rlm_kernel.llm.errors import BudgetExceeded
 from rlm_kernel.llm.schema import BUDGET_DIMS
+from rlm_kernel.llm.session import LLMSession, current_session
 
 __all__ = [
     "Budget",
@@ -24,7 +27,6 @@ __all__ = [
     "budget_scope",
     "current_budget",
     "get_session_budget",
-    "reset_session_budget",
 ]
 
 _UNITS = {d.limit: (d.unit, d.fmt) for d in BUDGET_DIMS}
@@ -92,6 +94,8 @@ class Budget:
                 raise ValueError(f"budget {name} must be a number ≥ 0 or None, got {value!r}")
         self.parent = parent
         self.label = label
+        self.scope_id = f"b{uuid.uuid4().hex[:12]}"
+        """Names this budget in requests to the LLM broker (its ledger keeps one budget per id)."""
         self.depth = parent.depth + 1 if parent else 0
         self._lock: threading.RLock = parent._lock if parent else threading.RLock()
         self._started = time.monotonic()
@@ -241,48 +245,29 @@ class Budget:
         }
 
 
-_session_lock = threading.Lock()
-_session: Budget | None = None
-_session_version = -1
-
-
-def _configured_limits() -> dict[str, Any]:
+def _configured_limits(session: LLMSession) -> dict[str, Any]:
     try:
-        from rlm_kernel.llm.config import load_config
-
-        limits = load_config().budget_limits
+        limits = load_config(session=session).budget_limits
     except Exception:  # noqa: BLE001 - an unusable config surfaces on the first call, not here
         limits = {}
     return {d.limit: limits.get(d.limit) for d in BUDGET_DIMS}
 
 
-def get_session_budget() -> Budget:
-    """The kernel session's budget: limits from the `budget_*` settings (unlimited by default).
+def get_session_budget(session: LLMSession | None = None) -> Budget:
+    """The session's budget (the current session unless given): limits from the `budget_*` settings
+    (unlimited by default).
 
     Created on first use; after `%rlm set budget_...` its limits follow the settings, keeping what was spent.
     """
-    global _session, _session_version
-    from rlm_kernel.llm.config import settings_version
-
-    with _session_lock:
-        version = settings_version()
-        if _session is None:
-            _session = Budget(label="session", **_configured_limits())
-        elif version != _session_version:
-            _session.set_limits(**_configured_limits())
-        _session_version = version
-        return _session
-
-
-def reset_session_budget(**limits: Any) -> Budget:
-    """Start a new session budget with `limits` (e.g. `max_usd=1.0`); returns it."""
-    global _session, _session_version
-    from rlm_kernel.llm.config import settings_version
-
-    with _session_lock:
-        _session = Budget(label="session", **limits)
-        _session_version = settings_version()
-        return _session
+    s = session or current_session()
+    with s.lock:
+        version = s.settings_version
+        if s.budget is None:
+            s.budget = Budget(label="session", **_configured_limits(s))
+        elif version != s.budget_version:
+            s.budget.set_limits(**_configured_limits(s))
+        s.budget_version = version
+        return s.budget
 
 
 @contextmanager

@@ -11,6 +11,8 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +49,25 @@ def _request_doc(provider: str, req: ChatRequest) -> dict:
     }
 
 
+_INSERT = "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def _row(provider: str, req: ChatRequest, resp: ChatResponse, recorded: str) -> tuple:
+    return (
+        cache_key(provider, req),
+        provider,
+        req.model,
+        json.dumps(_request_doc(provider, req), ensure_ascii=False),
+        resp.text,
+        resp.model,
+        resp.input_tokens,
+        resp.output_tokens,
+        resp.finish_reason,
+        resp.request_id,
+        recorded,
+    )
+
+
 def cache_key(provider: str, req: ChatRequest) -> str:
     """SHA-256 of the canonical JSON of (provider, model, messages, parameters)."""
     doc = json.dumps(_request_doc(provider, req), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -72,6 +93,7 @@ class ResponseCache:
         self.path = self.directory / CACHE_FILE
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
+        self._in_use: dict[sqlite3.Connection, bool] = {}  # connection → close it when its operation ends
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -106,6 +128,23 @@ class ResponseCache:
             self._all.append(conn)
         return conn
 
+    @contextmanager
+    def _use(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection for one operation (`close` leaves it open until the operation ends)."""
+        conn = self._conn()
+        with self._lock:
+            self._in_use[conn] = False
+        try:
+            yield conn
+        finally:
+            with self._lock:
+                close_now = self._in_use.pop(conn, False)
+            if close_now:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+
     @property
     def enabled(self) -> bool:
         return self.mode != "off"
@@ -126,16 +165,56 @@ class ResponseCache:
         text, model, tin, tout, finish, rid, recorded = row
         return CacheEntry(ChatResponse(text, model or req.model, tin, tout, finish, rid), recorded)
 
+    def get_many(self, provider: str, reqs: list[ChatRequest]) -> tuple[dict[int, CacheEntry], set[int]]:
+        """A fan-out's lookups at once: the entries recorded for `reqs` (by index; one query per 500 keys),
+        and the indices whose request repeats an earlier one in the list — look those up at their turn, when
+        the earlier one may have recorded its answer (as one lookup per call would have found it)."""
+        if self.mode == "off":
+            return {}, set()
+        first: dict[str, int] = {}
+        repeats: set[int] = set()
+        for i, req in enumerate(reqs):
+            key = cache_key(provider, req)
+            if key in first:
+                repeats.add(i)
+            else:
+                first[key] = i
+        keys = list(first)
+        try:
+            with self._use() as conn:
+                found = self._select(conn, keys, first, reqs)
+        except sqlite3.Error as exc:
+            raise LLMError(
+                f"the LLM cache {self.path} cannot be read ({exc}); fix or delete it, "
+                "or set RLM_CACHE=off / RLM_CACHE_DIR to another directory"
+            ) from None
+        return found, repeats
+
+    @staticmethod
+    def _select(
+        conn: sqlite3.Connection, keys: list[str], first: dict[str, int], reqs: list[ChatRequest]
+    ) -> dict[int, CacheEntry]:
+        found: dict[int, CacheEntry] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            rows = conn.execute(
+                "SELECT key, text, response_model, input_tokens, output_tokens, finish_reason, "
+                f"request_id, recorded_at FROM entries WHERE key IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+            for key, text, model, tin, tout, finish, rid, recorded in rows:
+                i = first[key]
+                response = ChatResponse(text, model or reqs[i].model, tin, tout, finish, rid)
+                found[i] = CacheEntry(response, recorded)
+        return found
+
     def _lookup(self, provider: str, req: ChatRequest) -> tuple | None:
-        return (
-            self._conn()
-            .execute(
+        with self._use() as conn:
+            return conn.execute(
                 "SELECT text, response_model, input_tokens, output_tokens, finish_reason, request_id, "
                 "recorded_at FROM entries WHERE key = ?",
                 (cache_key(provider, req),),
-            )
-            .fetchone()
-        )
+            ).fetchone()
 
     def miss_error(self, provider: str, req: ChatRequest) -> ReplayMiss:
         """The `ReplayMiss` naming a call that replay mode cannot answer."""
@@ -153,33 +232,62 @@ class ResponseCache:
         if self.mode != "readwrite":
             return
         recorded = datetime.now(UTC).isoformat(timespec="seconds")
-        self._conn().execute(
-            "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                cache_key(provider, req),
-                provider,
-                req.model,
-                json.dumps(_request_doc(provider, req), ensure_ascii=False),
-                resp.text,
-                resp.model,
-                resp.input_tokens,
-                resp.output_tokens,
-                resp.finish_reason,
-                resp.request_id,
-                recorded,
-            ),
-        )
+        with self._use() as conn:
+            conn.execute(_INSERT, _row(provider, req, resp, recorded))
+
+    def put_many(self, rows: list[tuple[str, ChatRequest, ChatResponse]]) -> list[str | None]:
+        """Record several (provider, request, response) in one transaction (readwrite mode only); per row
+        None, or why it was not recorded. If the transaction fails, each row is tried alone, so one row that
+        cannot be stored does not cost the others their recording."""
+        if self.mode != "readwrite":
+            return [None] * len(rows)
+        recorded = datetime.now(UTC).isoformat(timespec="seconds")
+        with self._use() as conn:
+            return self._put_many(conn, rows, recorded)
+
+    @staticmethod
+    def _put_many(
+        conn: sqlite3.Connection, rows: list[tuple[str, ChatRequest, ChatResponse]], recorded: str
+    ) -> list[str | None]:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(_INSERT, [_row(p, q, r, recorded) for p, q, r in rows])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return [None] * len(rows)
+        except sqlite3.OperationalError:
+            raise  # a locked or broken database: every row alike (the caller reports it for each)
+        except Exception:  # noqa: BLE001 - one odd row: record the others one by one
+            reasons: list[str | None] = []
+            for p, q, r in rows:
+                try:
+                    conn.execute(_INSERT, _row(p, q, r, recorded))
+                    reasons.append(None)
+                except Exception as exc:  # noqa: BLE001 - only this row is lost
+                    reasons.append(f"{type(exc).__name__}: {exc}")
+            return reasons
 
     def __len__(self) -> int:
         if not self.path.exists():
             return 0
-        return int(self._conn().execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+        with self._use() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
 
     def close(self) -> None:
-        """Close every connection this cache opened."""
+        """Close every connection this cache opened; one that an operation on another thread is using (a
+        write that waited out a lock, say) is closed by that thread when the operation ends — closing a
+        connection under a running statement crashes SQLite."""
         with self._lock:
             conns, self._all = self._all, []
+            busy = [c for c in conns if c in self._in_use]
+            for conn in busy:
+                self._in_use[conn] = True
         for conn in conns:
+            if conn in busy:
+                continue
             try:
                 conn.close()
             except sqlite3.Error:

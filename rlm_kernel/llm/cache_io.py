@@ -39,6 +39,8 @@ class CacheIO:
         self._lock = threading.Lock()
         self._queued: dict[asyncio.Future[object], asyncio.AbstractEventLoop] = {}  # not yet started
         self._running: dict[object, float] = {}  # operations on a worker now: when each started
+        self._writes: list[tuple[str, ChatRequest, ChatResponse, asyncio.Future[str | None]]] = []
+        self._writer: asyncio.Task[None] | None = None  # writing `_writes`, a group at a time
 
     def busy(self) -> bool:
         """Whether the cache recently failed to answer in time (it is skipped for a while)."""
@@ -109,17 +111,54 @@ class CacheIO:
             return BUSY
         return await self._bounded(self.cache.get, provider, req)
 
+    async def get_many(self, provider: str, reqs: list[ChatRequest]) -> tuple[dict, set[int]] | object:
+        """`ResponseCache.get_many` as one bounded operation (a fan-out's lookups cost one worker hop, not
+        one each), or `BUSY`."""
+        if self.busy():
+            return BUSY
+        return await self._bounded(self.cache.get_many, provider, reqs)
+
     async def put(self, provider: str, req: ChatRequest, resp: ChatResponse) -> str | None:
-        """Record `resp`; None when recorded, else why it was not (the answer is kept either way)."""
+        """Record `resp`; None when recorded, else why it was not (the answer is kept either way).
+
+        Writes are grouped: one group is written at a time, in one transaction, and the answers that arrive
+        meanwhile form the next group — a fan-out's recordings cost a worker hop and a commit per group, not
+        per answer. Each caller still waits for its own row."""
         if self.busy():
             return f"the LLM cache {self.cache.path} is locked (by another process?)"
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[str | None] = loop.create_future()
+        self._writes.append((provider, req, resp, done))
+        if self._writer is None:
+            self._writer = loop.create_task(self._write_groups())
+        return await done
+
+    async def _write_groups(self) -> None:
+        group: list[tuple[str, ChatRequest, ChatResponse, asyncio.Future[str | None]]] = []
         try:
-            result = await self._bounded(self.cache.put, provider, req, resp)
-        except Exception as exc:  # noqa: BLE001 - a cache write failure must not lose a paid answer
-            return f"{type(exc).__name__}: {redact(exc)}"
-        if result is BUSY:
-            return f"the LLM cache {self.cache.path} stayed locked for {self.wait:g} s (by another process?)"
-        return None
+            while self._writes:
+                group, self._writes = self._writes, []
+                rows = [(provider, req, resp) for provider, req, resp, _ in group]
+                reasons: list[str | None]
+                try:
+                    result = await self._bounded(self.cache.put_many, rows)
+                except Exception as exc:  # noqa: BLE001 - a cache write failure must not lose a paid answer
+                    reasons = [f"{type(exc).__name__}: {redact(exc)}"] * len(group)
+                else:
+                    if result is BUSY:
+                        locked = f"the LLM cache {self.cache.path} stayed locked for {self.wait:g} s"
+                        reasons = [locked + " (by another process?)"] * len(group)
+                    else:
+                        reasons = [None if r is None else redact(r) for r in result]  # type: ignore[union-attr]
+                for (*_, done), reason in zip(group, reasons, strict=True):
+                    if not done.done():
+                        done.set_result(reason)
+        finally:
+            self._writer = None
+            left, self._writes = group + self._writes, []
+            for *_, done in left:  # only if this task itself was cancelled (its loop shutting down)
+                if not done.done():
+                    done.set_result("the LLM cache writer stopped before recording it")
 
     def close(self) -> None:
         """Stop the worker threads (a write still waiting for a lock finishes or fails on its own)."""

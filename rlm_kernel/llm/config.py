@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import difflib
 import os
-import threading
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlm_kernel.llm.broker_handover import key_ref
 from rlm_kernel.llm.errors import ConfigError
+from rlm_kernel.llm.local_models import LOCAL_MODELS
 from rlm_kernel.llm.redact import redact, register_secret
 from rlm_kernel.llm.schema import (
     BUDGET_DIMS,
@@ -23,7 +24,8 @@ from rlm_kernel.llm.schema import (
     PROVIDERS,
     TIERS,
 )
-from rlm_kernel.sandbox.roots import START_DIR, allowed_roots
+from rlm_kernel.llm.session import LLMSession, current_session
+from rlm_kernel.sandbox.roots import START_DIR
 from rlm_kernel.secrets import get_secret
 
 __all__ = [
@@ -34,16 +36,12 @@ __all__ = [
     "SETTINGS",
     "TIERS",
     "LLMConfig",
-    "clear_settings",
     "config_path",
-    "get_settings",
     "load_config",
     "notebook_dir",
     "resolve_dir",
     "provider_key_present",
     "register_setting",
-    "set_setting",
-    "settings_version",
 ]
 
 DEFAULT_BASE_URLS = {
@@ -132,12 +130,7 @@ def _parse(key: str, value: Any, source: str) -> Any:
         ) from None
 
 
-# ---- `%rlm set` session settings
-_settings_lock = threading.Lock()
-_settings: dict[str, Any] = {}
-_settings_version = 0
-
-
+# ---- where relative paths in the settings are taken from
 _START_DIR = START_DIR  # the kernel's working directory at start (the notebook's directory)
 SESSION_ENV = "JPY_SESSION_NAME"  # set by jupyter_server (JupyterLab, Notebook 7): the notebook's path
 
@@ -162,82 +155,6 @@ def resolve_dir(raw: str, environ: Mapping[str, str] | None = None) -> Path:
     """`raw` (`~` expanded) as an absolute path; a relative one is taken from the notebook's directory."""
     path = Path(raw).expanduser()
     return (path if path.is_absolute() else notebook_dir(environ) / path).resolve()
-
-
-def _start_cache_dirs() -> list[Path]:
-    """Where `%rlm set cache_dir=` may point: under the cache directory configured at start (RLM_CACHE_DIR,
-    the TOML file, or the default beside the notebook) or under the context roots fixed at start."""
-    places: list[Path] = []
-    for raw in (os.environ.get("RLM_CACHE_DIR"), SETTINGS["cache_dir"][1]):
-        if raw:
-            places.append(resolve_dir(str(raw)))
-    try:
-        toml_dir = _read_toml(os.environ)[0].get("cache_dir")
-    except ConfigError:
-        toml_dir = None
-    if toml_dir:
-        places.append(resolve_dir(str(toml_dir)))
-    places += allowed_roots()
-    return places
-
-
-def _check_cache_dir(value: str) -> str:
-    """A `%rlm set cache_dir=` value, refused unless it lies under a place fixed at start."""
-    resolved = resolve_dir(value)
-    places = _start_cache_dirs()
-    if not any(resolved == p or resolved.is_relative_to(p) for p in places):
-        listed = ", ".join(str(p) for p in places)
-        raise ConfigError(
-            f"%rlm set cache_dir={value!r} resolves to {resolved}, outside the places fixed at start "
-            f"({listed}); choose a directory under one of them, or set RLM_CACHE_DIR before starting "
-            "the kernel",
-            key="cache_dir",
-            source="%rlm set",
-        )
-    return value
-
-
-def set_setting(key: str, value: Any) -> None:
-    """Set (or with value None/"" unset) a session setting, as `%rlm set key=value` does; validated now.
-
-    `cache_dir` must stay under the places fixed at start (`_start_cache_dirs`).
-    """
-    global _settings_version
-    if type(key) is not str or not (value is None or type(value) is str):
-        raise ConfigError("%rlm set: settings are text, as written on the %rlm set line", source="%rlm set")
-    key = key.strip()
-    with _settings_lock:
-        if value is None or (isinstance(value, str) and not value.strip()):
-            if key not in SETTINGS:
-                raise _unknown(key, "%rlm set")
-            _settings.pop(key, None)
-        else:
-            parsed = _parse(key, value, "%rlm set")
-            if key == "cache_dir":
-                parsed = _check_cache_dir(parsed)
-            if key == "api_key":
-                register_secret(parsed)
-            _settings[key] = parsed
-        _settings_version += 1
-
-
-def clear_settings() -> None:
-    """Forget every `%rlm set` setting."""
-    global _settings_version
-    with _settings_lock:
-        _settings.clear()
-        _settings_version += 1
-
-
-def get_settings() -> dict[str, Any]:
-    """A copy of the session settings, with any key shown as "<set>"."""
-    with _settings_lock:
-        return {k: ("<set>" if k == "api_key" else v) for k, v in _settings.items()}
-
-
-def settings_version() -> int:
-    """Increases on every `%rlm set`; the default client is rebuilt when it changes."""
-    return _settings_version
 
 
 # ---- sources
@@ -378,11 +295,17 @@ class LLMConfig:
 
 
 def load_config(
-    *, environ: Mapping[str, str] | None = None, use_settings: bool = True, **explicit: Any
+    *,
+    environ: Mapping[str, str] | None = None,
+    use_settings: bool = True,
+    session: LLMSession | None = None,
+    **explicit: Any,
 ) -> LLMConfig:
     """Resolve the configuration: explicit keyword arguments → `%rlm set` → environment → TOML → defaults.
 
     `environ` replaces `os.environ` (and then the kernel's secret store is not consulted) — for tests.
+    `session` (default: the current one) gives the `%rlm set` settings and tells whether a broker holds
+    the keys.
     Raises `ConfigError` naming the bad key and its source.
     """
     env = os.environ if environ is None else environ
@@ -391,9 +314,10 @@ def load_config(
     layers.append(
         ({k: _parse(k, v, "explicit argument") for k, v in explicit.items() if v is not None}, "explicit")
     )
+    s = session or current_session()
     if use_settings:
-        with _settings_lock:
-            layers.append((dict(_settings), "%rlm set"))
+        with s.lock:
+            layers.append((dict(s.settings), "%rlm set"))
     env_values = _read_env(env, secret)
     layers.append(({k: v for k, (v, _s) in env_values.items()}, "env"))
     toml_values, toml_source = _read_toml(env)
@@ -412,7 +336,7 @@ def load_config(
     base_url = pick("base_url")
     api_key = pick("api_key")
     if api_key is not None and sources.get("api_key", "").startswith("config file"):
-        api_key = _file_key(api_key)
+        api_key = _file_key(api_key, brokered=s.link is not None)
     if base_url is None and provider in (None, "openai") and env.get("OPENAI_BASE_URL"):
         base_url = _parse("base_url", env["OPENAI_BASE_URL"], "environment variable OPENAI_BASE_URL")
         sources["base_url"] = "env OPENAI_BASE_URL"
@@ -496,16 +420,11 @@ def _cache_dir(raw: str, env: Mapping[str, str], sources: dict[str, str]) -> str
     return str(resolved)
 
 
-def _file_key(key: str) -> str:
+def _file_key(key: str, *, brokered: bool) -> str:
     """A config file's key as this process may hold it: in a kernel with an LLM broker, a reference (the
     broker read the same file at start and holds the key), else the key."""
-    from rlm_kernel.broker import link
-    from rlm_kernel.broker.supervisor import key_ref
-
-    return key_ref("config file") if link.current() is not None else key
+    return key_ref("config file") if brokered else key
 
 
 def _local_model_name(key: str = "tiny") -> str:
-    from rlm_kernel.llm.local_models import LOCAL_MODELS  # local_models imports this module: not at the top
-
     return LOCAL_MODELS[key].name

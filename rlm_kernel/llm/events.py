@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rlm_kernel.callscope import call_scope, current_scope
+from rlm_kernel.llm.event_bus import EventBus
+from rlm_kernel.llm.session import current_session
 
 __all__ = [
     "CANCELLED",
@@ -64,38 +66,20 @@ class CallEvent:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-class EventBus:
-    """A thread-safe publish/subscribe list. A failing subscriber never breaks a call."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._subscribers: list[Callable[[CallEvent], None]] = []
+class _SessionBus:
+    """`bus`: the current LLM session's `EventBus` (`LLMSession.bus`), found at each call."""
 
     def subscribe(self, callback: Callable[[CallEvent], None]) -> Callable[[], None]:
-        """Register `callback`; returns a function that unsubscribes it."""
-        with self._lock:
-            self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
-
-        return unsubscribe
+        """Register `callback` on the current session's bus; returns a function that unsubscribes it."""
+        return current_session().bus.subscribe(callback)
 
     def emit(self, event: CallEvent) -> None:
-        """Deliver `event` to every subscriber; their exceptions are swallowed (never break a call)."""
-        with self._lock:
-            subscribers = list(self._subscribers)
-        for callback in subscribers:
-            try:
-                callback(event)
-            except Exception:  # noqa: BLE001 - an observer must never break a model call
-                pass
+        """Deliver `event` to the current session's subscribers."""
+        current_session().bus.emit(event)
 
 
-bus = EventBus()
-"""The process-wide bus the LLM layer emits on."""
+bus = _SessionBus()
+"""The bus the LLM layer emits on: the current session's (the kernel's; a test's own under `use_session`)."""
 
 
 CANCELLED = "cancelled"
@@ -119,13 +103,9 @@ def inside_batch(batch_id: str | None) -> Iterator[None]:
         yield
 
 
-_current_parent: dict[str, Any] = {}
-
-
 def set_current_parent(parent: dict[str, Any]) -> None:
     """Record the running execute_request's parent message (the kernel calls this as each cell starts)."""
-    global _current_parent
-    _current_parent = parent or {}
+    current_session().parent = parent or {}
 
 
 def current_parent() -> dict[str, Any]:
@@ -134,7 +114,7 @@ def current_parent() -> dict[str, Any]:
     Use it to route output from background threads (`set_thread_parent`) and to tag events with their owner.
     Returns {} before the first cell and outside the kernel.
     """
-    return _current_parent
+    return current_session().parent
 
 
 def current_owner() -> str | None:
@@ -179,7 +159,7 @@ class BatchEvents:
         self.parent_batch_id = current_batch() if parent_batch_id is _UNSET else parent_batch_id
         self.owner = current_owner() if owner is _UNSET else owner
         self.kind = kind
-        self._bus = events if events is not None else bus
+        self._bus = events if events is not None else current_session().bus
         self._lock = threading.Lock()
         self._usage = [0, 0, 0.0]  # own (un-nested) single calls of the running item: in, out, usd
         self._started: dict[int, float] = {}
@@ -251,32 +231,26 @@ class BatchEvents:
 
     def finish(self, index: int) -> None:
         """Item `index` succeeded; its event carries the usage of its own single calls."""
-        tin, tout, usd = self._take_usage()
         self.ok += 1
-        self._emit(
-            "finish",
-            call_id=self._call_id(index),
-            index=index,
-            input_tokens=tin,
-            output_tokens=tout,
-            cost_usd=usd,
-            latency_s=self._took(index),
-        )
+        self._end("finish", index)
 
     def fail(self, index: int, error: str) -> None:
         """Item `index` failed with `error` (`CANCELLED` for an interrupt); what it spent is still counted."""
-        tin, tout, usd = self._take_usage()
         if error != CANCELLED:
             self.failed += 1
+        self._end("failed", index, error=error)
+
+    def _end(self, kind: EventKind, index: int, **fields: object) -> None:
+        tin, tout, usd = self._take_usage()
         self._emit(
-            "failed",
+            kind,
             call_id=self._call_id(index),
             index=index,
-            error=error,
             input_tokens=tin,
             output_tokens=tout,
             cost_usd=usd,
             latency_s=self._took(index),
+            **fields,
         )
 
     def _take_usage(self) -> tuple[int, int, float]:

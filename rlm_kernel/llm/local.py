@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlm_kernel.llm.config import load_config
 from rlm_kernel.llm.local_models import (
     LOCAL_MODELS,
     LocalModel,
@@ -30,12 +31,14 @@ from rlm_kernel.llm.local_models import (
     runtime_available,
     selected_model,
 )
+from rlm_kernel.llm.session import LLMSession, current_session
 
 __all__ = [
     "INSTALL_HINT",
     "LOCAL_MODEL_NAME",
     "LOCAL_MODEL_NOTE",
     "LocalModelError",
+    "LocalRuntime",
     "LocalServer",
     "banner_note",
     "cpu_has_amx",
@@ -69,16 +72,39 @@ class LocalServer:
     no_extra_bufts: bool = False
 
 
-_lock = threading.Lock()
-_proc: subprocess.Popen | None = None
-_server: LocalServer | None = None
-_restarted_after_crash = False
+class LocalRuntime:
+    """The offline model server of one LLM session (`LLMSession.slot("llm.local")`): the child process,
+    what it serves, and whether it was already restarted after a crash. Stopped when the session closes
+    and at interpreter exit."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.server: LocalServer | None = None
+        self.restarted_after_crash = False
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """Stop the server, if one runs."""
+        with self.lock:
+            proc, self.proc, self.server = self.proc, None, None
+        if proc is not None:
+            _terminate(proc)
+
+
+def _runtime(session: LLMSession | None) -> LocalRuntime:
+    return (session or current_session()).slot("llm.local", LocalRuntime)
+
+
+def _selected(key: str | None) -> LocalModel:
+    """The model for `key`, or (None) the `local_model` setting's."""
+    return selected_model(load_config().local_model if key is None else key)
 
 
 def local_model_available(key: str | None = None) -> bool:
     """Whether the offline model `key` (default: the selected one) is installed: runtime and weights."""
     try:
-        model = selected_model(key)
+        model = _selected(key)
     except Exception:  # noqa: BLE001 - a bad setting is reported where it is used
         model = LOCAL_MODELS["tiny"]
     return model_available(model)
@@ -90,8 +116,6 @@ def banner_note() -> str | None:
     Names the selected model and its size. Never raises: a configuration error is reported where it is used.
     """
     try:
-        from rlm_kernel.llm.config import load_config
-
         config = load_config()
         if config.provider != "local":
             return None
@@ -112,14 +136,8 @@ def local_threads() -> int:
     Half, because the kernel and the machine's other work share the cores; oversubscribing llama.cpp's
     threads made generation ~30× slower in measurements on a busy 2-core machine.
     """
-    raw = os.environ.get("RLM_LOCAL_THREADS", "").strip()
-    if raw:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise LocalModelError(f"RLM_LOCAL_THREADS must be a whole number, got {raw!r}.") from None
-        if value < 1:
-            raise LocalModelError(f"RLM_LOCAL_THREADS must be at least 1, got {value}.")
+    value = _env_number("RLM_LOCAL_THREADS", "a whole number", 1, None)
+    if value is not None:
         return value
     try:
         cores = len(os.sched_getaffinity(0))
@@ -146,16 +164,27 @@ def cpu_has_amx(cpuinfo: str | None = None) -> bool:
 
 
 def _context_size(model: LocalModel) -> int:
-    raw = os.environ.get("RLM_LOCAL_CTX", "").strip()
+    value = _env_number(
+        "RLM_LOCAL_CTX", "a whole number of tokens", 256, model.max_ctx, f"({model.title}'s window)"
+    )
+    return min(_DEFAULT_CTX, model.max_ctx) if value is None else value
+
+
+def _env_number(name: str, what: str, low: int, high: int | None, why: str = "") -> int | None:
+    """The whole number in environment variable `name` (None when unset), from `low` to `high` (None: no
+    upper bound), or `LocalModelError` saying what is valid (`why`: a note after the range)."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return min(_DEFAULT_CTX, model.max_ctx)
+        return None
     try:
         value = int(raw)
     except ValueError:
-        raise LocalModelError(f"RLM_LOCAL_CTX must be a whole number of tokens, got {raw!r}.") from None
-    if not 256 <= value <= model.max_ctx:
+        raise LocalModelError(f"{name} must be {what}, got {raw!r}.") from None
+    if high is None and value < low:
+        raise LocalModelError(f"{name} must be at least {low}, got {value}.")
+    if high is not None and not low <= value <= high:
         raise LocalModelError(
-            f"RLM_LOCAL_CTX must be between 256 and {model.max_ctx} ({model.title}'s window), got {value}."
+            f"{name} must be between {low} and {high} {why}, got {value}.".replace("  ", " ")
         )
     return value
 
@@ -292,43 +321,45 @@ def _crash_text(proc: subprocess.Popen, server: LocalServer) -> str:
     )
 
 
-def ensure_local_server(key: str | None = None) -> str:
-    """Start the offline model server if it is not running (once per process); return its `/v1` base URL.
+def ensure_local_server(key: str | None = None, *, session: LLMSession | None = None) -> str:
+    """Start the offline model server if it is not running (once per session: the current one unless
+    given); return its `/v1` base URL.
 
     `key` picks the model (default: the `local_model` setting); a running server for another model is
     replaced. A server that crashed is restarted once; after a second crash this raises `LocalModelError`
     with the crash and its log. Raises `LocalModelError` with the install command when the extra is missing.
     """
-    global _proc, _server, _restarted_after_crash
-    model = selected_model(key)
-    with _lock:
-        if _proc is not None and _server is not None:
-            if _proc.poll() is None:
-                if _server.key == model.key:
-                    return _server.base_url
-                _terminate(_proc)  # another model was selected: replace the server
-            elif _restarted_after_crash:
-                text = _crash_text(_proc, _server)
+    model = _selected(key)
+    rt = _runtime(session)
+    with rt.lock:
+        if rt.proc is not None and rt.server is not None:
+            if rt.proc.poll() is None:
+                if rt.server.key == model.key:
+                    return rt.server.base_url
+                _terminate(rt.proc)  # another model was selected: replace the server
+            elif rt.restarted_after_crash:
+                text = _crash_text(rt.proc, rt.server)
                 raise LocalModelError(
                     f"{text}\nIt had already been restarted once after a crash, so it is not restarted "
                     "again: restart the kernel, or try fewer threads (RLM_LOCAL_THREADS=1) or the other "
                     "offline model (`%rlm set local_model=tiny|coder`)."
                 )
             else:
-                _restarted_after_crash = True
-        _proc, _server = None, None
-        _proc, _server = _start(model)
-        return _server.base_url
+                rt.restarted_after_crash = True
+        rt.proc, rt.server = None, None
+        rt.proc, rt.server = _start(model)
+        return rt.server.base_url
 
 
-def server_crash_report(base_url: str, wait: float = 3.0) -> str | None:
+def server_crash_report(base_url: str, wait: float = 3.0, *, session: LLMSession | None = None) -> str | None:
     """If the server that served `base_url` has died (not stopped by us), describe the crash; else None.
 
     Called after a failed connection: waits up to `wait` seconds for a dying process to be reaped.
     The next `ensure_local_server()` restarts it (once).
     """
-    with _lock:
-        proc, server = _proc, _server
+    rt = _runtime(session)
+    with rt.lock:
+        proc, server = rt.proc, rt.server
     if proc is None or server is None or server.base_url.rstrip("/") != base_url.rstrip("/"):
         return None
     deadline = time.monotonic() + wait
@@ -338,18 +369,19 @@ def server_crash_report(base_url: str, wait: float = 3.0) -> str | None:
         return None
     restart = (
         "It was already restarted once after a crash and will not be restarted again."
-        if _restarted_after_crash
+        if rt.restarted_after_crash
         else "It will be restarted on the next call."
     )
     return f"{_crash_text(proc, server)}\n{restart}"
 
 
-def local_server() -> LocalServer | None:
+def local_server(session: LLMSession | None = None) -> LocalServer | None:
     """The running server's details, or None when it has not been started (or has stopped)."""
-    with _lock:
-        if _proc is None or _proc.poll() is not None:
+    rt = _runtime(session)
+    with rt.lock:
+        if rt.proc is None or rt.proc.poll() is not None:
             return None
-        return _server
+        return rt.server
 
 
 def _terminate(proc: subprocess.Popen, grace: float = 5.0) -> None:
@@ -365,13 +397,6 @@ def _terminate(proc: subprocess.Popen, grace: float = 5.0) -> None:
         proc.wait(timeout=grace)
 
 
-def stop_local_server() -> None:
-    """Stop the server this process started, if any (also runs at interpreter exit)."""
-    global _proc, _server
-    with _lock:
-        proc, _proc, _server = _proc, None, None
-    if proc is not None:
-        _terminate(proc)
-
-
-atexit.register(stop_local_server)
+def stop_local_server(session: LLMSession | None = None) -> None:
+    """Stop the session's server, if any (also when the session closes, and at interpreter exit)."""
+    _runtime(session).close()

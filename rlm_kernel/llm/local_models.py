@@ -91,12 +91,8 @@ LOCAL_MODELS: dict[str, LocalModel] = {
 }
 
 
-def selected_model(key: str | None = None) -> LocalModel:
-    """The model for `key`, else the `local_model` setting's (`%rlm set`, RLM_LOCAL_MODEL, file, `tiny`)."""
-    if key is None:
-        from rlm_kernel.llm.config import load_config
-
-        key = load_config().local_model
+def selected_model(key: str) -> LocalModel:
+    """The model for `key` (the `local_model` setting: `%rlm set`, RLM_LOCAL_MODEL, file, `tiny`)."""
     try:
         return LOCAL_MODELS[key]
     except KeyError:

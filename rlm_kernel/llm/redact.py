@@ -101,5 +101,5 @@ def install_log_redaction() -> None:
     if _installed:
         return
     _installed = True
-    for name in ("rlm_kernel.llm", "httpx", "httpcore", "httpx_aiohttp", "aiohttp.client", "aiohttp"):
+    for name in ("rlm_kernel.llm", "httpx", "httpcore", "aiohttp.client", "aiohttp"):
         logging.getLogger(name).addFilter(RedactingFilter())

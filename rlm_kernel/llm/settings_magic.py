@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import html
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
+from rlm_kernel.llm.broker_handover import KEY_REF_PREFIX
 from rlm_kernel.llm.config import (
     DEFAULT_BASE_URLS,
     DEFAULT_MODELS,
@@ -18,13 +20,13 @@ from rlm_kernel.llm.config import (
     TIERS,
     _local_model_name,
     config_path,
-    get_settings,
     load_config,
     provider_key_present,
-    set_setting,
 )
-from rlm_kernel.llm.errors import ConfigError
+from rlm_kernel.llm.errors import ConfigError, LLMError
 from rlm_kernel.llm.redact import redact
+from rlm_kernel.llm.session import current_session
+from rlm_kernel.llm.session_settings import get_settings, restore_settings, set_setting, settings_snapshot
 from rlm_kernel.magics import register_rlm_subcommand
 from rlm_kernel.sandbox.origin import refuse_in_model_code
 
@@ -115,14 +117,43 @@ def rlm_set(line: str) -> Table:
             raise ConfigError(f"%rlm set: expected key=value, got {redact(part)!r}")
         pairs.append((key.strip(), _expand_variable(key.strip(), value)))
     rows = []
-    from rlm_kernel.broker.link import guard_endpoint_settings
-
-    with guard_endpoint_settings([key for key, _value in pairs]):  # the broker refuses unconfigured endpoints
+    # the broker refuses endpoints not configured at start
+    with _guard_endpoint_settings([key for key, _value in pairs]):
         for key, value in pairs:
             set_setting(key, value)
             shown = "<set>" if key == "api_key" and value else (value or "(unset)")
             rows.append((key, shown))
     return Table("LLM settings changed (this session)", ["setting", "value"], rows)
+
+
+_ENDPOINT_KEYS = ("provider", "base_url", "proxy", "api_key")
+
+
+@contextmanager
+def _guard_endpoint_settings(keys: list[str]) -> Iterator[None]:
+    """Around `%rlm set`: if it changed where calls go, ask the broker; on refusal restore the settings."""
+    link = current_session().link
+    if link is None or not any(k in _ENDPOINT_KEYS for k in keys):
+        yield
+        return
+    before = settings_snapshot()
+    yield
+    try:
+        resolved = load_config()
+    except ConfigError:
+        return  # invalid for another reason: that error shows at the next call, as before
+    fields = {
+        "base_url": resolved.base_url,
+        "proxy": resolved.proxy,
+        "api_key": resolved.api_key_for_request(),
+    }
+    key = fields["api_key"]
+    typed = "api_key" in keys and isinstance(key, str) and not key.startswith(KEY_REF_PREFIX)
+    try:
+        link.request("bind" if typed else "check", fields)
+    except LLMError:
+        restore_settings(before)
+        raise
 
 
 def rlm_show(line: str = "") -> Table:

@@ -14,6 +14,7 @@ from typing import Any
 from rlm_kernel.llm.budget import Budget, get_session_budget
 from rlm_kernel.llm.events import CallEvent, bus
 from rlm_kernel.llm.schema import BUDGET_DIMS
+from rlm_kernel.llm.session import current_session
 from rlm_kernel.widgets.display_mode import resolve_mode
 from rlm_kernel.widgets.lib import ipywidgets
 from rlm_kernel.widgets.text import budget_line, format_duration, format_tokens, format_usd
@@ -209,17 +210,9 @@ class BudgetMonitor:
         self._unsubscribe()
 
 
-_monitor: BudgetMonitor | None = None
-_monitor_lock = threading.Lock()
-
-
 def get_monitor() -> BudgetMonitor:
-    """The kernel's budget monitor (subscribed to the event bus on first use)."""
-    global _monitor
-    with _monitor_lock:
-        if _monitor is None:
-            _monitor = BudgetMonitor()
-        return _monitor
+    """The session's budget monitor (subscribed to its event bus on first use; `LLMSession.slot`)."""
+    return current_session().slot("widgets.budget_monitor", BudgetMonitor)
 
 
 def budget_mimebundle(budget: Any = None, mode: str | None = None) -> dict[str, Any]:

@@ -10,8 +10,9 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from rlm_kernel.llm.config import config_path, get_settings
+from rlm_kernel.llm.config import config_path
 from rlm_kernel.llm.config import register_setting as register_llm_setting
+from rlm_kernel.llm.session_settings import get_settings
 from rlm_kernel.widgets.lib import imported
 
 __all__ = ["MODES", "DisplayMode", "frontend_has_widgets", "parse_mode", "register_setting", "resolve_mode"]

@@ -13,6 +13,7 @@ from typing import Any
 from IPython import get_ipython
 from IPython.core.error import UsageError
 
+from rlm_kernel.llm.session import current_session
 from rlm_kernel.magics import register_rlm_subcommand
 from rlm_kernel.widgets.budget import BudgetDisplay, get_monitor, register_displays
 from rlm_kernel.widgets.controller import FanoutController
@@ -22,30 +23,27 @@ from rlm_kernel.widgets.lib import register_comm_targets
 
 __all__ = ["DisplayStatus", "budget_command", "display_command", "install"]
 
-_lock = threading.Lock()
-_controller: FanoutController | None = None
-
 
 def install(shell: Any = None) -> FanoutController:
-    """Subscribe the fan-out controller and budget monitor to the event bus; make widgets work (idempotent).
+    """Subscribe the fan-out controller and budget monitor to the session's event bus; make widgets work
+    (once per LLM session: idempotent).
 
     Registers ipywidgets' comm targets explicitly: the shell imports this module while it is still being
     built, when ipywidgets' own import-time registration cannot find it, and a widget frontend needs the
     `jupyter.widget.control` target to connect (which is also how `auto` display mode detects it).
     """
-    global _controller
-    with _lock:
-        if _controller is not None:
-            return _controller
+
+    def start() -> FanoutController:
         register_comm_targets()
         register_setting()
-        if shell is None:
-            shell = get_ipython()
-        if shell is not None:
-            register_displays(shell)
-        _controller = FanoutController(_LazySink(shell)).subscribe()
+        target = shell if shell is not None else get_ipython()
+        if target is not None:
+            register_displays(target)
+        controller = FanoutController(_LazySink(target)).subscribe()
         get_monitor()
-        return _controller
+        return controller
+
+    return current_session().slot("widgets.controller", start)  # once per session (the kernel's)
 
 
 class _LazySink:

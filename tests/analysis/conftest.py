@@ -9,8 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from rlm_kernel import llm
-from rlm_kernel.analysis.ranking import clear_cache
 from tests.llm_server import LLMTestServer
 
 TIER_MODELS = {"fast": "model-fast", "balanced": "model-balanced", "powerful": "model-powerful"}
@@ -38,15 +36,4 @@ def session_llm(llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch) -> I
         monkeypatch.setenv(key, value)
     for key in ("RLM_CONFIG", "RLM_MODEL"):
         monkeypatch.delenv(key, raising=False)
-    llm.reset_client()
-    llm.reset_session_budget()
-    yield llm_server
-    llm.reset_client()
-    llm.reset_session_budget()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_index_cache() -> Iterator[None]:
-    clear_cache()
-    yield
-    clear_cache()
+    yield llm_server  # the test's own LLM session (tests/conftest.py) builds its client from this env

@@ -193,7 +193,7 @@ def test_llm_scoring_tolerates_unreadable_scores(session_llm: LLMTestServer) -> 
 
 def test_spec_01_19_budget_limit_stops_llm_scoring(session_llm: LLMTestServer) -> None:
     session_llm.reply_with(by_tag)
-    llm.reset_session_budget(max_calls=2)
+    llm.get_session_budget().set_limits(max_calls=2)
     with pytest.raises(FindRelevantError) as info:
         find_relevant(many_matches(12), "needle", top_k=2, use_llm_scoring=True)
     assert len(session_llm.requests) <= 2

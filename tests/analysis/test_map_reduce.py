@@ -170,7 +170,7 @@ def test_reduce_failure_keeps_all_map_results(session_llm: LLMTestServer) -> Non
 
 def test_spec_01_19_budget_limit_stops_map_reduce(session_llm: LLMTestServer) -> None:
     session_llm.reply_with(counting)
-    llm.reset_session_budget(max_calls=3)
+    llm.get_session_budget().set_limits(max_calls=3)
     with pytest.raises(MapReduceError) as info:
         map_reduce("apple\n" * 60, MAP, REDUCE, n_chunks=6)
     err = info.value

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from rlm_kernel.broker import link
-from rlm_kernel.broker.ledger import chain_to_wire
-from rlm_kernel.broker.supervisor import key_ref, request_broker, spawn_supervisor_process
-from rlm_kernel.llm import BatchError, Budget, BudgetExceeded, LLMClient, load_config
+from rlm_kernel.broker.supervisor import spawn_supervisor_process
+from rlm_kernel.llm import BatchError, Budget, BudgetExceeded, LLMClient, LLMSession, load_config
+from rlm_kernel.llm.broker_handover import key_ref, request_broker
+from rlm_kernel.llm.broker_link import BrokerLink
+from rlm_kernel.llm.broker_protocol import chain_to_wire
 from tests.llm_server import LLMTestServer
 
 PRICES = {"m": (1.0, 10.0)}  # USD per million input / output tokens
@@ -23,7 +24,9 @@ _FIGURES = ("calls", "input_tokens", "output_tokens", "usd", "refused", "cached"
 
 
 @pytest.fixture
-def brokered(llm_server: LLMTestServer, tmp_path: Path) -> Iterator[tuple[LLMClient, link.BrokerLink]]:
+def brokered(
+    llm_server: LLMTestServer, tmp_path: Path, llm_session: LLMSession
+) -> Iterator[tuple[LLMClient, BrokerLink]]:
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "OPENAI_", "ANTHROPIC_", "GEMINI_"))
     }
@@ -31,7 +34,7 @@ def brokered(llm_server: LLMTestServer, tmp_path: Path) -> Iterator[tuple[LLMCli
     env["XDG_CONFIG_HOME"] = str(tmp_path)
     control = spawn_supervisor_process(env)
     sock, pid = request_broker(control)
-    ours = link.adopt(control, sock, pid)
+    ours = llm_session.link = BrokerLink(control, sock, pid)  # this test's session, as the launcher makes it
     try:
         config = load_config(
             environ={},
@@ -48,10 +51,10 @@ def brokered(llm_server: LLMTestServer, tmp_path: Path) -> Iterator[tuple[LLMCli
         )
         yield LLMClient(config), ours
     finally:
-        link.detach()
+        llm_session.close()  # closes the link: the broker and its supervisor exit
 
 
-def _ledger(budget: Budget) -> dict[str, dict[str, Any]]:
+def _ledger(budget: Budget, link: BrokerLink) -> dict[str, dict[str, Any]]:
     """The broker's snapshot of `budget`'s chain, by label (the `budget` frame)."""
     ids = {entry["id"]: entry["label"] for entry in chain_to_wire(budget)}
     snaps = link.request("budget", {"scopes": list(ids)})["budgets"]
@@ -63,9 +66,9 @@ def _figures(snap: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_broker_refuses_at_the_run_budget_and_the_mirror_shows_its_figures(
-    brokered: tuple[LLMClient, link.BrokerLink], llm_server: LLMTestServer
+    brokered: tuple[LLMClient, BrokerLink], llm_server: LLMTestServer
 ) -> None:
-    client, _ = brokered
+    client, ours = brokered
     session = Budget(label="session")
     run = session.child(max_calls=3, label="run")
     with pytest.raises(BatchError) as caught:
@@ -77,7 +80,7 @@ def test_the_broker_refuses_at_the_run_budget_and_the_mirror_shows_its_figures(
     with pytest.raises(BudgetExceeded) as single:
         client.complete("one more", budget=run)
     assert single.value.limit == "max_calls" and single.value.limit_value == 3
-    ledger = _ledger(run)
+    ledger = _ledger(run, ours)
     for budget in (session, run):
         mirror = budget.snapshot()
         assert _figures(mirror) == _figures(ledger[budget.label]), (budget.label, mirror, ledger)
@@ -87,7 +90,7 @@ def test_the_broker_refuses_at_the_run_budget_and_the_mirror_shows_its_figures(
 
 
 def test_a_restarted_broker_keeps_what_the_scope_has_spent(
-    brokered: tuple[LLMClient, link.BrokerLink], llm_server: LLMTestServer
+    brokered: tuple[LLMClient, BrokerLink], llm_server: LLMTestServer
 ) -> None:
     client, ours = brokered
     run = Budget(max_calls=3, label="run")
@@ -104,4 +107,4 @@ def test_a_restarted_broker_keeps_what_the_scope_has_spent(
     assert ours.restarts == 1
     assert sum(r is not None for r in caught.value.results) == 1
     assert len(llm_server.requests) == 3
-    assert _figures(_ledger(run)["run"])["calls"] == 3 == run.snapshot()["calls"]
+    assert _figures(_ledger(run, ours)["run"])["calls"] == 3 == run.snapshot()["calls"]

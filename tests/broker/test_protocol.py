@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from rlm_kernel.broker.endpoints import EndpointPolicy
-from rlm_kernel.broker.protocol import recv_frame, request_to_wire, send_frame
 from rlm_kernel.broker.server import Broker
-from rlm_kernel.broker.supervisor import key_ref
+from rlm_kernel.llm.broker_handover import key_ref
+from rlm_kernel.llm.broker_protocol import recv_frame, request_to_wire, send_frame
 from rlm_kernel.llm.providers.base import ChatRequest
-from tests.llm_server import LLMTestServer
+from tests.llm_server import Fault, LLMTestServer
 
 KEY = "sk-broker-protocol-key-0123456789"
 
@@ -79,6 +79,14 @@ def _collect(sock: socket.socket, message: dict[str, Any]) -> list[dict[str, Any
         frames.append(reply)
         if "event" not in reply and "item" not in reply:
             return frames
+
+
+def _openai_text(text: str) -> dict[str, Any]:
+    return {
+        "id": "x",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+    }
 
 
 def _chain(*budgets: tuple[str, dict[str, Any], dict[str, Any]]) -> list[dict[str, Any]]:
@@ -195,3 +203,74 @@ def test_a_malformed_budget_chain_fails_the_batch_clearly(
     reply = _ask(broker, {"op": "batch", "id": 2, "engine": engine, "scope": scope, "items": _items(1)})
     assert reply["error"]["kind"] == "llm" and "max_usd must be a number" in reply["error"]["message"]
     assert llm_server.requests == []
+
+
+def test_a_reply_that_cannot_be_framed_fails_only_its_item(
+    broker: socket.socket, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    """Frames are encoded when the loop turn's messages go out together; a reply whose text cannot be
+    encoded (a lone surrogate, which JSON escapes allow) still fails only its own item, with a reason."""
+    llm_server.when("q1", Fault.odd_reply(_openai_text("bad \ud800 text")))
+    engine = _engine(broker, llm_server, tmp_path)
+    scope = {"budgets": _chain(("s", {}, {}))}
+    frames = _collect(
+        broker,
+        {"op": "batch", "id": 2, "engine": engine, "scope": scope, "concurrency": 3, "items": _items(3)},
+    )
+    results = {f["item"]: f for f in frames if "item" in f}
+    assert sorted(results) == [0, 1, 2], frames
+    assert results[0]["response"]["text"] == "q0" and results[2]["response"]["text"] == "q2"
+    assert results[1]["error"]["kind"] == "llm" and "UnicodeEncodeError" in results[1]["error"]["message"]
+    assert frames[-1] == {"id": 2, "done": 3}
+    assert _ask(broker, {"op": "status", "id": 3})["paid"]["calls"] == 3  # it was answered: it is paid for
+
+
+def test_a_fan_out_runs_at_most_its_concurrency_and_starts_items_in_order(
+    broker: socket.socket, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    engine = _engine(broker, llm_server, tmp_path)
+    llm_server.hold_until_in_flight(3)  # 60 s if fewer than 3 are ever in flight at once
+    scope = {"budgets": _chain(("s", {}, {}))}
+    frames = _collect(
+        broker,
+        {"op": "batch", "id": 2, "engine": engine, "scope": scope, "concurrency": 3, "items": _items(10)},
+    )
+    assert sorted(f["item"] for f in frames if "response" in f) == list(range(10)), frames
+    assert llm_server.max_in_flight == 3
+    assert [f["index"] for f in frames if f.get("event") == "start"] == list(range(10))
+
+
+def _batch(broker: socket.socket, engine: int, rid: int, prompts: list[str], concurrency: int = 1) -> dict:
+    items = [
+        request_to_wire(ChatRequest(model="m", messages=({"role": "user", "content": p},), max_tokens=8))
+        for p in prompts
+    ]
+    scope = {"budgets": _chain(("s", {}, {}))}
+    message = {"op": "batch", "id": rid, "engine": engine, "scope": scope, "concurrency": concurrency}
+    frames = _collect(broker, {**message, "items": items})
+    return {f["item"]: f for f in frames if "item" in f}
+
+
+def test_a_fan_out_looks_its_items_up_at_once_and_a_repeat_at_its_turn(
+    broker: socket.socket, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    """The broker looks a fan-out's items up in the cache in one operation; an item repeating an earlier
+    one is looked up when its turn comes, so it finds the answer the earlier one recorded (not paid twice)."""
+    fields = _fields(llm_server.openai_base_url, key_ref("X"), tmp_path, cache="readwrite")
+    engine = int(_ask(broker, {"op": "engine", "id": 1, "fields": fields})["engine"])
+    first = _batch(broker, engine, 2, ["a", "b", "a"])
+    assert [first[i]["response"]["text"] for i in range(3)] == ["a", "b", "a"]
+    assert "cached" not in first[0] and "cached" not in first[1] and first[2].get("cached"), first
+    assert len(llm_server.requests) == 2
+    again = _batch(broker, engine, 3, ["b", "c", "a", "c"], concurrency=4)
+    assert [again[i]["response"]["text"] for i in range(4)] == ["b", "c", "a", "c"]
+    assert again[0].get("cached") and again[2].get("cached") and "cached" not in again[1], again
+    assert [r.last_user for r in llm_server.requests[2:]].count("c") in (1, 2)  # a repeat in one wave: 1–2
+    # replay mode: recorded items are answered, the others fail alone with a replay miss, nothing is sent
+    sent = len(llm_server.requests)
+    replay = _fields(llm_server.openai_base_url, key_ref("X"), tmp_path, cache="replay")
+    engine = int(_ask(broker, {"op": "engine", "id": 4, "fields": replay})["engine"])
+    replayed = _batch(broker, engine, 5, ["a", "never recorded", "b"], concurrency=3)
+    assert replayed[0]["response"]["text"] == "a" and replayed[2]["response"]["text"] == "b"
+    assert replayed[1]["error"]["kind"] == "replay_miss", replayed[1]
+    assert len(llm_server.requests) == sent

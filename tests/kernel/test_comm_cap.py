@@ -24,7 +24,7 @@ def test_comm_messages_are_capped_while_a_cell_runs(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(BaseComm, "publish_msg", record)
     session = SandboxSession(Limits(output_bytes=1000, memory_mb=0), seed=1)
     monkeypatch.setattr(rlm_kernel_module, "COMM_TRAFFIC_FLOOR", 0)
-    monkeypatch.setattr(llm_events, "_current_parent", {"header": {"msg_id": "cell-1"}})
+    llm_events.set_current_parent({"header": {"msg_id": "cell-1"}})  # this test's own LLM session
     rlm_kernel_module._install_comm_cap(session)
     comm = object.__new__(BaseComm)
 

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from rlm_kernel.llm import LLMClient, load_config
-from rlm_kernel.llm.config import clear_settings
 from tests.llm_server import LLMTestServer
 
 PLANTED_KEY = "sk-planted-7f3a9c2e51d84b60a1e2f3c4d5e6f708"
@@ -45,10 +44,3 @@ def make_client(llm_server: LLMTestServer, tmp_path: Path) -> Iterator[MakeClien
     yield make
     for client in clients:
         client.close()
-
-
-@pytest.fixture(autouse=True)
-def _no_session_settings() -> Iterator[None]:
-    clear_settings()
-    yield
-    clear_settings()

@@ -149,13 +149,14 @@ def test_thread_safe_reservations() -> None:
 
 
 def test_session_budget_follows_rlm_set(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    from rlm_kernel.llm import get_session_budget, reset_session_budget
-    from rlm_kernel.llm.config import set_setting
+    from rlm_kernel.llm import get_session_budget
+    from rlm_kernel.llm.session_settings import set_setting
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     monkeypatch.delenv("RLM_CONFIG", raising=False)
     monkeypatch.setenv("RLM_BASE_URL", "http://127.0.0.1:9/v1")
-    session = reset_session_budget()
+    session = get_session_budget()  # this test's own session (tests/conftest.py): nothing spent yet
+    assert session.snapshot()["calls"] == 0
     r = session.reserve(10, 10, None)
     session.settle(r, 10, 10, None)
     set_setting("budget_max_calls", "1")

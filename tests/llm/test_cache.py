@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rlm_kernel.llm import ReplayMiss
+from rlm_kernel.llm import BatchError, ReplayMiss
 from rlm_kernel.llm.cache import CACHE_FILE
 from tests.llm.conftest import MakeClient
 from tests.llm_server import LLMTestServer, Reply
@@ -47,6 +47,25 @@ def test_replay_is_offline_and_identical(
     replayed = replayer.complete_batch([f"q{i}" for i in range(5)])
     assert [c.text for c in replayed] == [c.text for c in recorded]
     assert all(c.cached for c in replayed)
+
+
+def test_a_fan_out_is_looked_up_at_once_and_a_repeat_finds_the_earlier_answer(
+    make_client: MakeClient, llm_server: LLMTestServer, tmp_path: Path
+) -> None:
+    """A fan-out's items are looked up in one query; an item repeating an earlier one is looked up at its
+    turn, so (one at a time) it is answered from what the earlier one recorded; replay fails only misses."""
+    recorder = make_client(cache="readwrite", cache_dir=str(tmp_path / "c"))
+    first = recorder.complete_batch(["a", "b", "a"], concurrency=1)
+    assert [c.text for c in first] == ["a", "b", "a"] and [c.cached for c in first] == [False, False, True]
+    assert len(llm_server.requests) == 2
+    again = recorder.complete_batch(["b", "a"])
+    assert all(c.cached for c in again) and len(llm_server.requests) == 2
+    replayer = make_client(cache="replay", cache_dir=str(tmp_path / "c"))
+    with pytest.raises(BatchError) as info:
+        replayer.complete_batch(["a", "never recorded", "b"])
+    assert sorted(info.value.errors) == [1] and "never recorded" in info.value.errors[1]
+    assert [c.text if c else None for c in info.value.results] == ["a", None, "b"]
+    assert len(llm_server.requests) == 2
 
 
 def test_replay_miss_names_the_call(make_client: MakeClient, llm_server: LLMTestServer) -> None:

@@ -79,3 +79,43 @@ def test_locked_cache_releases_queued_operations_at_once(cache: ResponseCache) -
         other.execute("ROLLBACK")
         other.close()
         io.close()
+
+
+def test_a_fan_outs_writes_are_grouped_and_one_bad_row_costs_only_itself(
+    cache: ResponseCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Answers arriving while a write runs are written together in the next transaction (a worker hop and a
+    commit per group, not per answer); a row SQLite cannot store (a lone surrogate) fails alone."""
+    groups: list[int] = []
+    put_many = cache.put_many
+
+    def counted(rows: list) -> list:
+        groups.append(len(rows))
+        return put_many(rows)
+
+    monkeypatch.setattr(cache, "put_many", counted)
+    io = CacheIO(cache)
+    bad = ChatResponse("bad \ud800 text", "m", 2, 2, "stop", None)
+    try:
+
+        async def scenario() -> list[str | None]:
+            return await asyncio.gather(
+                *(io.put("p", _req(i), bad if i == 7 else _resp(i)) for i in range(40))
+            )
+
+        reasons = asyncio.run(scenario())
+    finally:
+        io.close()
+    assert sum(groups) == 40 and len(groups) < 40, groups
+    assert [i for i, r in enumerate(reasons) if r is not None] == [7], reasons
+    assert "UnicodeEncodeError" in (reasons[7] or "")
+    assert cache.get("p", _req(7)) is None
+    assert all(cache.get("p", _req(i)).response.text == f"answer {i}" for i in range(40) if i != 7)  # type: ignore[union-attr]
+
+
+def test_many_lookups_at_once_find_recorded_entries_and_name_repeats(cache: ResponseCache) -> None:
+    for i in (1, 3):
+        cache.put("p", _req(i), _resp(i))
+    found, repeats = cache.get_many("p", [_req(0), _req(1), _req(3), _req(1), _req(2)])
+    assert {i: e.response.text for i, e in found.items()} == {1: "answer 1", 2: "answer 3"}
+    assert repeats == {3}

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rlm_kernel.llm import ConfigError, LLMClient, get_client, load_config, reset_client
-from rlm_kernel.llm.config import config_path, set_setting
+from rlm_kernel.llm import ConfigError, LLMClient, LLMSession, get_client, load_config, use_session
+from rlm_kernel.llm.config import config_path
+from rlm_kernel.llm.session_settings import set_setting
 from rlm_kernel.llm.settings_magic import rlm_providers, rlm_set, rlm_show
 from rlm_kernel.llm.tiers import choose_tier, resolve_model
 
@@ -195,16 +196,17 @@ def test_get_client_follows_rlm_set(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.delenv("RLM_CONFIG", raising=False)
     monkeypatch.setenv("RLM_BASE_URL", URL)
     monkeypatch.setenv("RLM_MODEL", "first")
-    reset_client()
-    try:
-        first = get_client()
-        assert isinstance(first, LLMClient) and get_client() is first
-        rlm_set("model=second cache=off")
-        second = get_client()
-        assert second is not first and second.config.models["fast"] == "second"
-        assert second.config.cache == "off"
-    finally:
-        reset_client()
+    first = get_client()
+    assert isinstance(first, LLMClient) and get_client() is first
+    rlm_set("model=second cache=off")
+    second = get_client()
+    assert second is not first and second.config.models["fast"] == "second"
+    assert second.config.cache == "off"
+    other = LLMSession()  # another session has its own settings and client
+    with use_session(other):
+        assert get_client().config.models["fast"] == "first"
+    assert get_client() is second and get_client(other) is not second
+    other.close()
 
 
 def test_magics_show_never_the_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Kernel start-up stays light: httpx and aiohttp are imported with the first HTTP client, not at import."""
+"""Kernel start-up stays light: the HTTP stack is imported with the first HTTP client, not at import."""
 
 from __future__ import annotations
 
@@ -33,4 +33,4 @@ def test_kernel_modules_import_without_the_http_stack() -> None:
 def test_the_first_call_imports_it_and_works(make_client: MakeClient, llm_server: LLMTestServer) -> None:
     client = make_client()
     assert client.complete("lazy imports").text == "lazy imports"
-    assert all(name in sys.modules for name in HEAVY)
+    assert "aiohttp" in sys.modules  # the transport (httpx is only the comparison transport)

@@ -7,23 +7,29 @@ Run with `pytest -m local_model tests/local_model/test_coder_server.py`.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from rlm_kernel.llm import coder_model, local
+from rlm_kernel.llm import LLMSession, coder_model, local
 
 pytestmark = [pytest.mark.local_model, pytest.mark.timeout(1200)]
 
 
 @pytest.fixture(scope="module")
-def coder_url():
+def model_session() -> Iterator[LLMSession]:
+    """One LLM session for the module's tests: they share its server."""
+    session = LLMSession()
+    yield session
+    session.close()  # stops the server
+
+
+@pytest.fixture(scope="module")
+def coder_url(model_session: LLMSession):
     if not coder_model.coder_parts_installed():
         pytest.skip(f"the coder model is not installed: {coder_model.INSTALL_HINT}")
-    local.stop_local_server()
-    url = local.ensure_local_server("coder")
-    yield url
-    local.stop_local_server()
+    return local.ensure_local_server("coder", session=model_session)
 
 
 def test_joined_file_is_the_official_one() -> None:
@@ -38,8 +44,8 @@ def test_joined_file_is_the_official_one() -> None:
     assert digest.hexdigest() == coder_model.CODER_SHA256
 
 
-def test_coder_writes_code_through_the_runtime(coder_url: str) -> None:
-    server = local.local_server()
+def test_coder_writes_code_through_the_runtime(coder_url: str, model_session: LLMSession) -> None:
+    server = local.local_server(model_session)
     assert server is not None and server.key == "coder"
     models = httpx.get(f"{coder_url}/models", timeout=10).json()
     assert "qwen2.5-coder-1.5b-instruct" in [m["id"] for m in models["data"]]

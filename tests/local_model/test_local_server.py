@@ -11,23 +11,30 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from rlm_kernel.llm import local
+from rlm_kernel.llm import LLMSession, local
 
 pytestmark = [pytest.mark.local_model, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
-def base_url():
+def model_session() -> Iterator[LLMSession]:
+    """One LLM session for the tests that share a server (each other test starts its own in its session)."""
+    session = LLMSession()
+    yield session
+    session.close()  # stops the server
+
+
+@pytest.fixture(scope="module")
+def base_url(model_session: LLMSession) -> str:
     if not local.local_model_available():
         pytest.fail(f"the [local] extra is not installed: {local.INSTALL_HINT}")
-    url = local.ensure_local_server()
-    yield url
-    local.stop_local_server()
+    return local.ensure_local_server(session=model_session)
 
 
 def _alive(pid: int) -> bool:
@@ -62,9 +69,11 @@ def test_server_answers_a_chat_completion(base_url: str) -> None:
     assert data["usage"]["completion_tokens"] > 0 and data["usage"]["prompt_tokens"] > 5
 
 
-def test_started_once_with_threads_passive_openmp_and_loopback(base_url: str) -> None:
-    assert local.ensure_local_server() == base_url
-    server = local.local_server()
+def test_started_once_with_threads_passive_openmp_and_loopback(
+    base_url: str, model_session: LLMSession
+) -> None:
+    assert local.ensure_local_server(session=model_session) == base_url
+    server = local.local_server(model_session)
     assert server is not None and server.base_url == base_url
     argv = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
     threads = str(local.local_threads()).encode()

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from rlm_kernel import llm
 from tests.llm_server import LLMTestServer
 
 
@@ -27,8 +26,4 @@ def client_on_server(llm_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch)
     for key, value in llm_env(llm_server).items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("RLM_CONFIG", raising=False)
-    llm.reset_client()
-    llm.reset_session_budget()
-    yield llm_server
-    llm.reset_client()
-    llm.reset_session_budget()
+    yield llm_server  # the test's own LLM session (tests/conftest.py) builds its client from this env

@@ -225,9 +225,9 @@ def test_the_prompt_states_the_configured_window(
     system = client_on_server.requests[0].prompt
     assert "window is 128,000 tokens" in system and "100k" not in system
     monkeypatch.setenv("RLM_CONTEXT_WINDOW", "16384")
-    llm.reset_client()
     client_on_server.reset()
-    run(client_on_server, Script(root=[repl("FINAL(len(context))")]))
+    with llm.use_session(llm.LLMSession()):  # a new session's client reads the changed environment
+        run(client_on_server, Script(root=[repl("FINAL(len(context))")]))
     assert "window is 16,384 tokens: one call reads at most about 44,580 characters" in (
         client_on_server.requests[0].prompt
     )
@@ -249,7 +249,6 @@ def test_bad_window_setting_is_refused(
     client_on_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RLM_CONTEXT_WINDOW", "lots")
-    llm.reset_client()
     with pytest.raises(Exception, match="invalid LLM setting .context_window. = .lots."):
         llm.get_client()
 
@@ -277,7 +276,6 @@ def test_unknown_price_warns_once_per_model_across_cache_hits(
     monkeypatch.setenv("RLM_CACHE", "readwrite")
     monkeypatch.setenv("RLM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(pricing, "_warned", set())
-    llm.reset_client()
     client_on_server.reply_with(lambda rec: "hi")
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

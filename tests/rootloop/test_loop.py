@@ -228,8 +228,7 @@ def test_compaction_fires_at_the_threshold_with_its_call_in_the_budget(
 ) -> None:
     from rlm_kernel import llm
 
-    monkeypatch.setenv("RLM_COMPACTION_TOKENS", "1500")
-    llm.reset_client()
+    monkeypatch.setenv("RLM_COMPACTION_TOKENS", "1500")  # before this test's session makes its client
     before = llm.get_session_budget().snapshot()["calls"]
     script = Script(
         root=[

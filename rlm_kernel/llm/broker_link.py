@@ -1,7 +1,8 @@
 """The kernel's side of the broker: one socket, calls multiplexed by id, the broker restarted if it died.
 
 Everything here runs on the LLM layer's loop thread (`llm.event_loop`); `request()` is the blocking form
-for magics. The kernel holds key *references* (`broker-key-ref:NAME`), never keys.
+for magics. The kernel's link is its LLM session's (`LLMSession.link`, None when this process makes its own
+calls). The kernel holds key *references* (`broker-key-ref:NAME`), never keys.
 """
 
 from __future__ import annotations
@@ -9,105 +10,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import socket
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-from rlm_kernel.broker import supervisor
-from rlm_kernel.broker.protocol import encode, read_frame, request_to_wire
-from rlm_kernel.broker.supervisor import KEY_REF_PREFIX, receive_broker, request_broker
-from rlm_kernel.llm.errors import (
-    BudgetExceeded,
-    ConfigError,
-    LLMError,
-    ProviderBudgetExceeded,
-    ProviderError,
-    RateLimited,
-    ReplayMiss,
-)
+import rlm_kernel.llm.event_loop as event_loop
+from rlm_kernel.llm.broker_handover import receive_broker, request_broker
+from rlm_kernel.llm.broker_protocol import encode, error_from_wire, read_frame, request_to_wire
+from rlm_kernel.llm.errors import LLMError
 from rlm_kernel.llm.providers.base import ChatRequest
 
-__all__ = [
-    "BrokerLink",
-    "adopt",
-    "current",
-    "detach",
-    "error_from_wire",
-    "guard_endpoint_settings",
-    "request",
-]
-
-_link: BrokerLink | None = None
-_ENDPOINT_KEYS = ("provider", "base_url", "proxy", "api_key")
-
-
-def current() -> BrokerLink | None:
-    """This kernel's link to its broker, or None (no broker: this process makes its own calls)."""
-    global _link
-    if _link is None and supervisor.handover is not None:
-        control, sock, pid = supervisor.handover
-        supervisor.handover = None
-        _link = BrokerLink(control, sock, pid, answer_pending=supervisor.answer_pending)
-        supervisor.answer_pending = False
-    return _link
-
-
-def adopt(control: socket.socket, sock: socket.socket | None, pid: int | None) -> BrokerLink:
-    """Use the broker the launcher started (`sock`, `pid`) and ask `control` for new ones when it dies."""
-    global _link
-    _link = BrokerLink(control, sock, pid)
-    return _link
-
-
-def detach() -> None:
-    """Stop using a broker (clients made afterwards call providers from this process); closes the sockets,
-    so the broker and its supervisor exit."""
-    global _link
-    link, _link = _link, None
-    if link is not None:
-        link.close()
-
-
-def error_from_wire(data: dict[str, Any]) -> LLMError:
-    """The kernel-side exception of an error frame (a budget refusal keeps its figures)."""
-    kind = data.get("kind")
-    message = str(data.get("message") or "the LLM broker reported an error without a message")
-    if kind == "config":
-        return ConfigError(message, key=data.get("key"))
-    if kind == "provider":
-        return ProviderError(message, status=data.get("status"), retryable=bool(data.get("retryable")))
-    if kind == "rate_limited":
-        wait = data.get("retry_after")
-        return RateLimited(
-            message,
-            retry_after=float(wait) if isinstance(wait, int | float) else None,
-            status=data.get("status"),
-            retryable=bool(data.get("retryable")),
-        )
-    if kind == "provider_budget":
-        figures = [
-            float(v) if isinstance(v, int | float) else 0.0
-            for v in (data.get("limit_value"), data.get("used"))
-        ]
-        return ProviderBudgetExceeded(
-            message, status=data.get("status"), limit_value=figures[0], used=figures[1]
-        )
-    if kind == "replay_miss":
-        return ReplayMiss(message)
-    if kind == "budget":
-
-        def number(name: str) -> float:
-            value = data.get(name)
-            return float(value) if isinstance(value, int | float) else 0.0
-
-        return BudgetExceeded(
-            message,
-            limit=str(data.get("limit") or ""),
-            limit_value=number("limit_value"),
-            used=number("used"),
-            requested=number("requested"),
-        )
-    return LLMError(message)
+__all__ = ["BrokerLink"]
 
 
 class BrokerLink:
@@ -247,9 +159,12 @@ class BrokerLink:
         finally:
             self._pending.pop(rid, None)
 
+    def request(self, op: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+        """`call` from an ordinary thread (e.g. a magic), waiting at most `timeout` seconds."""
+        return event_loop.submit(self.call(op, body)).result(timeout)
+
     def close(self) -> None:
         """Close both sockets (from any thread; calls still waiting fail as if the broker had died)."""
-        from rlm_kernel.llm import event_loop
 
         async def shut(writer: asyncio.StreamWriter) -> None:
             writer.close()
@@ -305,45 +220,3 @@ class BrokerLink:
             raise
         finally:
             self._pending.pop(rid, None)
-
-
-def request(op: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
-    """`BrokerLink.call` from an ordinary thread (e.g. a magic), waiting at most `timeout` seconds."""
-    from rlm_kernel.llm import event_loop
-
-    link = current()
-    if link is None:
-        raise LLMError("this process has no LLM broker")
-    return event_loop.submit(link.call(op, body)).result(timeout)
-
-
-@contextmanager
-def guard_endpoint_settings(keys: list[str]) -> Iterator[None]:
-    """Around `%rlm set`: if it changed where calls go, ask the broker; on refusal restore the settings."""
-    from rlm_kernel.llm import config
-
-    if current() is None or not any(k in _ENDPOINT_KEYS for k in keys):
-        yield
-        return
-    with config._settings_lock:  # noqa: SLF001 - the settings' owner module, same layer
-        before = dict(config._settings)  # noqa: SLF001
-    yield
-    try:
-        resolved = config.load_config()
-    except ConfigError:
-        return  # invalid for another reason: that error shows at the next call, as before
-    fields = {
-        "base_url": resolved.base_url,
-        "proxy": resolved.proxy,
-        "api_key": resolved.api_key_for_request(),
-    }
-    key = fields["api_key"]
-    typed = "api_key" in keys and isinstance(key, str) and not key.startswith(KEY_REF_PREFIX)
-    try:
-        request("bind" if typed else "check", fields)
-    except LLMError:
-        with config._settings_lock:  # noqa: SLF001
-            config._settings.clear()  # noqa: SLF001
-            config._settings.update(before)  # noqa: SLF001
-            config._settings_version += 1  # noqa: SLF001
-        raise
