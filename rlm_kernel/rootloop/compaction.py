@@ -5,8 +5,9 @@ Setting `compaction_tokens` (`%rlm set compaction_tokens=N`, `RLM_COMPACTION_TOK
 tokens of the root's messages above which the turns before the last one are summarised (default: half the
 stated context window; `off` disables it). The summary call is a root-model request like any turn's — charged
 to the run's budget, counted in its usage, recorded in the trajectory as a turn of kind `"compaction"` — and
-its text is appended to the first message from then on. A failed summary call leaves the history as it was
-(the `history_turns` window still applies).
+its text is appended to the first message from then on. In a follow-up run (`--continue`) the earlier
+conversation is summarised with the older turns, so chained follow-ups stay under the threshold. A failed
+summary call leaves the history as it was (the `history_turns` window still applies).
 """
 
 from __future__ import annotations
@@ -99,10 +100,12 @@ def maybe_compact(run: Any, index: int) -> RunSteps:
 
     client = llm.get_client()
     limit = threshold(client.config)
-    if not limit or len(run.history) <= _KEEP_MESSAGES or tokens_of(run.messages()) <= limit:
+    # a follow-up's earlier conversation (`run.prior`) is summarised with the older turns: chained
+    # follow-ups stay within the threshold instead of resending every earlier run verbatim
+    older = [*run.prior, *run.history[:-_KEEP_MESSAGES]]
+    if not limit or not older or tokens_of(run.messages()) <= limit:
         return
-    older = run.history[:-_KEEP_MESSAGES]
-    turns = len(older) // 2
+    turns = max(0, len(run.history) - _KEEP_MESSAGES) // 2
     started = time.monotonic()
     request = RootRequest(
         [{"role": "user", "content": _transcript(older, run.summary)}],
@@ -117,16 +120,19 @@ def maybe_compact(run: Any, index: int) -> RunSteps:
         run.turns.append(Turn(index=index, reply="", note=note, kind="compaction"))
         return
     summary = str(completion.text).strip()
+    what = f"{turns} earlier turn(s)" + (" and the earlier conversation" if run.prior else "")
     run.summary = summary
     run.compacted += turns
     run.history = run.history[-_KEEP_MESSAGES:]
+    if run.prior:
+        run.prior, run.prior_compacted = [], True
     run.turns.append(
         Turn(
             index=index,
             reply=summary,
             root_usage=Usage.of([completion]),
             seconds=time.monotonic() - started,
-            note=f"summarised {turns} earlier turn(s): the history passed {limit:,} tokens",
+            note=f"summarised {what}: the history passed {limit:,} tokens",
             kind="compaction",
         )
     )

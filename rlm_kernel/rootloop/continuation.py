@@ -95,14 +95,16 @@ def prior_messages(previous: object) -> list[dict]:
 
 
 def transcript(prior: list[dict], first: str, run: object) -> tuple[dict, ...]:
-    """The conversation after a run: the earlier one, this run's question, its turns (and the reply that
-    ended it), as role/content dicts in order (consecutive user messages joined)."""
+    """The conversation after a run: the earlier one, this run's first message (with its compaction
+    summary), its turns (and the reply that ended it), as role/content dicts in order (consecutive user
+    messages joined)."""
     from rlm_kernel.rootloop.textcut import truncate
 
     messages = [*prior, {"role": "user", "content": first}, *run.history]
-    fed = len(run.history) // 2
+    # turns already in `run.history` (fed back), counting those compaction summarised away
+    fed = getattr(run, "compacted", 0) + len(run.history) // 2
     ask = getattr(run, "best_effort_request", None)
-    for turn in run.turns[fed:]:
+    for turn in [t for t in run.turns if t.kind == "turn"][fed:]:
         if ask and turn is run.turns[-1] and turn.code is None and turn.note.startswith("best-effort"):
             messages.append({"role": "user", "content": ask})
         messages.append({"role": "assistant", "content": truncate(turn.reply, 8000)})

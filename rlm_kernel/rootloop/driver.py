@@ -94,14 +94,22 @@ class _Run:
         self.history: list[dict] = []
         self.model: str | None = None
         self.summary, self.compacted = "", 0  # see compaction.py
+        self.prior_compacted = False  # the earlier conversation of a follow-up went into the summary
 
     # -- model side
+    def first_message(self) -> str:
+        """The run's first user message, with the compaction summary once there is one."""
+        if not self.summary:
+            return self.first
+        what = f"the first {self.compacted} turn(s)"
+        if self.prior_compacted:
+            what = f"the earlier conversation and {what}" if self.compacted else "the earlier conversation"
+        return f"{self.first}\n\n[Summary of {what}, compacted]\n{self.summary}"
+
     def messages(self) -> list[dict]:
         keep = self.history[-2 * self.options.history_turns :] if self.history else []
         dropped = (len(self.history) - len(keep)) // 2
-        first = self.first
-        if self.summary:
-            first += f"\n\n[Summary of the first {self.compacted} turn(s), compacted]\n{self.summary}"
+        first = self.first_message()
         if dropped:
             first += (
                 f"\n\n[{dropped} earlier turn(s) are not shown to keep the history short; the variables they "
@@ -554,7 +562,7 @@ def run_rlm_steps(
         depth=depth,
         model=options.model or run.model,
         answer_kind=kind,
-        _history=continuation.transcript(run.prior, run.first, run),
+        _history=continuation.transcript(run.prior, run.first_message(), run),
     )
     continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded, tracker.gate))
     if display is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 __all__ = ["CellCalls", "Ledger", "ledger", "provenance_table", "stamp"]
 
-_MAX_KEYS = 200  # cache keys kept per cell (the counts stay exact beyond it)
+_MAX_KEYS = 200  # distinct cache keys kept per cell (the counts stay exact beyond it)
 _MAX_CELLS = 5000
 
 
@@ -80,7 +80,8 @@ class Ledger:
             cell.output_tokens += int(event.output_tokens or 0)
             cell.cost_usd += float(event.cost_usd or 0.0)
             key = (event.extra or {}).get("cache_key")
-            if isinstance(key, str) and len(cell.cache_keys) < _MAX_KEYS:
+            # distinct keys: the same call made twice is one recording, one key
+            if isinstance(key, str) and len(cell.cache_keys) < _MAX_KEYS and key not in cell.cache_keys:
                 cell.cache_keys.append(key)
 
     def numbered(self, owner: str | None, execution_count: int | None) -> None:
@@ -164,5 +165,5 @@ def provenance_table(line: str = "") -> object:
         if rows
         else "no cell has made a model call yet in this session"
     )
-    header = ["cell", "calls", "cache hits", "models", "tokens in / out", "cost", "cache keys"]
+    header = ["cell", "calls", "cache hits", "models", "tokens in / out", "cost", "distinct cache keys"]
     return Table("Model calls by cell", header, rows, note)

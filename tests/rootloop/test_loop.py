@@ -281,3 +281,59 @@ def test_a_failed_child_call_still_names_its_model(client_on_server: LLMTestServ
     result = run(client_on_server, script)
     (call,) = result.trajectory[0].calls
     assert not call.ok and call.model == "test-model" and result.model == "test-model"
+
+
+def test_a_compacted_run_keeps_its_summary_and_each_turn_once_in_its_history(
+    client_on_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlm_kernel import llm
+
+    monkeypatch.setenv("RLM_COMPACTION_TOKENS", "1500")
+    llm.reset_client()
+    script = Script(
+        root=[
+            repl("first = context[:10]\nprint('x' * 2400)"),
+            repl("second = 2\nprint('y' * 2400)"),
+            repl("third = 3\nprint('z' * 2400)"),
+            repl("FINAL_VAR('first')"),
+        ]
+    )
+    result = run(client_on_server, script)
+    assert result.termination == "final" and "compaction" in [t.kind for t in result.trajectory]
+    replies = [m["content"] for m in result.history if m["role"] == "assistant"]
+    assert len(replies) == len(set(replies))  # no turn twice
+    assert "FINAL_VAR('first')" in replies[-1]  # the reply that ended it, once, last
+    assert "[Summary of the first" in result.history[0]["content"]  # what compaction replaced
+
+
+def test_a_follow_up_summarises_a_long_earlier_conversation(
+    client_on_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlm_kernel import llm
+
+    first = run(
+        client_on_server,
+        Script(
+            root=[
+                repl("a = len(context[:1])\nprint('p' * 2400)"),
+                repl("b = len(context[:2])\nprint('q' * 2400)"),
+                repl("FINAL_VAR('a')"),
+            ]
+        ),
+    )
+    assert first.termination == "final" and "p" * 2400 in str(first.history)
+    monkeypatch.setenv("RLM_COMPACTION_TOKENS", "1000")
+    llm.reset_client()
+    client_on_server.reply_with(Script(root=[repl("c = a + b\nprint(c)"), repl("FINAL_VAR('c')")]))
+    seen = len(client_on_server.requests)
+    follow = run_rlm(
+        "And a + b?", ctxmod.load(CORPUS, kind="text"), options=RunOptions(), continue_from=first
+    )
+    assert follow.termination == "final" and follow.answer == "3"
+    (compaction,) = [t for t in follow.trajectory if t.kind == "compaction"]
+    assert "earlier conversation" in compaction.note
+    prompts = [r.prompt for r in client_on_server.requests[seen:]]
+    summary_calls = [p for p in prompts if "You compress the working notes" in p]
+    assert len(summary_calls) == 1 and "p" * 100 in summary_calls[0]  # the earlier run went into it
+    root_calls = [p for p in prompts if p not in summary_calls]
+    assert "Summary of the earlier conversation" in root_calls[-1] and "p" * 2400 not in root_calls[-1]
