@@ -247,13 +247,12 @@ def make_router(coder_url: str, coder_model: str, reader: Reader, cache: RootCac
 
 def run_one(task: Task, mode: str, max_iterations: int, reader: Reader) -> dict:
     """One task in one mode through the root loop (the code `rlm_run` and `%%rlm` run)."""
-    from rlm_kernel import llm
+    from rlm_kernel.llm.session_settings import set_setting
     from rlm_kernel.repl import context as ctxmod
     from rlm_kernel.repl.state import RunOptions
     from rlm_kernel.rootloop.driver import run_rlm
 
-    os.environ["RLM_ERRORS_IN_MODEL_CODE"] = mode
-    llm.reset_client()
+    set_setting("errors_in_model_code", mode)  # as `%rlm set` does: the next client reads it
     reader.reset(task.docs)
     started = time.monotonic()
     result = run_rlm(

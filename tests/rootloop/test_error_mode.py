@@ -5,13 +5,11 @@ In-process root loop on the local test server, with scripted root replies and fa
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from rlm_kernel import llm
-from rlm_kernel.llm.config import clear_settings, load_config, set_setting
+from rlm_kernel.llm.config import load_config
 from rlm_kernel.llm.errors import ConfigError
+from rlm_kernel.llm.session_settings import set_setting
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.state import RunOptions
 from rlm_kernel.rootloop.driver import run_rlm
@@ -37,11 +35,7 @@ def child(rec) -> object:  # noqa: ANN001 - a RecordedRequest
 
 
 def run(server: LLMTestServer, mode: str | None, root: list, **options: object):
-    if mode is None:
-        os.environ.pop("RLM_ERRORS_IN_MODEL_CODE", None)
-    else:
-        os.environ["RLM_ERRORS_IN_MODEL_CODE"] = mode
-    llm.reset_client()
+    set_setting("errors_in_model_code", mode)  # as `%rlm set` does (None: unset); the next client reads it
     script = Script(root=root, child=child)
     server.reply_with(script)
     result = run_rlm("q", ctxmod.load(TEXT, kind="text"), options=RunOptions(best_effort=False, **options))
@@ -68,13 +62,10 @@ def test_setting_default_values_and_bad_value(monkeypatch: pytest.MonkeyPatch) -
         load_config()
     assert "errors_in_model_code" in str(err.value) and "raise or string" in str(err.value)
     monkeypatch.delenv("RLM_ERRORS_IN_MODEL_CODE")
-    try:
-        with pytest.raises(ConfigError, match="raise or string"):
-            set_setting("errors_in_model_code", "ignore")
-        set_setting("errors_in_model_code", "string")
-        assert load_config().errors_in_model_code == "string"
-    finally:
-        clear_settings()
+    with pytest.raises(ConfigError, match="raise or string"):
+        set_setting("errors_in_model_code", "ignore")
+    set_setting("errors_in_model_code", "string")  # in this test's own LLM session (tests/conftest.py)
+    assert load_config().errors_in_model_code == "string"
 
 
 @pytest.mark.parametrize("mode", [None, "raise"])
@@ -137,8 +128,7 @@ def test_string_mode_sub_rlm_failure_returns_error_text(server: LLMTestServer) -
         sub=lambda rec: "no code here",
         child=child,
     )
-    os.environ["RLM_ERRORS_IN_MODEL_CODE"] = "string"
-    llm.reset_client()
+    set_setting("errors_in_model_code", "string")
     server.reply_with(script)
     result = run_rlm(
         "q",
@@ -151,7 +141,7 @@ def test_string_mode_sub_rlm_failure_returns_error_text(server: LLMTestServer) -
 
 def test_string_mode_budget_refusal_still_ends_the_run(server: LLMTestServer) -> None:
     """A call refused for budget raises in both modes: the run ends at that turn either way."""
-    llm.reset_session_budget(max_calls=1)  # the root's first call uses it up
+    set_setting("budget_max_calls", "1")  # the root's first call uses it up
     result, _ = run(
         server, "string", [repl("a = llm_query('x ' + context[:50])\nprint('after')"), "FINAL('x')"]
     )
@@ -165,8 +155,7 @@ def test_person_cell_raises_in_string_mode(server: LLMTestServer) -> None:
     from rlm_kernel.repl.state import ReplState
     from rlm_kernel.sandbox import SandboxSession, new_namespace, run_source
 
-    os.environ["RLM_ERRORS_IN_MODEL_CODE"] = "string"
-    llm.reset_client()
+    set_setting("errors_in_model_code", "string")
     server.reply_with(child)
     session = SandboxSession()
     ns = new_namespace(session)
@@ -197,8 +186,7 @@ def test_string_mode_sub_rlm_batch_failed_slot_holds_error_text(server: LLMTestS
         sub=lambda rec: "no code" if "task two" in rec.prompt else repl("a = llm_query(context)\nFINAL(a)"),
         child=child,
     )
-    os.environ["RLM_ERRORS_IN_MODEL_CODE"] = "string"
-    llm.reset_client()
+    set_setting("errors_in_model_code", "string")
     server.reply_with(script)
     result = run_rlm(
         "q",

@@ -280,10 +280,8 @@ def test_a_failed_child_call_still_names_its_model(client_on_server: LLMTestServ
 def test_a_compacted_run_keeps_its_summary_and_each_turn_once_in_its_history(
     client_on_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rlm_kernel import llm
 
-    monkeypatch.setenv("RLM_COMPACTION_TOKENS", "1500")
-    llm.reset_client()
+    monkeypatch.setenv("RLM_COMPACTION_TOKENS", "1500")  # before this test's session makes its client
     script = Script(
         root=[
             repl("first = context[:10]\nprint('x' * 2400)"),
@@ -300,10 +298,8 @@ def test_a_compacted_run_keeps_its_summary_and_each_turn_once_in_its_history(
     assert "[Summary of the first" in result.history[0]["content"]  # what compaction replaced
 
 
-def test_a_follow_up_summarises_a_long_earlier_conversation(
-    client_on_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from rlm_kernel import llm
+def test_a_follow_up_summarises_a_long_earlier_conversation(client_on_server: LLMTestServer) -> None:
+    from rlm_kernel.llm.session_settings import set_setting
 
     first = run(
         client_on_server,
@@ -316,8 +312,7 @@ def test_a_follow_up_summarises_a_long_earlier_conversation(
         ),
     )
     assert first.termination == "final" and "p" * 2400 in str(first.history)
-    monkeypatch.setenv("RLM_COMPACTION_TOKENS", "1000")
-    llm.reset_client()
+    set_setting("compaction_tokens", "1000")  # as `%rlm set` does: the next client reads it
     client_on_server.reply_with(Script(root=[repl("c = a + b\nprint(c)"), repl("FINAL_VAR('c')")]))
     seen = len(client_on_server.requests)
     follow = run_rlm(
