@@ -22,7 +22,7 @@ import pytest
 from rlm_kernel.llm import BatchError, Budget, BudgetExceeded, LLMClient, load_config
 from rlm_kernel.llm.errors import ProviderBudgetExceeded, RateLimited
 from tests.kernel_client import KernelHarness
-from tests.litellm.proxy import INSTALL, Proxy, free_port, proxy_command
+from tests.litellm.proxy import GATEWAY_ENV, INSTALL, Proxy, free_port, gateway_config, proxy_command
 from tests.llm_server import Fault, LLMTestServer
 
 pytestmark = [pytest.mark.litellm, pytest.mark.timeout(600)]
@@ -85,8 +85,9 @@ def proxy(upstream: LLMTestServer) -> Iterator[Proxy]:
     command = proxy_command()
     if command is None:
         pytest.skip(f"no LiteLLM proxy: {INSTALL}")
-    config = _config(upstream.openai_base_url)
-    proc = Proxy(command, config, Path(tempfile.mkdtemp(prefix="rlm-litellm-")))
+    config = gateway_config(_config(upstream.openai_base_url))  # as a gateway team runs it (one worker:
+    # the budgets and the rpm limit live in its memory, and a second worker would keep its own)
+    proc = Proxy(command, config, Path(tempfile.mkdtemp(prefix="rlm-litellm-")), env=GATEWAY_ENV)
     print(f"LiteLLM proxy ready in {proc.start_seconds:.1f} s")
     try:
         yield proc
