@@ -19,6 +19,7 @@ from rlm_kernel.repl import corpus as corpusmod
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.gate import rejection, shares_text
 from rlm_kernel.repl.state import ChildCall, ReplState, RootLoop, Usage
+from rlm_kernel.repl.subtask import sub_question
 from rlm_kernel.sandbox import shown
 from rlm_kernel.sandbox.coerce import (
     CoercionError,
@@ -358,7 +359,7 @@ def build_helpers(state: ReplState, ns: dict) -> dict[str, Callable]:
         if model:
             options = options.with_(model=model)
         return run_rlm_steps(
-            "The task is in `context`: read it, do what it asks, and give the answer with FINAL.",
+            sub_question(prompt),
             ctxmod.load(prompt, kind="text"),
             options=options,
             depth=depth,

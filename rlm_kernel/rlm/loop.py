@@ -14,6 +14,7 @@ from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.gate import block_facts, names_from_sub_calls, prints_only_literals, rejection
 from rlm_kernel.repl.state import ReplState, RootLoop, RunOptions, RunTracker
+from rlm_kernel.repl.subtask import quotes_task, task_of
 from rlm_kernel.rlm import (
     answer_dict,
     answer_types,
@@ -94,6 +95,7 @@ class _Run:
         self.history: list[dict] = []
         self.model: str | None = None
         self.summary, self.compacted = "", 0  # see compaction.py
+        self.task = task_of(question, loaded.value)  # a sub-RLM's task lines and where its text starts
 
     # -- model side
     def messages(self) -> list[dict]:
@@ -283,6 +285,14 @@ class _Run:
             )
         if not turn.error and any(c.ok and c.saw_context for c in turn.calls):
             out.append(self._read_hint(turn))
+        if self.task is not None and quotes_task(turn.stdout, self.task[0]):
+            # Measured with the coder model: a sub-RLM whose search printed its task's own line next to the
+            # hits in the text went on to ask llm_query without the text; told where the text starts, it
+            # searched that text.
+            out.append(
+                "Part of this output is the task itself (the start of `context`), not the text it is about: "
+                f"that text is `context[{self.task[1]}:]`."
+            )
         printed = turn.stdout.strip()
         lines = [line for line in printed.splitlines() if line.strip()]
         tracker = self.state.run
