@@ -17,10 +17,10 @@ from rlm_kernel.llm.pricing import UnknownPriceWarning
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.state import ReplState
-from rlm_kernel.rlm.loop import ROOT_LOOP
+from rlm_kernel.rootloop.driver import ROOT_LOOP
 from rlm_kernel.sandbox import SandboxSession, new_namespace
 from tests.llm_server import LLMTestServer
-from tests.rlm.script import ROOT_MARK, SUB_MARK, repl
+from tests.rootloop.script import ROOT_MARK, SUB_MARK, repl
 
 __all__ = ["run"]
 

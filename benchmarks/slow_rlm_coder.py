@@ -171,7 +171,7 @@ def run_ours(task: Task, max_iterations: int) -> dict:
     """One task through the root loop (the code `rlm_run` and `%%rlm` run)."""
     from rlm_kernel.repl import context as ctxmod
     from rlm_kernel.repl.state import RunOptions
-    from rlm_kernel.rlm.loop import run_rlm
+    from rlm_kernel.rootloop.driver import run_rlm
 
     started = time.monotonic()
     result = run_rlm(

@@ -12,6 +12,6 @@ __all__ = ["DISPLAY_NAME", "KERNEL_NAME", "__version__", "view"]
 
 def view(source: object) -> object:
     """A saved run (`view("runs/x.jsonl")`) or an `RLMResult` as the collapsible trajectory timeline."""
-    from rlm_kernel.rlm.viewer import view as _view
+    from rlm_kernel.rootloop.viewer import view as _view
 
     return _view(source)

@@ -15,7 +15,7 @@ from traitlets import Type
 
 from rlm_kernel import __version__, introspect, magics, security_magic
 from rlm_kernel.callscope import call_scope
-from rlm_kernel.llm import loop as llm_loop
+from rlm_kernel.llm import event_loop as llm_loop
 from rlm_kernel.llm.events import current_parent, set_current_parent
 from rlm_kernel.sandbox import audit, cell_limits, consume_backstop_note
 from rlm_kernel.shell import RLMCompiler, RLMShell

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from rlm_kernel.llm.config import load_config
-from rlm_kernel.llm.magics import Table
 from rlm_kernel.llm.redact import redact
+from rlm_kernel.llm.settings_magic import Table
 from rlm_kernel.magics import register_rlm_subcommand
 from rlm_kernel.sandbox.confine import UNSAFE_POLICY_ENV, policy_disabled, status
 

@@ -25,12 +25,16 @@ from traitlets import Dict, Type
 
 from rlm_kernel import magics
 from rlm_kernel.introspect import LookupRefused, resolve_path
-from rlm_kernel.llm import magics as llm_magics  # noqa: F401 - registers %rlm set/show/… when imported
-from rlm_kernel.repl import magics as repl_magics  # noqa: F401 - registers %context and %%rlm when imported
-from rlm_kernel.repl import preload
-from rlm_kernel.rlm import magics as rlm_magics  # noqa: F401 - registers %rlm view/provenance, starts the ledger
-from rlm_kernel.rlm import provenance
-from rlm_kernel.rlm.loop import ROOT_LOOP
+from rlm_kernel.llm import settings_magic  # noqa: F401 - registers %rlm set/show/… when imported
+from rlm_kernel.repl import (
+    cell_magics,  # noqa: F401 - registers %context and %%rlm when imported
+    preload,
+)
+from rlm_kernel.rootloop import (
+    provenance,
+    report_magics,  # noqa: F401 - registers %rlm view/provenance, starts the ledger
+)
+from rlm_kernel.rootloop.driver import ROOT_LOOP
 from rlm_kernel.sandbox import (
     Limits,
     SandboxError,
@@ -46,7 +50,7 @@ from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.sandbox.data.figures import flush_figures
 from rlm_kernel.sandbox.errors import add_name_suggestion
 from rlm_kernel.warnings_display import install_warning_format
-from rlm_kernel.widgets import magics as widgets_magics
+from rlm_kernel.widgets import widget_magics as widgets_magics
 
 __all__ = ["RLMCompiler", "RLMDisplayHook", "RLMDisplayPublisher", "RLMShell"]
 

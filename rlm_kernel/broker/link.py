@@ -1,6 +1,6 @@
 """The kernel's side of the broker: one socket, calls multiplexed by id, the broker restarted if it died.
 
-Everything here runs on the LLM layer's loop thread (`rlm_kernel.llm.loop`); `request()` is the blocking form
+Everything here runs on the LLM layer's loop thread (`llm.event_loop`); `request()` is the blocking form
 for magics. The kernel holds key *references* (`broker-key-ref:NAME`), never keys.
 """
 
@@ -235,13 +235,13 @@ class BrokerLink:
 
     def close(self) -> None:
         """Close both sockets (from any thread; calls still waiting fail as if the broker had died)."""
-        from rlm_kernel.llm import loop
+        from rlm_kernel.llm import event_loop
 
         async def shut(writer: asyncio.StreamWriter) -> None:
             writer.close()
 
         if self._writer is not None:
-            loop.run_on_loop(shut(self._writer)).result(5)
+            event_loop.run_on_loop(shut(self._writer)).result(5)
         elif self._sock is not None:
             self._sock.close()
         self._control.close()
@@ -295,12 +295,12 @@ class BrokerLink:
 
 def request(op: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
     """`BrokerLink.call` from an ordinary thread (e.g. a magic), waiting at most `timeout` seconds."""
-    from rlm_kernel.llm import loop
+    from rlm_kernel.llm import event_loop
 
     link = current()
     if link is None:
         raise LLMError("this process has no LLM broker")
-    return loop.submit(link.call(op, body)).result(timeout)
+    return event_loop.submit(link.call(op, body)).result(timeout)
 
 
 @contextmanager

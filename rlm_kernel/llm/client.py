@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.callscope import CallScope, current_scope
-from rlm_kernel.llm import loop
+from rlm_kernel.llm import event_loop
 from rlm_kernel.llm.budget import Budget, Reservation, current_budget
 from rlm_kernel.llm.cache import CacheEntry, ResponseCache, cache_key
 from rlm_kernel.llm.cache_io import BUSY, CacheIO
@@ -62,7 +62,7 @@ __all__ = [
 Prompt = str | Sequence[dict[str, str]]
 log = logging.getLogger("rlm_kernel.llm")
 _ROLES_OK = ("system", "user", "assistant")
-cancel_all = loop.cancel_all
+cancel_all = event_loop.cancel_all
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ class PendingCompletion:
         return completion
 
     def cancel(self) -> None:
-        loop.cancel(self.future)
+        event_loop.cancel(self.future)
 
 
 def _strip(exc: BaseException) -> BaseException:
@@ -288,10 +288,10 @@ class LLMClient:
         """
         item = self._item(0, prompt, model, max_tokens, system, None, None, role)
         coro = self._single(item, budget)
-        if loop.in_loop_thread():
+        if event_loop.in_loop_thread():
             coro.close()
             raise LLMError("model calls cannot be made from the LLM layer's own event loop thread")
-        return PendingCompletion(self, loop.submit(coro), item)
+        return PendingCompletion(self, event_loop.submit(coro), item)
 
     def _single(self, item: _Item, budget: Budget | None) -> Any:
         """The coroutine of one call, with the call scope read here, in the caller's thread (it travels with
@@ -404,7 +404,7 @@ class LLMClient:
     def retire(self) -> None:
         """Stop taking calls and close once the calls already running have finished (does not block)."""
         self._closed = True
-        loop.run_on_loop(self._aclose_when_idle())
+        event_loop.run_on_loop(self._aclose_when_idle())
 
     async def _aclose_when_idle(self) -> None:
         while self._inflight:
@@ -424,7 +424,7 @@ class LLMClient:
         http, self._http = self._http, None
         if http is not None:
             try:
-                loop.run_on_loop(http.aclose()).result(5)
+                event_loop.run_on_loop(http.aclose()).result(5)
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
         self._drop_engine()
@@ -483,7 +483,7 @@ class LLMClient:
 
     def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Run `coro` on the LLM loop and wait for it; whatever interrupts the wait cancels it."""
-        if loop.in_loop_thread():
+        if event_loop.in_loop_thread():
             coro.close()
             raise LLMError(
                 "model calls cannot be made from the LLM layer's own event loop thread "
@@ -491,7 +491,7 @@ class LLMClient:
             )
         fut: concurrent.futures.Future[Any] | None = None
         try:
-            fut = loop.submit(coro)
+            fut = event_loop.submit(coro)
             return self._wait(fut)
         except BaseException:
             if fut is None:
@@ -508,7 +508,7 @@ class LLMClient:
             raise _strip(exc) from None
         except BaseException as exc:
             if not fut.done():  # KeyboardInterrupt, a cell time limit...: stop this cell's calls, re-raise
-                loop.cancel(fut)
+                event_loop.cancel(fut)
                 concurrent.futures.wait([fut], timeout=1.0)  # let budgets and events settle first
                 raise
             if isinstance(exc, Exception):

@@ -110,7 +110,8 @@ def populate(ns: dict, state: ReplState, loaded: LoadedContext | None = None) ->
 def install(ns: dict, shell: object | None = None, root_loop: RootLoop | None = None) -> None:
     """Put the preloaded helpers into the notebook namespace `ns` (called once by the kernel's shell).
 
-    `root_loop` is what `rlm_query`, `rlm_run` and `%%rlm` start (the shell hands in `rlm.loop.ROOT_LOOP`).
+    `root_loop` is what `rlm_query`, `rlm_run` and `%%rlm` start (the shell hands in
+    `rootloop.driver.ROOT_LOOP`).
     """
     global _notebook
     state = ReplState(

@@ -217,7 +217,7 @@ class RunTracker:
 class RootLoop:
     """The root loop as the helpers start it (rlm_query, rlm_run, %%rlm): handed to them, never imported.
 
-    The root-loop package builds one (`rlm_kernel.rlm.loop.ROOT_LOOP`); the shell passes it to
+    The root-loop package builds one (`rlm_kernel.rootloop.driver.ROOT_LOOP`); the shell passes it to
     `preload.install`, and each run passes it on to the namespaces it creates.
     """
 

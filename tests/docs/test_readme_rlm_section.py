@@ -16,7 +16,7 @@ import pytest
 
 from tests.kernel_client import Execution, KernelHarness
 from tests.llm_server import LLMTestServer
-from tests.rlm.script import Script, repl
+from tests.rootloop.script import Script, repl
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

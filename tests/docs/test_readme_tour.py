@@ -11,7 +11,7 @@ import pytest
 
 from tests.kernel_client import KernelHarness
 from tests.llm_server import LLMTestServer
-from tests.rlm.script import Script, repl
+from tests.rootloop.script import Script, repl
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

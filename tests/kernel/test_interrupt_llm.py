@@ -12,12 +12,12 @@ import pytest
 
 from rlm_kernel import kernel as rlm_kernel_module
 from rlm_kernel.llm import LLMCancelled
-from rlm_kernel.llm import loop as llm_loop
+from rlm_kernel.llm import event_loop as llm_loop
 from tests.kernel_client import KernelHarness
 from tests.llm.conftest import MakeClient, make_client  # noqa: F401 - fixture
 from tests.llm_server import LLMTestServer, Reply
 from tests.repl.conftest import llm_env
-from tests.rlm.script import Script, repl
+from tests.rootloop.script import Script, repl
 
 
 def wait_in_thread(fn) -> tuple[threading.Thread, dict]:  # noqa: ANN001

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rlm_kernel.llm import Budget, LLMCancelled
-from rlm_kernel.llm import loop as llm_loop
+from rlm_kernel.llm import event_loop as llm_loop
 from tests.llm.conftest import MakeClient
 from tests.llm_server import LLMTestServer
 

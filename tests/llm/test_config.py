@@ -8,7 +8,7 @@ import pytest
 
 from rlm_kernel.llm import ConfigError, LLMClient, get_client, load_config, reset_client
 from rlm_kernel.llm.config import config_path, set_setting
-from rlm_kernel.llm.magics import rlm_providers, rlm_set, rlm_show
+from rlm_kernel.llm.settings_magic import rlm_providers, rlm_set, rlm_show
 from rlm_kernel.llm.tiers import choose_tier, resolve_model
 
 URL = "http://127.0.0.1:9/v1"

@@ -14,7 +14,8 @@ HEAVY = ("httpx", "httpx_aiohttp", "aiohttp")
 START = """
 import json, sys
 import rlm_kernel.kernel, rlm_kernel.shell
-import rlm_kernel.repl.magics, rlm_kernel.llm.magics, rlm_kernel.widgets.magics, rlm_kernel.llm.local
+import rlm_kernel.repl.cell_magics, rlm_kernel.llm.settings_magic
+import rlm_kernel.widgets.widget_magics, rlm_kernel.llm.local
 from rlm_kernel import llm
 llm.get_session_budget(); llm.load_config()
 print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})))

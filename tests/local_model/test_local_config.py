@@ -99,7 +99,7 @@ def test_banner_note_names_the_tiny_model_only_when_local_is_active(monkeypatch:
 def test_providers_table_says_the_offline_model_is_a_tiny_model(
     monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:
-    from rlm_kernel.llm.magics import providers_table
+    from rlm_kernel.llm.settings_magic import providers_table
 
     for name in (
         "RLM_BASE_URL",
@@ -143,7 +143,7 @@ def test_local_model_setting_accepts_tiny_and_coder_only(monkeypatch: pytest.Mon
 def test_banner_and_providers_name_the_coder_model_and_its_size(
     monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:
-    from rlm_kernel.llm.magics import providers_table
+    from rlm_kernel.llm.settings_magic import providers_table
 
     for name in ("RLM_BASE_URL", "RLM_API_KEY", "RLM_MODEL", "RLM_CONFIG", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)

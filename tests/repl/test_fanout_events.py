@@ -11,11 +11,11 @@ from rlm_kernel.llm.events import CallEvent, bus
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.errors import QueryBatchError
 from rlm_kernel.repl.state import ReplState
-from rlm_kernel.rlm.loop import ROOT_LOOP
+from rlm_kernel.rootloop.driver import ROOT_LOOP
 from rlm_kernel.widgets.state import FanoutTracker
 from rlm_kernel.widgets.text import fanout_summary
 from tests.llm_server import LLMTestServer
-from tests.rlm.script import Script, repl
+from tests.rootloop.script import Script, repl
 
 FAN_OUT = "parts = llm_query_batched(['x ' + context, 'y ' + context])\nFINAL(parts[0])"
 

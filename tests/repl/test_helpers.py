@@ -7,7 +7,7 @@ import pytest
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.errors import QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.state import ReplState, RunTracker
-from rlm_kernel.rlm.loop import ROOT_LOOP
+from rlm_kernel.rootloop.driver import ROOT_LOOP
 from tests.llm_server import Fault, LLMTestServer
 
 

@@ -6,7 +6,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from rlm_kernel import magics
-from rlm_kernel.repl.magics import parse_rlm_line
+from rlm_kernel.repl.cell_magics import parse_rlm_line
 
 
 def test_registered() -> None:

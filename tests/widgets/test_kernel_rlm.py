@@ -209,7 +209,7 @@ def test_interrupt_mid_batch_still_reports_in_the_cell(
 def test_fanout_inside_a_root_loop_run_shows_in_the_rlm_cell(
     widgets_kernel: KernelHarness, server: LLMTestServer
 ) -> None:
-    from tests.rlm.script import Script, repl
+    from tests.rootloop.script import Script, repl
 
     script = Script(
         root=[

@@ -19,7 +19,7 @@ from tests.llm_server import LLMTestServer
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 SETUP = """
-import rlm_kernel.widgets.magics as _m
+import rlm_kernel.widgets.widget_magics as _m
 _m.install()
 from rlm_kernel.llm import get_client
 """

@@ -8,8 +8,8 @@ import json
 from tests.kernel_client import KernelHarness
 from tests.llm_server import LLMTestServer, Reply
 from tests.repl.conftest import llm_env
-from tests.rlm.script import ROOT_MARK, SUB_MARK, Script, repl
-from tests.rlm.test_kernel_rlm import ok, probe, script
+from tests.rootloop.script import ROOT_MARK, SUB_MARK, Script, repl
+from tests.rootloop.test_kernel_rlm import ok, probe, script
 
 BEST_EFFORT_ASK = "No more code will run"
 

@@ -11,7 +11,7 @@ import pytest
 from tests.kernel_client import KernelHarness, kernel_with_llm_server
 from tests.llm_server import LLMTestServer, Reply
 from tests.repl.conftest import llm_env
-from tests.rlm.script import ROOT_MARK, SUB_MARK, repl
+from tests.rootloop.script import ROOT_MARK, SUB_MARK, repl
 
 LATENCY = 0.2
 

@@ -48,7 +48,7 @@ class Turn:
 
 
 def _check_target(path: str | os.PathLike, suffix: str, overwrite: bool) -> Path:
-    if model_code_running():  # a run's blocks are model code (rlm.loop.execute); so are its sub-runs'
+    if model_code_running():  # a run's blocks are model code (rootloop.driver.execute); so are its sub-runs'
         raise ReplError("saving files is not available inside a root-loop run; save the result afterwards")
     target = Path(path)
     if target.suffix != suffix:
@@ -117,7 +117,7 @@ class RLMResult:
     def history(self) -> list[dict]:
         """The conversation up to the end of this run (earlier runs it continues included): role/content
         dicts, what a follow-up (`continue_from=`, `%%rlm --continue`) sends first."""
-        from rlm_kernel.rlm.continuation import history_of
+        from rlm_kernel.rootloop.continuation import history_of
 
         return history_of(self)
 
@@ -164,7 +164,7 @@ class RLMResult:
         return f"RLMResult({self.summary_line()})\n{self.message}\nanswer: {answer}"
 
     def _repr_html_(self) -> str:
-        from rlm_kernel.rlm.viewer import tree_html
+        from rlm_kernel.rootloop.viewer import tree_html
 
         return tree_html(self.tree())
 
@@ -224,7 +224,7 @@ class RLMResult:
                 cells.append(v4.new_code_cell(t.code, outputs=outputs, execution_count=t.index))
             for call in t.calls:  # nested sub-RLM runs, right after the turn that started them
                 if call.run is not None:
-                    from rlm_kernel.rlm.viewer import notebook_cells
+                    from rlm_kernel.rootloop.viewer import notebook_cells
 
                     cells.extend(notebook_cells(call.run))
         cells.append(

@@ -73,7 +73,7 @@ def check(value: object) -> object:
 
 def follow_up_message(question: str, previous: object) -> str:
     """The first user message of a follow-up run."""
-    from rlm_kernel.rlm.answer_types import text_of
+    from rlm_kernel.rootloop.answer_types import text_of
 
     answer = getattr(previous, "answer", None)
     said = ""
@@ -97,7 +97,7 @@ def prior_messages(previous: object) -> list[dict]:
 def transcript(prior: list[dict], first: str, run: object) -> tuple[dict, ...]:
     """The conversation after a run: the earlier one, this run's question, its turns (and the reply that
     ended it), as role/content dicts in order (consecutive user messages joined)."""
-    from rlm_kernel.rlm.textcut import truncate
+    from rlm_kernel.rootloop.textcut import truncate
 
     messages = [*prior, {"role": "user", "content": first}, *run.history]
     fed = len(run.history) // 2

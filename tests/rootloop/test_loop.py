@@ -9,9 +9,9 @@ import pytest
 
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.state import RunOptions
-from rlm_kernel.rlm.loop import run_rlm, truncate
+from rlm_kernel.rootloop.driver import run_rlm, truncate
 from tests.llm_server import LLMTestServer
-from tests.rlm.script import Script, repl
+from tests.rootloop.script import Script, repl
 
 CORPUS = " ".join(f"word{i}" for i in range(2000))
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from rlm_kernel.repl.state import RunOptions, RunTracker
-from rlm_kernel.rlm import answer_dict, answer_types, continuation, prompt_control, tools
+from rlm_kernel.rootloop import answer_dict, answer_types, continuation, prompt_control, tools
 
 _SENTINEL = object()
 

@@ -15,7 +15,7 @@ from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.gate import block_facts, names_from_sub_calls, prints_only_literals, rejection
 from rlm_kernel.repl.state import ReplState, RootLoop, RunOptions, RunTracker
 from rlm_kernel.repl.subtask import quotes_task, task_of
-from rlm_kernel.rlm import (
+from rlm_kernel.rootloop import (
     answer_dict,
     answer_types,
     best_effort,
@@ -25,13 +25,13 @@ from rlm_kernel.rlm import (
     subruns,
     tools,
 )
-from rlm_kernel.rlm.compaction import maybe_compact
-from rlm_kernel.rlm.display import LiveDisplay, RunBudgetDisplay
-from rlm_kernel.rlm.extract import extract
-from rlm_kernel.rlm.prompt import context_message, window_tokens
-from rlm_kernel.rlm.steps import RootRequest, RunSteps, drive
-from rlm_kernel.rlm.textcut import truncate
-from rlm_kernel.rlm.trajectory import RLMResult, Turn, Usage
+from rlm_kernel.rootloop.compaction import maybe_compact
+from rlm_kernel.rootloop.display import LiveDisplay, RunBudgetDisplay
+from rlm_kernel.rootloop.prompt import context_message, window_tokens
+from rlm_kernel.rootloop.reply_parse import extract
+from rlm_kernel.rootloop.steps import RootRequest, RunSteps, drive
+from rlm_kernel.rootloop.textcut import truncate
+from rlm_kernel.rootloop.trajectory import RLMResult, Turn, Usage
 
 __all__ = ["ROOT_LOOP", "active_runs", "run_from_namespace", "run_rlm", "run_rlm_steps", "truncate"]
 

@@ -5,8 +5,8 @@ field), through a real `rlm` kernel and the scripted test server."""
 from __future__ import annotations
 
 from tests.kernel_client import KernelHarness
-from tests.rlm.script import Script, repl
-from tests.rlm.test_kernel_rlm import ok, probe, script
+from tests.rootloop.script import Script, repl
+from tests.rootloop.test_kernel_rlm import ok, probe, script
 
 FIELDS = [
     "answer",

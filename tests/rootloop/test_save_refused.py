@@ -8,7 +8,7 @@ import pytest
 
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
-from rlm_kernel.rlm.trajectory import RLMResult
+from rlm_kernel.rootloop.trajectory import RLMResult
 from rlm_kernel.sandbox.origin import model_code
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.llm.config import register_setting
-from rlm_kernel.rlm.steps import RootRequest, RunSteps
-from rlm_kernel.rlm.trajectory import Turn, Usage
+from rlm_kernel.rootloop.steps import RootRequest, RunSteps
+from rlm_kernel.rootloop.trajectory import Turn, Usage
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -58,7 +58,7 @@ def register_compaction_setting() -> None:
 
 def threshold(config: object) -> int:
     """The compaction threshold in tokens for `config` (0: off)."""
-    from rlm_kernel.rlm.prompt import window_tokens
+    from rlm_kernel.rootloop.prompt import window_tokens
 
     extra = getattr(config, "extra", None) or {}
     value = extra.get("compaction_tokens")

@@ -17,7 +17,7 @@ import rlm_kernel.widgets.text as text
 from tests.kernel_client import Execution, KernelHarness
 from tests.llm_server import LLMTestServer, count_words
 from tests.repl.conftest import llm_env
-from tests.rlm.script import Script, repl
+from tests.rootloop.script import Script, repl
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 FAN_OUT = "parts = llm_query_batched(['x ' + context, 'y ' + context])\nFINAL(parts[0])"

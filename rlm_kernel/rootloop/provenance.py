@@ -138,7 +138,7 @@ def stamp(metadata: Any, owner: str | None, execution_count: int | None = None) 
 
 def provenance_table(line: str = "") -> object:
     """`%rlm provenance`: per cell, its model calls, cache hits, models, tokens, cost and cache keys."""
-    from rlm_kernel.llm.magics import Table
+    from rlm_kernel.llm.settings_magic import Table
 
     rows = []
     total = CellCalls()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlm_kernel.rlm.extract import extract, extract_blocks, find_prose_final
+from rlm_kernel.rootloop.reply_parse import extract, extract_blocks, find_prose_final
 
 
 def test_single_repl_block_with_prose() -> None:

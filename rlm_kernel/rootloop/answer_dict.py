@@ -12,7 +12,7 @@ import ast
 
 from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import RunTracker
-from rlm_kernel.rlm.answer_types import text_of
+from rlm_kernel.rootloop.answer_types import text_of
 
 __all__ = ["NAME", "before", "check", "install"]
 

@@ -14,7 +14,7 @@ from nbconvert import HTMLExporter
 import rlm_kernel
 from tests.llm_server import LLMTestServer
 from tests.repl.conftest import llm_env
-from tests.rlm.script import Script, repl
+from tests.rootloop.script import Script, repl
 
 
 def test_viewer_html_in_an_nbconvert_export_shows_the_nested_run(

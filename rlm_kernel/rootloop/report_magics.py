@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-import rlm_kernel.rlm.provenance as provenance
-import rlm_kernel.rlm.viewer as viewer
+import rlm_kernel.rootloop.provenance as provenance
+import rlm_kernel.rootloop.viewer as viewer
 from rlm_kernel.magics import register_rlm_subcommand
 from rlm_kernel.repl.errors import ReplError
 

@@ -13,10 +13,10 @@ from rlm_kernel import llm
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.gate import answer_in_output, block_facts, names_from_sub_calls, shares_text
 from rlm_kernel.repl.state import RunOptions
-from rlm_kernel.rlm.loop import run_rlm
-from rlm_kernel.rlm.prompt import system_prompt
+from rlm_kernel.rootloop.driver import run_rlm
+from rlm_kernel.rootloop.prompt import system_prompt
 from tests.llm_server import LLMTestServer
-from tests.rlm.script import Script, repl
+from tests.rootloop.script import Script, repl
 
 LINES = "\n".join(f"line {i}: {'ERROR disk full' if i % 7 == 0 else 'ok'}" for i in range(1, 701))
 ERRORS = sum(1 for i in range(1, 701) if i % 7 == 0)  # 100

@@ -96,7 +96,7 @@ def _annotation(value: object) -> str | None:
     if type(value) is type:
         return type.__dict__["__name__"].__get__(value)
     if type(value) is types.GenericAlias:
-        from rlm_kernel.rlm.answer_types import describe
+        from rlm_kernel.rootloop.answer_types import describe
 
         return describe(value)
     return None

@@ -11,7 +11,7 @@ import nbformat
 from tests.kernel_client import KernelHarness
 from tests.llm_server import LLMTestServer, Reply
 from tests.repl.conftest import llm_env
-from tests.rlm.script import ROOT_MARK, Script, repl
+from tests.rootloop.script import ROOT_MARK, Script, repl
 
 
 def script(served: tuple[LLMTestServer, KernelHarness], s: Script) -> Script:

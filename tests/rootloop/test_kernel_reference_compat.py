@@ -11,7 +11,7 @@ import pytest
 from tests.kernel_client import KernelHarness, kernel_with_llm_server
 from tests.llm_server import LLMTestServer
 from tests.repl.conftest import llm_env
-from tests.rlm.script import Script
+from tests.rootloop.script import Script
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import time
 
-import rlm_kernel.rlm.answer_types as answer_types
-from rlm_kernel.rlm.extract import extract
-from rlm_kernel.rlm.steps import RunSteps
-from rlm_kernel.rlm.trajectory import Turn, Usage
+import rlm_kernel.rootloop.answer_types as answer_types
+from rlm_kernel.rootloop.reply_parse import extract
+from rlm_kernel.rootloop.steps import RunSteps
+from rlm_kernel.rootloop.trajectory import Turn, Usage
 
 __all__ = ["ENDINGS", "attempt", "request"]
 
@@ -32,7 +32,7 @@ def request(message: str) -> str:
 
 
 def _messages(run: object, ask: str) -> list[dict]:
-    from rlm_kernel.rlm.textcut import truncate
+    from rlm_kernel.rootloop.textcut import truncate
 
     messages = [dict(m) for m in run.messages()]
     last = run.turns[-1] if run.turns else None

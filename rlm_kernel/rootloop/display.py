@@ -12,7 +12,7 @@ from rlm_kernel.widgets.budget import budget_mimebundle, get_monitor
 from rlm_kernel.widgets.display_mode import resolve_mode
 
 if TYPE_CHECKING:
-    from rlm_kernel.rlm.trajectory import RLMResult, Turn
+    from rlm_kernel.rootloop.trajectory import RLMResult, Turn
 
 __all__ = ["LiveDisplay", "RunBudgetDisplay", "result_html", "turn_html", "turn_text"]
 
@@ -125,7 +125,7 @@ class LiveDisplay:
         final_text = f"{result.summary_line()}\n{result.message}\nANSWER: {answer}"
         bundle = self._bundle("done", final_html, final_text)
         # the finished run as the trajectory viewer: nested sub-RLM runs, prompts, answers, cost per step
-        from rlm_kernel.rlm.viewer import tree_html
+        from rlm_kernel.rootloop.viewer import tree_html
 
         bundle["text/html"] = tree_html(result.tree())
         self.handle.update(bundle, raw=True)

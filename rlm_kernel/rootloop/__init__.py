@@ -5,14 +5,14 @@
 
 __all__: list[str] = []
 
-from rlm_kernel.rlm.prompt import register_window_setting  # noqa: E402 - after the docstring and __all__
+from rlm_kernel.rootloop.prompt import register_window_setting  # noqa: E402 - after the docstring and __all__
 
 register_window_setting()
 
-from rlm_kernel.rlm.subruns import register_concurrency_setting  # noqa: E402
+from rlm_kernel.rootloop.subruns import register_concurrency_setting  # noqa: E402
 
 register_concurrency_setting()
 
-from rlm_kernel.rlm.compaction import register_compaction_setting  # noqa: E402
+from rlm_kernel.rootloop.compaction import register_compaction_setting  # noqa: E402
 
 register_compaction_setting()

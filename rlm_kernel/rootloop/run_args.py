@@ -4,9 +4,9 @@ for `rlm_run`, and the `%%rlm` options that name notebook variables (`--tools`, 
 
 from __future__ import annotations
 
-import rlm_kernel.rlm.answer_types as answer_types
-import rlm_kernel.rlm.continuation as continuation
-import rlm_kernel.rlm.tools as tools
+import rlm_kernel.rootloop.answer_types as answer_types
+import rlm_kernel.rootloop.continuation as continuation
+import rlm_kernel.rootloop.tools as tools
 
 __all__ = ["SPECIAL", "from_magic", "split"]
 

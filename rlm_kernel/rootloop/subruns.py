@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlm_kernel.llm.config import register_setting
-from rlm_kernel.rlm.steps import RunSteps
+from rlm_kernel.rootloop.steps import RunSteps
 
 __all__ = ["DEFAULT_CONCURRENCY", "concurrency", "register_concurrency_setting", "run_concurrently"]
 

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import rlm_kernel.rlm.answer_types as answer_types
-import rlm_kernel.rlm.tools as tools
+import rlm_kernel.rootloop.answer_types as answer_types
+import rlm_kernel.rootloop.tools as tools
 from rlm_kernel import magics
 from rlm_kernel.repl.state import RunOptions
-from rlm_kernel.rlm.prompt import system_prompt, window_tokens
+from rlm_kernel.rootloop.prompt import system_prompt, window_tokens
 
 __all__ = ["PROMPT_HELP", "PromptText", "build", "show_prompt"]
 
