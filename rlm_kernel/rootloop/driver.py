@@ -286,12 +286,14 @@ class _Run:
         if not turn.error and any(c.ok and c.saw_context for c in turn.calls):
             out.append(self._read_hint(turn))
         if self.task is not None and quotes_task(turn.stdout, self.task[0]):
-            # Measured with the coder model: a sub-RLM whose search printed its task's own line next to the
-            # hits in the text went on to ask llm_query without the text; told where the text starts, it
-            # searched that text.
+            # Measured with the coder model on two sub-RLMs whose search printed their task's own line next to
+            # the hits: with no hint one asked llm_query without the text, the other re-ran its search; told
+            # only where the text starts, the second still re-ran it; told to search and work there, both
+            # searched `context[N:]`.
+            start = self.task[1]
             out.append(
-                "Part of this output is the task itself (the start of `context`), not the text it is about: "
-                f"that text is `context[{self.task[1]}:]`."
+                "Your search also matched the task itself (the start of `context`); the text the task is "
+                f"about is `context[{start}:]`. Search and work in `context[{start}:]`, not in `context`."
             )
         printed = turn.stdout.strip()
         lines = [line for line in printed.splitlines() if line.strip()]

@@ -160,8 +160,8 @@ def test_a_sub_rlm_is_told_where_its_text_starts(client_on_server: LLMTestServer
     start = len(SUB_TASK) + 2
     assert f"<<<\n{SUB_TASK}\n>>>" in subs[0].prompt and f"`context[{start}:]`" in subs[0].prompt
     hint = (
-        "Part of this output is the task itself (the start of `context`), not the text it is about: "
-        f"that text is `context[{start}:]`."
+        "Your search also matched the task itself (the start of `context`); the text the task is about is "
+        f"`context[{start}:]`. Search and work in `context[{start}:]`, not in `context`."
     )
     assert hint in subs[1].last_user  # the search found the task's own line
 
