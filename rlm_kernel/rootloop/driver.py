@@ -288,12 +288,13 @@ class _Run:
         if self.task is not None and quotes_task(turn.stdout, self.task[0]):
             # Measured with the coder model on two sub-RLMs whose search printed their task's own line next to
             # the hits: with no hint one asked llm_query without the text, the other re-ran its search; told
-            # only where the text starts, the second still re-ran it; told to search and work there, both
-            # searched `context[N:]`.
+            # only where the text starts, the second still re-ran it; told "search and work in context[N:]",
+            # the first re-ran its search there without ending; with this wording the first counted in
+            # context[N:] and the second searched there.
             start = self.task[1]
             out.append(
                 "Your search also matched the task itself (the start of `context`); the text the task is "
-                f"about is `context[{start}:]`. Search and work in `context[{start}:]`, not in `context`."
+                f"about is `context[{start}:]`. Do the task on `context[{start}:]`, not on `context`."
             )
         printed = turn.stdout.strip()
         lines = [line for line in printed.splitlines() if line.strip()]

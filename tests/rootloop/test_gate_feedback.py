@@ -161,7 +161,7 @@ def test_a_sub_rlm_is_told_where_its_text_starts(client_on_server: LLMTestServer
     assert f"<<<\n{SUB_TASK}\n>>>" in subs[0].prompt and f"`context[{start}:]`" in subs[0].prompt
     hint = (
         "Your search also matched the task itself (the start of `context`); the text the task is about is "
-        f"`context[{start}:]`. Search and work in `context[{start}:]`, not in `context`."
+        f"`context[{start}:]`. Do the task on `context[{start}:]`, not on `context`."
     )
     assert hint in subs[1].last_user  # the search found the task's own line
 
