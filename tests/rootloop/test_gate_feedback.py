@@ -240,6 +240,20 @@ def test_short_output_printed_again_suggests_final(client_on_server: LLMTestServ
     assert third.feedback.rstrip().endswith("for a variable holding the answer).")  # hints come last
 
 
+def test_long_output_printed_again_suggests_final(client_on_server: LLMTestServer) -> None:
+    # a count printed above the lines it counted is longer than a one-line answer; printed again, the model
+    # is told that printing does not end the run (the coder model then ended with FINAL(count))
+    search = "hits = [ln for ln in context.splitlines() if 'ERROR' in ln]\nprint(len(hits)); print(hits[:10])"
+    script = Script(root=[repl(search), repl(search + "\n")])
+    result = run(client_on_server, script, max_iterations=2)
+    first, second = result.trajectory
+    assert len(second.stdout) > 200 and "Printing an answer does not end the run" not in first.feedback
+    assert (
+        "If this output answers the question, reply with just:\n```repl\nFINAL(answer)\n```"
+        in second.feedback
+    )
+
+
 def test_text_printed_as_the_answer_is_suggested_as_final_at_once(client_on_server: LLMTestServer) -> None:
     script = Script(root=[repl("print(len(context))"), repl("print('There are 100 ERROR lines.')")])
     result = run(client_on_server, script, max_iterations=2)
