@@ -11,6 +11,11 @@ A FINAL is accepted once the run connects the answer to `context`, in one of thr
    appears in the output of a block that ran after code first read `context` (a block that only prints
    literal text, `print("The answer is 7")`, computes nothing and does not count).
 
+The run's question is never evidence, wherever the model finds it: a sub-call that only quotes it does not
+count for rule 1, and the question's lines printed by code do not count for rule 3. A sub-RLM's task lies
+inside its own `context` (`rlm_query(prompt)` makes the prompt the context), so its question quotes the
+task's lines (`repl.subtask`) and those lines are covered too.
+
 Rule 2 and 3 are for tasks code answers exactly (counts, filters, lookups); rule 1 for everything that needs
 reading or judgement. The system prompt states the same rule.
 """
@@ -28,6 +33,7 @@ __all__ = [
     "names_from_sub_calls",
     "rejection",
     "shares_text",
+    "without_question",
 ]
 
 _WINDOW = 24
@@ -203,9 +209,24 @@ class FinalGate:
         return self.code_read_context and answer_in_output(answer, self.output)
 
     def saw(self, text: str) -> None:
-        """Add a block's output (only output after code first read `context` counts for rule 3)."""
+        """Add a block's output (only output after code first read `context` counts for rule 3), without
+        the question's lines that code printed (`without_question`)."""
         if self.code_read_context and text:
+            text = without_question(text, self.question)
             self.output = (self.output + "\n" + text)[-200_000:]
+
+
+def without_question(output: str, question: str) -> str:
+    """`output` without what quotes the question: each of its lines (of `_WINDOW`+ characters) removed
+    where it appears, and output lines (as long) that are part of the question dropped."""
+    if not question:
+        return output
+    lines = {ln.strip() for ln in question.splitlines() if len(ln.strip()) >= _WINDOW}
+    for line in sorted(lines, key=len, reverse=True):
+        output = output.replace(line, " ")
+    return "\n".join(
+        ln for ln in output.splitlines() if not (len(ln.strip()) >= _WINDOW and ln.strip() in question)
+    )
 
 
 def rejection(how: str, had_calls: bool) -> str:

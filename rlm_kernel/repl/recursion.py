@@ -17,6 +17,7 @@ from rlm_kernel.repl.errors import QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.loading import context_source
 from rlm_kernel.repl.queries import llm_query, llm_query_batched, refuse_if_finished
 from rlm_kernel.repl.state import ChildCall, ReplState, RootLoop, Usage
+from rlm_kernel.repl.subtask import sub_question
 from rlm_kernel.repl.translate import budget_hit, interrupted, translated
 from rlm_kernel.sandbox.coerce import CoercionError, exact_list_of_str, exact_str, optional_str, plain_data
 from rlm_kernel.sandbox.origin import refuse_in_model_code
@@ -53,7 +54,7 @@ def _child_steps(state: ReplState, prompt: str, model: str | None, best_effort: 
     if model:
         options = options.with_(model=model)
     return run_rlm_steps(
-        "The task is in `context`: read it, do what it asks, and give the answer with FINAL.",
+        sub_question(prompt),
         ctxmod.load(prompt, kind="text"),
         options=options,
         depth=depth,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlm_kernel.repl.gate import names_from_sub_calls, prints_only_literals
+from rlm_kernel.repl.subtask import quotes_task
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
 
@@ -80,27 +81,36 @@ def hints(run: Any, turn: Turn) -> list[str]:
         )
     if not turn.error and any(c.ok and c.saw_context for c in turn.calls):
         out.append(_read_hint(run, turn))
+    task = getattr(run, "task", None)
+    if task is not None and quotes_task(turn.stdout, task[0]):
+        # Measured with the coder model on two sub-RLMs whose search printed their task's own line next to
+        # the hits: with no hint one asked llm_query without the text, the other re-ran its search; told
+        # only where the text starts, the second still re-ran it; told "search and work in context[N:]",
+        # the first re-ran its search there without ending; with this wording the first counted in
+        # context[N:] and the second searched there.
+        start = task[1]
+        out.append(
+            "Your search also matched the task itself (the start of `context`); the text the task is "
+            f"about is `context[{start}:]`. Do the task on `context[{start}:]`, not on `context`."
+        )
     printed = turn.stdout.strip()
     lines = [line for line in printed.splitlines() if line.strip()]
     tracker = run.state.run
-    if (
-        not turn.error
-        and printed
-        and len(printed) <= _ANSWER_LIKE_CHARS
-        and len(lines) <= _ANSWER_LIKE_LINES
-        and tracker is not None
-        and tracker.gate.code_read_context
-    ):
-        if prints_only_literals(turn.code):
+    if not turn.error and printed and tracker is not None and tracker.gate.code_read_context:
+        short = len(printed) <= _ANSWER_LIKE_CHARS and len(lines) <= _ANSWER_LIKE_LINES
+        if short and prints_only_literals(turn.code):
             out.append(
                 "You printed your answer as text, but printing does not end the run. Submit it — reply "
                 f"with just:\n```repl\nFINAL({printed[:300]!r})\n```"
             )
         elif any(t.stdout.strip() == printed for t in earlier):
-            # Only once the root prints the same short output again: a first short output is as often a
-            # step (a length, a count of hits) as the answer, and a small model told "reply with just
-            # FINAL('468615')" after `print(len(context))` re-runs that block instead of searching.
-            example = repr(lines[0].strip()[:300]) if len(lines) == 1 else "answer"
+            # Only once the root prints the same output again: a first short output is as often a step
+            # (a length, a count of hits) as the answer, and a small model told "reply with just
+            # FINAL('468615')" after `print(len(context))` re-runs that block instead of searching. Any
+            # length: a sub-RLM that printed its count above the matching lines (230 characters) re-ran
+            # the block until told this, then ended with FINAL(4) (coder model, measured).
+            one = len(lines) == 1 and short
+            example = repr(lines[0].strip()) if one else "answer"
             out.append(
                 "Printing an answer does not end the run. If this output answers the question, reply "
                 f"with just:\n```repl\nFINAL({example})\n```\n"

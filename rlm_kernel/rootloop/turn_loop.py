@@ -13,6 +13,7 @@ from rlm_kernel.errors import RLMError
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
+from rlm_kernel.repl.subtask import task_of
 from rlm_kernel.rootloop import answer_types, continuation, prompt_control
 from rlm_kernel.rootloop.blocks import execute_blocks
 from rlm_kernel.rootloop.compaction import maybe_compact
@@ -65,6 +66,7 @@ class TurnLoop:
         self.history: list[dict] = []
         self.model: str | None = None
         self.summary, self.compacted = "", 0  # see compaction.py
+        self.task = task_of(question, loaded.value)  # a sub-RLM's task lines and where its text starts
         self.prior_compacted = False  # the earlier conversation of a follow-up went into the summary
 
     # -- model side

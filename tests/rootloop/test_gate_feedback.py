@@ -110,6 +110,62 @@ def test_printing_a_literal_answer_is_not_evidence(client_on_server: LLMTestServ
     assert "FINAL('The answer is 4242')" in result.trajectory[1].feedback
 
 
+# A sub-RLM's task lies inside its own `context` (rlm_query(prompt) makes the prompt the context): the task's
+# words are the sub-RLM's question, not evidence that it read the text the task is about.
+SUB_TASK = "How many of the 100 lines below say ERROR? Count them with code and answer with the number."
+SUB_RUN = (
+    "try:\n"
+    f"    a = rlm_query({SUB_TASK!r} + '\\n\\n' + context[:1200])\n"
+    "except QueryError as err:\n"
+    "    a = 'sub-RLM failed'\n"
+    "print(a)"
+)
+
+
+def test_a_sub_rlm_quoting_its_task_does_not_open_its_gate(client_on_server: LLMTestServer) -> None:
+    # the sub-model is asked the task alone, without the lines it is about: its answer is a guess
+    script = Script(
+        root=[repl(SUB_RUN)], sub=[repl(f"a = llm_query({SUB_TASK!r})\nFINAL(a)")], child=lambda r: "12"
+    )
+    result = run(client_on_server, script, max_iterations=2)
+    assert "sub-RLM failed" in result.trajectory[0].stdout and "12" not in result.trajectory[0].stdout
+    sub = result.trajectory[0].calls[0]
+    assert sub.kind == "rlm_query" and not sub.ok
+    first = sub.run["turns"][0]
+    assert "rejected" in first["note"] and "call had none of `context` in it" in first["feedback"]
+
+
+def test_a_sub_rlm_printing_its_task_is_not_evidence(client_on_server: LLMTestServer) -> None:
+    # code that prints the task's own line prints its number (100), which is not a count of anything
+    script = Script(root=[repl(SUB_RUN)], sub=[repl("print(context.splitlines()[0])"), "FINAL(100)"])
+    result = run(client_on_server, script, max_iterations=2)
+    assert "sub-RLM failed" in result.trajectory[0].stdout
+    sub_turns = result.trajectory[0].calls[0].run["turns"]
+    assert "rejected" in sub_turns[1]["note"]
+
+
+def test_a_sub_rlm_counting_its_text_is_accepted(client_on_server: LLMTestServer) -> None:
+    count = "n = context[context.index('line 1:'):].count('ERROR')\nprint(n)"
+    expected = LINES[:1200].count("ERROR")
+    script = Script(root=[repl(SUB_RUN)], sub=[repl(count), f"FINAL({expected})"])
+    result = run(client_on_server, script, max_iterations=2)
+    assert result.trajectory[0].stdout.strip() == str(expected)
+
+
+def test_a_sub_rlm_is_told_where_its_text_starts(client_on_server: LLMTestServer) -> None:
+    search = "hits = [ln for ln in context.splitlines() if 'error' in ln.lower()]\nprint(hits[:3])"
+    script = Script(root=[repl(SUB_RUN)], sub=[repl(search), repl("print(len(context))")])
+    run(client_on_server, script, max_iterations=2)
+    subs = [r for r in client_on_server.requests if "The task is in `context`" in r.prompt]
+    start = len(SUB_TASK) + 2
+    assert f"<<<\n{SUB_TASK}\n>>>" in subs[0].prompt and f"`context[{start}:]`" in subs[0].prompt
+    hint = (
+        "Your search also matched the task itself (the start of `context`); the text the task is about is "
+        f"`context[{start}:]`. Do the task on `context[{start}:]`, not on `context`."
+    )
+    assert hint in subs[1].last_user  # the search found the task's own line
+
+
 def test_prose_final_naming_a_variable_gives_its_value(client_on_server: LLMTestServer) -> None:
     script = Script(
         root=[repl("count = sum('ERROR' in line for line in context.splitlines())"), "Done.\nFINAL(count)"]
@@ -182,6 +238,20 @@ def test_short_output_printed_again_suggests_final(client_on_server: LLMTestServ
     hint = "If this output answers the question, reply with just:\n```repl\nFINAL('700')\n```"
     assert hint in third.feedback  # the same output again: now it is suggested
     assert third.feedback.rstrip().endswith("for a variable holding the answer).")  # hints come last
+
+
+def test_long_output_printed_again_suggests_final(client_on_server: LLMTestServer) -> None:
+    # a count printed above the lines it counted is longer than a one-line answer; printed again, the model
+    # is told that printing does not end the run (the coder model then ended with FINAL(count))
+    search = "hits = [ln for ln in context.splitlines() if 'ERROR' in ln]\nprint(len(hits)); print(hits[:10])"
+    script = Script(root=[repl(search), repl(search + "\n")])
+    result = run(client_on_server, script, max_iterations=2)
+    first, second = result.trajectory
+    assert len(second.stdout) > 200 and "Printing an answer does not end the run" not in first.feedback
+    assert (
+        "If this output answers the question, reply with just:\n```repl\nFINAL(answer)\n```"
+        in second.feedback
+    )
 
 
 def test_text_printed_as_the_answer_is_suggested_as_final_at_once(client_on_server: LLMTestServer) -> None:
