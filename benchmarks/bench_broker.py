@@ -56,7 +56,7 @@ def _measure(url: str, n: int, rounds: int, cache_dir: str, server_pid: int) -> 
     one batch through the broker with the cache on (`readwrite`, the default: every call a miss, recorded),
     into a new cache directory each round."""
     from rlm_kernel.broker.supervisor import spawn_supervisor_process
-    from rlm_kernel.llm.broker_handover import key_ref, request_broker
+    from rlm_kernel.handover import key_ref, request_broker
     from rlm_kernel.llm.broker_link import BrokerLink
 
     here = LLMClient(_config(url, cache_dir, None), session=LLMSession())  # no link: calls from this process

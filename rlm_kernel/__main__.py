@@ -27,7 +27,7 @@ def kernel_calls_models() -> bool:
     """True when this kernel makes its own model calls: no broker could be started (the launcher then kept
     the keys in the kernel). With a broker — the normal case — the kernel needs no network, no cache and no
     programs, and the OS layer gives it none."""
-    from rlm_kernel.llm.broker_handover import CONTROL_FD_VAR
+    from rlm_kernel.handover import CONTROL_FD_VAR
 
     return CONTROL_FD_VAR not in os.environ
 
@@ -64,7 +64,7 @@ def _start_broker_and_reexec() -> None:
     The supervisor forks the first broker while the kernel starts: the launcher asks for it and does not
     wait; the kernel reads the answer when it first talks to the broker."""
     from rlm_kernel.broker.supervisor import start_supervisor
-    from rlm_kernel.llm.broker_handover import (
+    from rlm_kernel.handover import (
         BROKER_ASKED_VAR,
         CONTROL_FD_VAR,
         KEY_NAMES_VAR,
@@ -92,7 +92,7 @@ def _start_broker_and_reexec() -> None:
 def _adopt_broker() -> None:
     """In the re-executed kernel: take the broker's sockets into the kernel's LLM session (made here, the
     one every part of the kernel uses); hold each key name as a reference only."""
-    from rlm_kernel.llm.broker_handover import key_ref, take_handover
+    from rlm_kernel.handover import key_ref, take_handover
     from rlm_kernel.llm.broker_link import BrokerLink
     from rlm_kernel.llm.session import LLMSession, activate
 
@@ -105,7 +105,7 @@ def _adopt_broker() -> None:
 
 def main() -> None:
     """Start the broker and drop the keys (first run), or adopt the broker (re-executed), then the kernel."""
-    from rlm_kernel.llm.broker_handover import CONTROL_FD_VAR
+    from rlm_kernel.handover import CONTROL_FD_VAR
 
     # Start-up makes a few hundred thousand objects that live as long as the kernel: the cyclic collector
     # would scan them again and again while they are made (tens of ms) and find little garbage.

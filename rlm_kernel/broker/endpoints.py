@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from rlm_kernel.llm.broker_handover import KEY_REF_PREFIX
+from rlm_kernel.handover import KEY_REF_PREFIX
 from rlm_kernel.llm.config import (
     DEFAULT_BASE_URLS,
     PROVIDER_KEY_ENV,

@@ -1,7 +1,7 @@
 """The broker supervisor: forked by the launcher while it still holds the keys; forks a broker on request.
 
 The kernel (which never holds a key) asks over its control socket for a broker
-(`llm.broker_handover.request_broker`); the supervisor forks one and
+(`rlm_kernel.handover.request_broker`); the supervisor forks one and
 hands the kernel its end of a fresh socketpair (SCM_RIGHTS) with the broker's pid. So a broker that died can
 be replaced without the kernel ever seeing a key. The supervisor exits when the control socket closes (the
 kernel is gone); a broker exits when its own socket closes. Both ignore SIGINT: an interrupt is the kernel's.
@@ -15,7 +15,7 @@ import signal
 import socket
 import sys
 
-from rlm_kernel.llm.broker_handover import SPAWN_REQUEST
+from rlm_kernel.handover import SPAWN_REQUEST
 
 __all__ = ["spawn_supervisor_process", "start_supervisor"]
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import rlm_kernel.llm.event_loop as event_loop
-from rlm_kernel.llm.broker_handover import receive_broker, request_broker
+from rlm_kernel.handover import receive_broker, request_broker
 from rlm_kernel.llm.broker_protocol import encode, error_from_wire, read_frame, request_to_wire
 from rlm_kernel.llm.errors import LLMError
 from rlm_kernel.llm.providers.base import ChatRequest

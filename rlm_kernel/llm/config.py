@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlm_kernel.llm.broker_handover import key_ref
+from rlm_kernel.handover import key_ref
 from rlm_kernel.llm.errors import ConfigError
 from rlm_kernel.llm.local_models import LOCAL_MODELS
 from rlm_kernel.llm.redact import redact, register_secret

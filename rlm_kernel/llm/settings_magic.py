@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from rlm_kernel.llm.broker_handover import KEY_REF_PREFIX
+from rlm_kernel.handover import KEY_REF_PREFIX
 from rlm_kernel.llm.config import (
     DEFAULT_BASE_URLS,
     DEFAULT_MODELS,

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from rlm_kernel.broker.supervisor import spawn_supervisor_process
+from rlm_kernel.handover import key_ref, request_broker
 from rlm_kernel.llm import BatchError, Budget, BudgetExceeded, LLMClient, LLMSession, load_config
-from rlm_kernel.llm.broker_handover import key_ref, request_broker
 from rlm_kernel.llm.broker_link import BrokerLink
 from rlm_kernel.llm.broker_protocol import chain_to_wire
 from tests.llm_server import LLMTestServer

@@ -13,7 +13,7 @@ import pytest
 
 from rlm_kernel.broker.endpoints import EndpointPolicy
 from rlm_kernel.broker.server import Broker
-from rlm_kernel.llm.broker_handover import key_ref
+from rlm_kernel.handover import key_ref
 from rlm_kernel.llm.broker_protocol import recv_frame, request_to_wire, send_frame
 from rlm_kernel.llm.providers.base import ChatRequest
 from tests.llm_server import Fault, LLMTestServer

@@ -4,6 +4,9 @@ The launcher (`python -m rlm_kernel`) forks the supervisor while it still holds 
 itself as the kernel with the supervisor's control socket, the first broker's socket and the key *names* in
 the environment (`take_handover`). The kernel holds `broker-key-ref:NAME` in place of each key and asks the
 control socket for a new broker when one dies (`request_broker`; the other side is `broker.supervisor`).
+
+It imports nothing of ours: the launcher uses it before it forks the supervisor, and importing the LLM layer
+there (~0.15 s) would put that on every kernel start before the kernel itself starts.
 """
 
 from __future__ import annotations
