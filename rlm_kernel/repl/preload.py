@@ -14,6 +14,7 @@ from rlm_kernel import analysis
 from rlm_kernel.analysis.corpus import Corpus
 from rlm_kernel.callscope import call_scope
 from rlm_kernel.errors import RLMError
+from rlm_kernel.llm.session import current_session
 from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.helpers import build_helpers
@@ -26,8 +27,19 @@ __all__ = ["ANALYSIS_NAMES", "install", "notebook", "populate", "repair"]
 ANALYSIS_NAMES = ("map_reduce", "find_relevant", "extract_functions")
 ANALYSIS_ERRORS = ("AnalysisError", "MapReduceError", "FindRelevantError")
 ERROR_NAMES = {"QueryError": QueryError, "QueryBatchError": QueryBatchError, "ContextError": ContextError}
-_registry: dict[int, tuple[dict, ReplState]] = {}
-_notebook: tuple[dict, ReplState] | None = None
+
+
+class _Namespaces:
+    """The namespaces whose preloaded names are repaired after each cell, and the notebook's own: per kernel,
+    kept in the kernel's session (`LLMSession.slot`), so a test's session starts with none."""
+
+    def __init__(self) -> None:
+        self.registry: dict[int, tuple[dict, ReplState]] = {}
+        self.notebook: tuple[dict, ReplState] | None = None
+
+
+def _namespaces() -> _Namespaces:
+    return current_session().slot("repl.namespaces", _Namespaces)
 
 
 def _calls_a_model(name: str, args: tuple, kwargs: dict) -> bool:
@@ -105,7 +117,7 @@ def populate(ns: dict, state: ReplState, loaded: LoadedContext | None = None) ->
     ns.update(helpers)
     state.protected.update(helpers)
     set_context(state, ns, loaded or LoadedContext("", "text", "nothing loaded yet"))
-    _registry[id(ns)] = (ns, state)
+    _namespaces().registry[id(ns)] = (ns, state)
 
 
 def install(ns: dict, shell: object | None = None, root_loop: RootLoop | None = None) -> None:
@@ -114,7 +126,6 @@ def install(ns: dict, shell: object | None = None, root_loop: RootLoop | None = 
     `root_loop` is what `rlm_query`, `rlm_run` and `%%rlm` start (the shell hands in
     `rootloop.driver.ROOT_LOOP`).
     """
-    global _notebook
     state = ReplState(
         session=getattr(shell, "sandbox_session", None),
         depth=0,
@@ -123,29 +134,30 @@ def install(ns: dict, shell: object | None = None, root_loop: RootLoop | None = 
         root_loop=root_loop,
     )
     populate(ns, state)
-    _notebook = (ns, state)
+    _namespaces().notebook = (ns, state)
 
 
 def notebook() -> tuple[dict, ReplState]:
     """The notebook namespace and its state (for the magics); refuses clearly before `install`."""
-    if _notebook is None:
+    installed = _namespaces().notebook
+    if installed is None:
         raise ReplError("the REPL helpers are not installed in this kernel (preload.install was not called)")
-    return _notebook
+    return installed
 
 
 def track(ns: dict, state: ReplState) -> None:
     """Track a namespace again (a finished run's, continued by a follow-up run)."""
-    _registry[id(ns)] = (ns, state)
+    _namespaces().registry[id(ns)] = (ns, state)
 
 
 def forget(ns: dict) -> None:
     """Stop tracking a namespace (a finished sub-run's)."""
-    _registry.pop(id(ns), None)
+    _namespaces().registry.pop(id(ns), None)
 
 
 def repair(ns: dict) -> list[str]:
     """Restore preloaded names a cell rebound or deleted; return their names (sorted)."""
-    entry = _registry.get(id(ns))
+    entry = _namespaces().registry.get(id(ns))
     if entry is None or entry[0] is not ns:
         return []
     state = entry[1]
