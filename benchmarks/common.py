@@ -5,10 +5,8 @@ Benchmark modules are `benchmarks/bench_*.py`, each exposing `run(quick: bool) -
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -66,20 +64,10 @@ def median_time(fn: Callable[[], object], repetitions: int = 5) -> float:
 
 def start_test_server(latency: float, mode: str = "echo") -> tuple[subprocess.Popen[str], str]:
     """Start `tests.llm_server` in its own process (so its CPU is not the client's); return it and its URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.llm_server", "--port", "0", "--mode", mode, "--latency", str(latency)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http://127.0.0.1:"):
-        proc.kill()
-        raise RuntimeError(f"test server did not start (printed {url!r})")
-    return proc, url
+    from benchmarks.echo_server import start_server_process
+
+    args = ["tests.llm_server", "--port", "0", "--mode", mode, "--latency", str(latency)]
+    return start_server_process(args, "test server")
 
 
 def timed_echo_batch(

@@ -36,8 +36,13 @@ def cpu_seconds(pid: int) -> float:
 
 def start(latency: float) -> tuple[subprocess.Popen[str], str]:
     """Start the server in its own process; return it and its base URL (`http://127.0.0.1:PORT`)."""
+    return start_server_process(["benchmarks.echo_server", "--latency", str(latency)], "echo server")
+
+
+def start_server_process(module_args: list[str], what: str) -> tuple[subprocess.Popen[str], str]:
+    """Run `python -m <module_args>` from the checkout (it prints its base URL first): (process, URL)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.echo_server", "--latency", str(latency)],
+        [sys.executable, "-m", *module_args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -48,7 +53,7 @@ def start(latency: float) -> tuple[subprocess.Popen[str], str]:
     url = proc.stdout.readline().strip()
     if not url.startswith("http://127.0.0.1:"):
         proc.kill()
-        raise RuntimeError(f"echo server did not start (printed {url!r})")
+        raise RuntimeError(f"{what} did not start (printed {url!r})")
     return proc, url
 
 

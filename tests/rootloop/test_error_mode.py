@@ -34,9 +34,9 @@ def child(rec) -> object:  # noqa: ANN001 - a RecordedRequest
     return f"answer to {rec.last_user[:6]}"
 
 
-def run(server: LLMTestServer, mode: str | None, root: list, **options: object):
+def run(server: LLMTestServer, mode: str | None, root: list, sub: object = None, **options: object):
     set_setting("errors_in_model_code", mode)  # as `%rlm set` does (None: unset); the next client reads it
-    script = Script(root=root, child=child)
+    script = Script(root=root, child=child, **({"sub": sub} if sub is not None else {}))
     server.reply_with(script)
     result = run_rlm("q", ctxmod.load(TEXT, kind="text"), options=RunOptions(best_effort=False, **options))
     return result, script
@@ -123,17 +123,13 @@ def test_batch_failed_item_reported_alone_both_modes(server: LLMTestServer) -> N
 
 def test_string_mode_sub_rlm_failure_returns_error_text(server: LLMTestServer) -> None:
     # the sub-RLM answers without code until it gives up (no_code); best_effort=False makes that a failure
-    script = Script(
-        root=[repl("r = rlm_query('sub task ' + context[:60])\nprint(r[:30])"), "FINAL('x')"],
+    result, _ = run(
+        server,
+        "string",
+        [repl("r = rlm_query('sub task ' + context[:60])\nprint(r[:30])"), "FINAL('x')"],
         sub=lambda rec: "no code here",
-        child=child,
-    )
-    set_setting("errors_in_model_code", "string")
-    server.reply_with(script)
-    result = run_rlm(
-        "q",
-        ctxmod.load(TEXT, kind="text"),
-        options=RunOptions(best_effort=False, max_iterations=2, max_no_code_turns=1),
+        max_iterations=2,
+        max_no_code_turns=1,
     )
     assert result.trajectory[0].error is None
     assert result.namespace["r"].startswith("Error: rlm_query failed: the sub-RLM ended without an answer")
@@ -175,8 +171,10 @@ def test_person_cell_raises_in_string_mode(server: LLMTestServer) -> None:
 
 def test_string_mode_sub_rlm_batch_failed_slot_holds_error_text(server: LLMTestServer) -> None:
     # sub-RLMs 1 and 3 answer; sub-RLM 2 never writes code (a rule: they run concurrently)
-    script = Script(
-        root=[
+    result, _ = run(
+        server,
+        "string",
+        [
             repl(
                 "tasks = [t + ' ' + context[:60] for t in ('task one', 'task two', 'task three')]\n"
                 "got = rlm_query_batched(tasks)"
@@ -184,14 +182,8 @@ def test_string_mode_sub_rlm_batch_failed_slot_holds_error_text(server: LLMTestS
             "FINAL('x')",
         ],
         sub=lambda rec: "no code" if "task two" in rec.prompt else repl("a = llm_query(context)\nFINAL(a)"),
-        child=child,
-    )
-    set_setting("errors_in_model_code", "string")
-    server.reply_with(script)
-    result = run_rlm(
-        "q",
-        ctxmod.load(TEXT, kind="text"),
-        options=RunOptions(best_effort=False, max_iterations=2, max_no_code_turns=1),
+        max_iterations=2,
+        max_no_code_turns=1,
     )
     assert result.trajectory[0].error is None
     got = result.namespace["got"]
