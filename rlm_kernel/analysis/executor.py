@@ -13,12 +13,50 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rlm_kernel.analysis.errors import AnalysisError
+from rlm_kernel.llm.session import current_session
 
 __all__ = ["SCHEDULER_ENV", "imap", "reset", "scheduler_address"]
 
 SCHEDULER_ENV = "RLM_DASK_SCHEDULER"
-_client: Any = None
-_lock = threading.Lock()
+
+
+class _DaskConnection:
+    """The kernel's Dask client, made on first use; kept in the kernel's session (`LLMSession.slot`), which
+    closes it with the session."""
+
+    def __init__(self) -> None:
+        self.client: Any = None
+        self.lock = threading.Lock()
+
+    def get(self, address: str) -> Any:
+        with self.lock:
+            client = self.client
+            if client is not None and client.scheduler.address == address and client.status == "running":
+                return client
+            try:
+                from distributed import Client
+            except ImportError:
+                raise AnalysisError(
+                    f"{SCHEDULER_ENV}={address} names a Dask scheduler, but dask.distributed is not "
+                    "installed; pip install 'rlm-kernel[dask]' or unset the variable"
+                ) from None
+            try:
+                self.client = Client(address, timeout="30s", set_as_default=False)
+            except (OSError, TimeoutError) as exc:
+                raise AnalysisError(
+                    f"cannot reach the Dask scheduler {address} ({SCHEDULER_ENV}): {exc}"
+                ) from None
+            return self.client
+
+    def close(self) -> None:
+        with self.lock:
+            client, self.client = self.client, None
+        if client is not None:
+            client.close()
+
+
+def _connection() -> _DaskConnection:
+    return current_session().slot("analysis.dask", _DaskConnection)
 
 
 def scheduler_address() -> str | None:
@@ -27,34 +65,9 @@ def scheduler_address() -> str | None:
     return value or None
 
 
-def _dask_client(address: str) -> Any:
-    global _client
-    with _lock:
-        if _client is not None and _client.scheduler.address == address and _client.status == "running":
-            return _client
-        try:
-            from distributed import Client
-        except ImportError:
-            raise AnalysisError(
-                f"{SCHEDULER_ENV}={address} names a Dask scheduler, but dask.distributed is not installed; "
-                "pip install 'rlm-kernel[dask]' or unset the variable"
-            ) from None
-        try:
-            _client = Client(address, timeout="30s", set_as_default=False)
-        except (OSError, TimeoutError) as exc:
-            raise AnalysisError(
-                f"cannot reach the Dask scheduler {address} ({SCHEDULER_ENV}): {exc}"
-            ) from None
-        return _client
-
-
 def reset() -> None:
     """Close the kernel's Dask client (the next call connects again)."""
-    global _client
-    with _lock:
-        if _client is not None:
-            _client.close()
-        _client = None
+    _connection().close()
 
 
 def imap(fn: Callable[..., Any], items: Sequence[Any], *args: Any, window: int = 0) -> Iterator[Any]:
@@ -67,7 +80,7 @@ def imap(fn: Callable[..., Any], items: Sequence[Any], *args: Any, window: int =
         for item in items:
             yield fn(item, *args)
         return
-    client = _dask_client(address)
+    client = _connection().get(address)
     if window <= 0:
         window = max(2, 2 * sum(client.nthreads().values()))
     futures: list[Any] = []
