@@ -102,7 +102,7 @@ def transcript(prior: list[dict], first: str, run: object) -> tuple[dict, ...]:
 
     messages = [*prior, {"role": "user", "content": first}, *run.history]
     # turns already in `run.history` (fed back), counting those compaction summarised away
-    fed = getattr(run, "compacted", 0) + len(run.history) // 2
+    fed = run.compacted + len(run.history) // 2
     ask = getattr(run, "best_effort_request", None)
     for turn in [t for t in run.turns if t.kind == "turn"][fed:]:
         if ask and turn is run.turns[-1] and turn.code is None and turn.note.startswith("best-effort"):

@@ -81,7 +81,7 @@ def hints(run: Any, turn: Turn) -> list[str]:
         )
     if not turn.error and any(c.ok and c.saw_context for c in turn.calls):
         out.append(_read_hint(run, turn))
-    task = getattr(run, "task", None)
+    task = run.task
     if task is not None and quotes_task(turn.stdout, task[0]):
         # Measured with the coder model on two sub-RLMs whose search printed their task's own line next to
         # the hits: with no hint one asked llm_query without the text, the other re-ran its search; told
