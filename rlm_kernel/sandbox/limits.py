@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import gc
 import json
 import os
 import resource
@@ -276,8 +277,10 @@ def _memory_uncounted() -> Iterator[None]:
     size (the baseline), so a library loaded on first use is never charged to the cell that first used it.
     Nested and concurrent uses share one lift (the outermost measures). Another thread's allocations during
     the lift would be credited as well: a lift lasts one library import, once per process."""
-    with _LIFT_LOCK:
+    with _LIFT_LOCK:  # one lift at a time, process-wide; the collector stays off while it lasts (`uncounted`)
         _lift_depth[0] += 1
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             saved = None
             if _lift_depth[0] == 1 and _MEMORY_BASELINE:
@@ -298,6 +301,8 @@ def _memory_uncounted() -> Iterator[None]:
                         resource.setrlimit(resource.RLIMIT_AS, (want, hard))
         finally:
             _lift_depth[0] -= 1
+            if collecting:
+                gc.enable()
 
 
 @contextlib.contextmanager
@@ -305,7 +310,12 @@ def uncounted() -> Iterator[None]:
     """Kernel work done inside a cell that must not count against (or be cut by) the cell's limits —
     loading a library on its first import: the memory it maps is added to the kernel's baseline (see
     `_memory_uncounted`); on the main thread the CPU and wall timers are paused, and the CPU backstop
-    (RLIMIT_CPU's soft limit) moves on by the CPU the work used."""
+    (RLIMIT_CPU's soft limit) moves on by the CPU the work used.
+
+    No cell code may run meanwhile: the cyclic collector is off for the whole lift, so a cell object's
+    finalizer (`__del__`, a generator's `finally`, a weakref callback) cannot be run by a collection the
+    import triggers — it would run with the cap lifted and the timers paused, and what it allocated would
+    join the baseline. Such objects are collected after the lift, under the cell's limits."""
     with _memory_uncounted():
         if threading.current_thread() is not threading.main_thread():
             yield
