@@ -298,10 +298,15 @@ def test_unicode_names_and_content() -> None:
 
 
 def _per_mb(text: str, language: str) -> float:
-    """CPU seconds per MB (CPU, not wall time: other processes share this machine's cores)."""
-    t0 = time.process_time()
-    extract_functions(text, language)
-    return (time.process_time() - t0) / (len(text.encode("utf-8", "surrogatepass")) / 1e6)
+    """CPU seconds per MB (CPU, not wall time: other processes share this machine's cores), the best of two
+    runs after a warm-up call (the extractors' patterns load on first use: a one-time cost, not per MB)."""
+    extract_functions("x", language)
+    best = float("inf")
+    for _ in range(2):
+        t0 = time.process_time()
+        extract_functions(text, language)
+        best = min(best, time.process_time() - t0)
+    return best / (len(text.encode("utf-8", "surrogatepass")) / 1e6)
 
 
 @pytest.mark.parametrize(
