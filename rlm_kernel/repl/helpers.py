@@ -16,6 +16,7 @@ from collections.abc import Callable
 from rlm_kernel.repl import final, loading, queries, recursion, variables
 from rlm_kernel.repl.names import HELPER_NAMES
 from rlm_kernel.repl.state import ReplState
+from rlm_kernel.sandbox.origin import register_trampoline
 
 __all__ = ["HELPERS", "build_helpers"]
 
@@ -42,6 +43,7 @@ def _bind(name: str, fn: Callable, state: ReplState, ns: dict) -> Callable:
     def helper(*args: object, **kwargs: object) -> object:
         return fn(state, ns, *args, **kwargs)
 
+    register_trampoline(helper.__code__)  # the call site of a helper is the frame above this closure
     signature = inspect.signature(fn)
     helper.__name__ = helper.__qualname__ = name
     helper.__doc__ = fn.__doc__

@@ -11,7 +11,7 @@ from rlm_kernel.repl.errors import ContextError
 from rlm_kernel.repl.state import ReplState
 from rlm_kernel.repl.translate import translated
 from rlm_kernel.sandbox.coerce import CoercionError, exact_float, exact_str, plain_data
-from rlm_kernel.sandbox.origin import refuse_in_model_code
+from rlm_kernel.sandbox.origin import require_person_call
 
 __all__ = ["add_context", "context_source", "load_context", "load_corpus", "set_context"]
 
@@ -90,7 +90,10 @@ def load_context(
         if allow_secrets is not False:
             if allow_secrets is not True:
                 raise CoercionError("load_context: allow_secrets must be True or False")
-            refuse_in_model_code("load_context(..., allow_secrets=True)")
+            # only a person's own cell, calling load_context itself (no wrapper model code could have made)
+            require_person_call(
+                "load_context(..., allow_secrets=True)", state.protected.get("load_context"), "allow_secrets"
+            )
         try:
             loaded = ctxmod.load(
                 source, kind=kind, encoding=encoding, errors=errors, allow_secrets=allow_secrets

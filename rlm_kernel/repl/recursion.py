@@ -20,7 +20,7 @@ from rlm_kernel.repl.state import ChildCall, ReplState, RootLoop, Usage
 from rlm_kernel.repl.subtask import sub_question
 from rlm_kernel.repl.translate import budget_hit, interrupted, translated
 from rlm_kernel.sandbox.coerce import CoercionError, exact_list_of_str, exact_str, optional_str, plain_data
-from rlm_kernel.sandbox.origin import refuse_in_model_code
+from rlm_kernel.sandbox.origin import require_person_call
 
 __all__ = ["rlm_query", "rlm_query_batched", "rlm_run", "root_loop"]
 
@@ -239,7 +239,7 @@ def rlm_run(state: ReplState, ns: dict, question: str, context: object = None, *
     result.to_jsonl(path).
     """
     refuse_if_finished(state, "rlm_run")
-    refuse_in_model_code("rlm_run (use rlm_query for a sub-problem)")
+    require_person_call("rlm_run (use rlm_query for a sub-problem)", state.protected.get("rlm_run"))
     loop = root_loop(state, "rlm_run")
     if type(question) is not str or not question.strip():
         raise ReplError("rlm_run: the question must be a non-empty str") from None

@@ -66,14 +66,21 @@ def execute(run: Any, code: str, index: int) -> tuple[str, str | None, str | Non
     # allowance, and leave the cell's own accounting as it was.
     saved = (getattr(session, "output_used", 0), getattr(session, "output_dropped", 0))
     session.output_used, session.output_dropped = 0, 0
+    bound = getattr(run, "bindings", None)  # a --shared run: what model code binds in the notebook is listed
+    before = bound.before(run.ns) if bound is not None else None
+    notes: list[str] = []
     try:
         with model_code():  # model-written: may not run magics or change settings (sandbox/origin.py)
-            outcome = sandbox.run_source(code, run.ns, session, filename=f"<rlm turn {index}>")
+            outcome = sandbox.run_source(code, run.ns, session, filename=f"<rlm turn {index}>", model=True)
         dropped = session.output_dropped
     finally:
         session.output_used, session.output_dropped = saved
+        if bound is not None and before is not None:  # also after an interrupt: no shadowed builtin stays
+            notes = bound.after(run.ns, before)
     stdout = outcome.stdout
     if dropped:
         stdout += f"\n[output cut: {dropped:,} more bytes over the per-block limit (RLM_OUTPUT_BYTES)]"
+    for line in notes:
+        stdout += ("\n" if stdout and not stdout.endswith("\n") else "") + line + "\n"
     preload.repair(run.ns)
     return stdout, outcome.value_repr, outcome.error

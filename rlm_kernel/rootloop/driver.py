@@ -15,6 +15,7 @@ from rlm_kernel.repl.state import ReplState, RootLoop, RunOptions, RunTracker
 from rlm_kernel.rootloop import (
     answer_dict,
     best_effort,
+    bindings,
     continuation,
     run_args,
     subruns,
@@ -111,6 +112,8 @@ def run_rlm_steps(
     display = LiveDisplay(question) if live else None
     shown_budget = RunBudgetDisplay(budget) if live else None
     run = TurnLoop(question, loaded, ns, state, options, display, continue_from)
+    if shared:
+        run.bindings = bindings.Bindings(state.protected)  # what model code binds in the notebook: listed
     tracker.gate.question = question
     if not tracker.gate.source_for(loaded.value).strip():
         tracker.gate.code_read_context = True  # nothing loaded: every block works on the question itself
@@ -142,11 +145,14 @@ def run_rlm_steps(
         depth=depth,
         model=options.model or run.model,
         answer_kind=kind,
+        model_bound=dict(run.bindings.done) if shared else {},
         _history=continuation.transcript(run.prior, run.first_message(), run),
     )
     continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded, tracker.gate))
     if display is not None:
         display.finish(result)
+    if live and result.model_bound:
+        print(bindings.note(result.model_bound))  # one line under the run, in the person's cell
     if shown_budget is not None:
         shown_budget.finish()
     return result

@@ -108,6 +108,11 @@ class RLMResult:
     model: str | None = None
     answer_kind: str | None = None
     """"final" (an accepted FINAL), "best_effort" (the last tool-free turn's answer) or None (no answer)."""
+    model_bound: dict[str, str] = field(default_factory=dict)
+    """A `--shared` run: the names model-written code bound, rebound or deleted in the notebook's namespace,
+    each with what it did ("new", "rebound your variable", "shadowed a builtin: removed", …;
+    `rootloop.bindings`). Their values are model-made: functions and objects among them keep the model's
+    trust wherever they run."""
     _history: tuple = field(default=(), repr=False, compare=False)
 
     def __post_init__(self, _namespace: dict) -> None:

@@ -15,6 +15,7 @@ from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import ReplState, RunOptions, RunTracker
 from rlm_kernel.repl.subtask import task_of
 from rlm_kernel.rootloop import answer_types, continuation, prompt_control
+from rlm_kernel.rootloop.bindings import Bindings
 from rlm_kernel.rootloop.blocks import execute_blocks
 from rlm_kernel.rootloop.compaction import maybe_compact
 from rlm_kernel.rootloop.display import LiveDisplay
@@ -55,6 +56,7 @@ class TurnLoop:
     ) -> None:
         self.question, self.loaded, self.ns, self.state = question, loaded, ns, state
         self.options, self.display = options, display
+        self.bindings: Bindings | None = None  # a --shared run's (the driver sets it)
         self.turns: list[Turn] = []
         self.usage = Usage()
         self.first = context_message(question, loaded.value, options.preview_chars, dict(loaded.files))

@@ -1,23 +1,59 @@
 """Whose code is running: a person's cell, or model-written code (a root loop or sub-RLM turn).
 
-Model-written code may not change the kernel: magics, `%rlm set`, `allow_secrets=True` and other settings
-refuse while `model_code_running()` is true. The root loop wraps every block of model code in `model_code()`.
-The count is process-wide on purpose: while model code runs anywhere (a sub-RLM on a worker thread, another
-session's root loop), the kernel-changing commands refuse everywhere, failing closed.
+Model-written code may not change the kernel: magics, `%rlm set`, `allow_secrets=True`, `rlm_run` and other
+settings refuse while model code could be acting. Trust follows who wrote the code, checked three ways:
+
+- the block counter: the root loop wraps every block of model code in `model_code()`. It is process-wide
+  on purpose: while model code runs anywhere (a sub-RLM on a worker thread, another session's root loop),
+  the kernel-changing commands refuse everywhere, failing closed;
+- the origin of the code on the stack: `run_source(..., model=True)` registers the filename each model
+  block is compiled under (`register_model_filename`), so every function, lambda, method, generator and
+  class body model code defines carries that mark in its code objects — wherever it runs later (a
+  person's cell calling a function a `--shared` block redefined, a builtin it shadowed, a `_repr_html_`
+  or `__del__` of an object it left). `refuse_in_model_code` walks the stack and refuses if any frame
+  runs such code. Cells cannot forge the mark: their filenames come from IPython's compiler, they cannot
+  compile code or build code objects, and the registry is not reachable from a cell;
+- the call site (`require_person_call`): a privileged helper call must be written in a person's cell,
+  as a direct call of the helper by name (with the privileged keyword written in it). C-level callables
+  leave no frame on the stack — a `functools.partial(load_context, allow_secrets=True)` model code left
+  under a name the person calls, an `operator.methodcaller`, a `property`/`__eq__` slot holding such a
+  partial, `map`/`sorted(key=)`/`itertools` driving it — so the check reads the calling cell's own source
+  at the instruction that is running: a call of something else there, or a library frame in between,
+  is refused.
+
+The stack walk and the call-site check run only when a privileged operation is asked for (rare); nothing is
+added to the hot paths of sandboxed code.
 """
 
 from __future__ import annotations
 
+import ast
+import linecache
+import sys
 import threading
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rlm_kernel.sandbox.errors import SandboxError
+from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 
-__all__ = ["ModelCodeRefused", "model_code", "model_code_running", "refuse_in_model_code"]
+__all__ = [
+    "ModelCodeRefused",
+    "is_model_filename",
+    "model_code",
+    "model_code_running",
+    "model_frame_on_stack",
+    "refuse_in_model_code",
+    "register_model_filename",
+    "register_trampoline",
+    "require_person_call",
+]
 
 _lock = threading.Lock()
 _running = 0  # blocks of model code running now, in any thread (sub-RLMs may run on worker threads)
+_MODEL_FILES: set[str] = set()  # filenames model blocks were compiled under (never removed)
+_TRAMPOLINES: set[types.CodeType] = set()  # kernel wrappers between a helper and its caller (repl.helpers)
 
 
 class ModelCodeRefused(SandboxError):
@@ -45,10 +81,132 @@ def model_code_running() -> bool:
     return _running > 0
 
 
+def register_model_filename(filename: str) -> None:
+    """Record that code compiled under `filename` is model-written (a root-loop or sub-RLM block).
+
+    Refuses a filename already registered as a person's cell: a cell's code never becomes model code, and
+    model code never passes as a cell.
+    """
+    if type(filename) is not str or (is_sandboxed_filename(filename) and filename not in _MODEL_FILES):
+        raise SandboxError("internal: a model block's filename must be new (report this as a bug)")
+    _MODEL_FILES.add(filename)
+
+
+def is_model_filename(filename: object) -> bool:
+    """True if `filename` names code compiled from a model-written block."""
+    return type(filename) is str and filename in _MODEL_FILES
+
+
+def register_trampoline(code: types.CodeType) -> None:
+    """Record a kernel wrapper's code object that sits between a helper and its caller (skipped when
+    `require_person_call` looks for the call site)."""
+    _TRAMPOLINES.add(code)
+
+
+def model_frame_on_stack(frame: types.FrameType | None = None) -> types.FrameType | None:
+    """The innermost frame running model-written code on the current stack (from `frame`), or None."""
+    frame = frame if frame is not None else sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename in _MODEL_FILES:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _describe(frame: types.FrameType) -> str:
+    name = frame.f_code.co_name
+    where = "" if name == "<module>" else f" (in {name}, line {frame.f_lineno})"
+    return where or f" (line {frame.f_lineno})"
+
+
 def refuse_in_model_code(what: str) -> None:
-    """Raise `ModelCodeRefused` naming `what` if model-written code is running."""
+    """Raise `ModelCodeRefused` naming `what` if model-written code is running or is on the stack."""
     if _running > 0:
         raise ModelCodeRefused(
             f"{what} is not available to model-written code (root loop or sub-RLM): only the person's own "
             "cells may change the kernel"
+        )
+    found = model_frame_on_stack(sys._getframe(1))
+    if found is not None:
+        raise ModelCodeRefused(
+            f"{what} is not available here: model-written code is on the stack{_describe(found)} — a "
+            "function, method, class or object a root-loop or sub-RLM block defined keeps the model's "
+            "trust, not yours, wherever it runs. Only code written in your own cells may do this"
+        )
+
+
+def _call_at(frame: types.FrameType) -> ast.expr | None:
+    """The source expression of the instruction `frame` is running, parsed (None when unknown)."""
+    code = frame.f_code
+    try:
+        positions = list(code.co_positions())[frame.f_lasti // 2]
+    except (IndexError, ValueError):
+        return None
+    lineno, end_lineno, col, end_col = positions
+    entry = linecache.cache.get(code.co_filename)  # never reads a file: cells are cached by their compiler
+    if lineno is None or end_lineno is None or col is None or end_col is None or not entry:
+        return None
+    lines = entry[2]
+    if not 1 <= lineno <= end_lineno <= len(lines):
+        return None
+    chunk = [line.encode("utf-8") for line in lines[lineno - 1 : end_lineno]]
+    if len(chunk) == 1:
+        chunk[0] = chunk[0][col:end_col]
+    else:
+        chunk[0], chunk[-1] = chunk[0][col:], chunk[-1][:end_col]
+    try:
+        tree = ast.parse(b"(\n" + b"".join(chunk) + b"\n)", mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    return tree.body
+
+
+def _lookup(frame: types.FrameType, name: str) -> object:
+    missing = object()
+    for scope in (frame.f_locals, frame.f_globals, frame.f_builtins):
+        value = scope.get(name, missing)
+        if value is not missing:
+            return value
+    return missing
+
+
+def require_person_call(what: str, helper: object, keyword: str | None = None) -> None:
+    """Refuse unless the helper running now was called directly by a person's cell.
+
+    Call it from the helper's implementation (the function the helper closure calls). The call site — the
+    first frame above it that is not a registered kernel trampoline — must run code of a person's cell
+    (not model-written code, not a library or the kernel), and the instruction it runs must be a call,
+    written in that cell, of a plain name bound to `helper` there (with `keyword=` written in it). A
+    C-level wrapper (`functools.partial`, `operator.methodcaller`, a slot or `key=` that calls it) leaves
+    the cell's frame running some other instruction, and is refused.
+    """
+    refuse_in_model_code(what)
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code in _TRAMPOLINES:
+        frame = frame.f_back
+    written = f"{what} must be written in your own cell as a direct call"
+    if frame is None or not is_sandboxed_filename(frame.f_code.co_filename):
+        raise ModelCodeRefused(
+            f"{written}: here it was called by library or kernel code (a callback, a display hook, a "
+            "wrapper such as functools.singledispatch or a dataclass field). Call it yourself in a cell"
+        )
+    node = _call_at(frame)
+    direct = (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and helper is not None
+        and _lookup(frame, node.func.id) is helper
+        and (keyword is None or any(k.arg == keyword for k in node.keywords))
+    )
+    if not direct:
+        spelled = f"{keyword}=" if keyword else "its arguments"
+        raise ModelCodeRefused(
+            f"{written}, with {spelled} written in the call: here it was reached through another object "
+            "(a functools.partial, operator.methodcaller, property, comparison, map/sorted key or a name "
+            "that model-written code may have rebound). Write the call itself in your cell, e.g. "
+            "`load_context(path, allow_secrets=True)` (a def or lambda of your own may wrap it)"
+            if keyword
+            else f"{written}: here it was reached through another object (a functools.partial, map, "
+            "property, comparison or a name that model-written code may have rebound). Write the call "
+            "itself in your cell (a def or lambda of your own may wrap it)"
         )

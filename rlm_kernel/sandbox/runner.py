@@ -17,6 +17,7 @@ from rlm_kernel.sandbox.data.figures import flush_figures
 from rlm_kernel.sandbox.errors import CellTimeout, SandboxError
 from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 from rlm_kernel.sandbox.limits import cell_limits, check_source_size
+from rlm_kernel.sandbox.origin import register_model_filename
 from rlm_kernel.sandbox.policy import restrict_ast
 from rlm_kernel.sandbox.session import SandboxSession
 
@@ -58,13 +59,22 @@ def _register_source(filename: str, source: str) -> None:
 
 
 def run_source(
-    source: str, namespace: dict[str, Any], session: SandboxSession, *, filename: str = "<repl>"
+    source: str,
+    namespace: dict[str, Any],
+    session: SandboxSession,
+    *,
+    filename: str = "<repl>",
+    model: bool = False,
 ) -> ExecOutcome:
     """Check, compile and run `source` in `namespace` under the session's limits.
 
+    With `model=True` the code is model-written: its code objects carry a registered model filename, so
+    whatever it defines stays untrusted wherever it runs (`sandbox.origin`).
     Variables set before an error stay in `namespace`. Never raises for problems in the code itself.
     """
     name = f"{filename}#{next(_BLOCKS)}"
+    if model:
+        register_model_filename(name)
     buffer = io.StringIO()
     value_repr: str | None = None
     error: str | None = None

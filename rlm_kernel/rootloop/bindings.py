@@ -1,0 +1,85 @@
+"""What a `--shared` run's model-written code bound in the notebook's namespace: recorded per block, builtins
+it shadowed removed, and listed after the run (`RLMResult.model_bound`, one line under the run).
+
+In a `--shared` run the model's blocks run in the notebook's own namespace, so the names they bind are the
+person's names from then on. Binding new names and rebinding the person's variables is what `--shared` is
+for; they are listed so the person knows which names now hold model-written values (whatever functions,
+classes and objects model code made keep the model's trust: `sandbox.origin`). Shadowing a builtin
+(`len = ...`) is never what the person asked for and silently changes every later cell that calls it, so it
+is undone after each block (the person's own earlier binding of that name, if any, comes back); preloaded
+helpers are restored by `repl.preload.repair` as in every cell. The block's output tells the model.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+
+__all__ = ["Bindings", "NEW", "REBOUND", "DELETED", "SHADOWED", "HELPER", "note"]
+
+NEW = "new"
+REBOUND = "rebound your variable"
+DELETED = "deleted your variable"
+SHADOWED = "shadowed a builtin: removed"
+HELPER = "replaced a helper: restored"
+_MISSING = object()
+_NOTE_NAMES = 12
+
+
+@dataclass
+class Bindings:
+    """Names model code bound, rebound or deleted in a shared namespace during one run, by what it did."""
+
+    protected: dict = field(default_factory=dict)
+    """The namespace's preloaded names and values (`ReplState.protected`, live): what `repair` restores."""
+    done: dict[str, str] = field(default_factory=dict)
+
+    def before(self, ns: dict) -> dict:
+        """A snapshot of `ns` to compare the block's namespace with (a shallow copy: O(names), no values)."""
+        return dict(ns)
+
+    def after(self, ns: dict, before: dict) -> list[str]:
+        """Record what the block changed; remove builtins it shadowed. Returns a note for the block's output
+        (empty when nothing was undone). Run it before the helpers are repaired."""
+        undone: list[str] = []
+        for name, value in list(ns.items()):
+            old = before.get(name, _MISSING)
+            if old is value or type(name) is not str:
+                continue
+            if name in self.protected and not name.startswith("__"):
+                if value is not self.protected[name]:  # else the kernel's own (a context model code loaded)
+                    self.done.setdefault(name, HELPER)
+            elif hasattr(builtins, name) and not name.startswith("_"):
+                if old is _MISSING:
+                    del ns[name]
+                else:
+                    ns[name] = old
+                self.done.setdefault(name, SHADOWED)
+                undone.append(name)
+            elif self.done.get(name) == DELETED:
+                self.done[name] = REBOUND  # the person's variable, deleted by an earlier block, bound again
+            else:
+                self.done.setdefault(name, NEW if old is _MISSING else REBOUND)
+        for name in before:
+            if type(name) is str and name not in ns and name not in self.protected:
+                if self.done.get(name) == NEW:
+                    del self.done[name]  # made and dropped by model code: nothing of it is left
+                else:
+                    self.done[name] = DELETED
+        if not undone:
+            return []
+        names = ", ".join(sorted(undone))
+        return [
+            f"[note: {names} shadowed Python builtin(s) in the notebook's namespace and was removed; "
+            "use another name]"
+        ]
+
+
+def note(bound: dict[str, str]) -> str:
+    """The one line shown after a shared run: `model code bound: f, len (shadowed a builtin: removed)`."""
+    if not bound:
+        return ""
+    parts = [name if what == NEW else f"{name} ({what})" for name, what in list(bound.items())[:_NOTE_NAMES]]
+    more = len(bound) - _NOTE_NAMES
+    tail = f" and {more} more (rlm_result.model_bound)" if more > 0 else ""
+    return f"model-written code bound in your namespace: {', '.join(parts)}{tail}"
