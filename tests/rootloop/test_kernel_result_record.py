@@ -14,6 +14,7 @@ FIELDS = [
     "depth",
     "message",
     "model",
+    "model_bound",
     "question",
     "termination",
     "trajectory",
