@@ -92,7 +92,10 @@ def load_context(
                 raise CoercionError("load_context: allow_secrets must be True or False")
             # only a person's own cell, calling load_context itself (no wrapper model code could have made)
             require_person_call(
-                "load_context(..., allow_secrets=True)", state.protected.get("load_context"), "allow_secrets"
+                "load_context(..., allow_secrets=True)",
+                "load_context",
+                state.protected.get("load_context"),
+                "allow_secrets",
             )
         try:
             loaded = ctxmod.load(

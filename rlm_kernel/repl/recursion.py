@@ -239,7 +239,9 @@ def rlm_run(state: ReplState, ns: dict, question: str, context: object = None, *
     result.to_jsonl(path).
     """
     refuse_if_finished(state, "rlm_run")
-    require_person_call("rlm_run (use rlm_query for a sub-problem)", state.protected.get("rlm_run"))
+    require_person_call(
+        "rlm_run (use rlm_query for a sub-problem)", "rlm_run", state.protected.get("rlm_run")
+    )
     loop = root_loop(state, "rlm_run")
     if type(question) is not str or not question.strip():
         raise ReplError("rlm_run: the question must be a non-empty str") from None

@@ -42,9 +42,11 @@ class Bindings:
         """Record what the block changed; remove builtins it shadowed. Returns a note for the block's output
         (empty when nothing was undone). Run it before the helpers are repaired."""
         undone: list[str] = []
-        for name, value in list(ns.items()):
-            old = before.get(name, _MISSING)
-            if old is value or type(name) is not str:
+        get = before.get
+        changed = [(k, v) for k, v in ns.items() if get(k, _MISSING) is not v]  # one C-speed pass
+        for name, value in changed:
+            old = get(name, _MISSING)
+            if type(name) is not str:
                 continue
             if name in self.protected and not name.startswith("__"):
                 if value is not self.protected[name]:  # else the kernel's own (a context model code loaded)
@@ -60,8 +62,10 @@ class Bindings:
                 self.done[name] = REBOUND  # the person's variable, deleted by an earlier block, bound again
             else:
                 self.done.setdefault(name, NEW if old is _MISSING else REBOUND)
-        for name in before:
-            if type(name) is str and name not in ns and name not in self.protected:
+        added = sum(1 for k, _ in changed if k not in before)
+        deleted = before.keys() - ns.keys() if len(ns) != len(before) + added else ()
+        for name in deleted:
+            if type(name) is str and name not in self.protected:
                 if self.done.get(name) == NEW:
                     del self.done[name]  # made and dropped by model code: nothing of it is left
                 else:

@@ -170,15 +170,16 @@ def _lookup(frame: types.FrameType, name: str) -> object:
     return missing
 
 
-def require_person_call(what: str, helper: object, keyword: str | None = None) -> None:
+def require_person_call(what: str, name: str, helper: object, keyword: str | None = None) -> None:
     """Refuse unless the helper running now was called directly by a person's cell.
 
     Call it from the helper's implementation (the function the helper closure calls). The call site — the
     first frame above it that is not a registered kernel trampoline — must run code of a person's cell
     (not model-written code, not a library or the kernel), and the instruction it runs must be a call,
-    written in that cell, of a plain name bound to `helper` there (with `keyword=` written in it). A
-    C-level wrapper (`functools.partial`, `operator.methodcaller`, a slot or `key=` that calls it) leaves
-    the cell's frame running some other instruction, and is refused.
+    written in that cell, of `name` — the helper's own name, so that an alias model code bound under a
+    name the person calls for something else does not pass — bound to `helper` there, with `keyword=`
+    written in it. A C-level wrapper (`functools.partial`, `operator.methodcaller`, a slot or `key=` that
+    calls it) leaves the cell's frame running some other instruction, and is refused.
     """
     refuse_in_model_code(what)
     frame = sys._getframe(2)
@@ -194,8 +195,9 @@ def require_person_call(what: str, helper: object, keyword: str | None = None) -
     direct = (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
+        and node.func.id == name
         and helper is not None
-        and _lookup(frame, node.func.id) is helper
+        and _lookup(frame, name) is helper
         and (keyword is None or any(k.arg == keyword for k in node.keywords))
     )
     if not direct:
@@ -203,10 +205,10 @@ def require_person_call(what: str, helper: object, keyword: str | None = None) -
         raise ModelCodeRefused(
             f"{written}, with {spelled} written in the call: here it was reached through another object "
             "(a functools.partial, operator.methodcaller, property, comparison, map/sorted key or a name "
-            "that model-written code may have rebound). Write the call itself in your cell, e.g. "
-            "`load_context(path, allow_secrets=True)` (a def or lambda of your own may wrap it)"
+            f"that model-written code may have rebound). Write the call itself in your cell, by its name, "
+            f"e.g. `{name}(path, {keyword}=True)` (a def or lambda of your own may wrap it)"
             if keyword
             else f"{written}: here it was reached through another object (a functools.partial, map, "
             "property, comparison or a name that model-written code may have rebound). Write the call "
-            "itself in your cell (a def or lambda of your own may wrap it)"
+            f"itself in your cell, by its name `{name}(...)` (a def or lambda of your own may wrap it)"
         )

@@ -116,6 +116,31 @@ ATTACKS = {
         "Auto()",
         ON_STACK,
     ),
+    "format_in_an_fstring": (
+        f"class Fmt:\n    def __format__(self, spec):\n        return str({READ})\nfmt = Fmt()",
+        "text = f'{fmt}'",
+        ON_STACK,
+    ),
+    "iter_in_a_for_loop": (
+        f"class Rows:\n    def __iter__(self):\n        return iter([{READ}])\nrows = Rows()",
+        "for row in rows:\n    pass",
+        ON_STACK,
+    ),
+    "bool_in_an_if": (
+        f"class Flag:\n    def __bool__(self):\n        {READ}\n        return True\nflag = Flag()",
+        "if flag:\n    pass",
+        ON_STACK,
+    ),
+    "hash_as_a_dict_key": (
+        f"class Key:\n    def __hash__(self):\n        {READ}\n        return 1\nkey = Key()",
+        "d = {key: 1}",
+        ON_STACK,
+    ),
+    "fspath_given_to_the_persons_own_call": (
+        f"class Where:\n    def __fspath__(self):\n        {READ}\n        return 'x.txt'\nwhere = Where()",
+        "load_context(where)",
+        ON_STACK,
+    ),
     "sorted_key_calls_model_function": (
         f"def keyer(x):\n    return {READ}",
         "sorted(['a', 'b'], key=keyer)",
@@ -214,6 +239,11 @@ ATTACKS = {
         "lazy_obj = Lazy()",
         "lazy_obj.text",
         "library or kernel code",
+    ),
+    "helper_aliased_under_the_persons_name": (
+        "summarize = rlm_run",
+        "summarize('what the person meant to summarize')",
+        DIRECT,
     ),
     "partial_of_rlm_run": (
         "import functools\ngo = functools.partial(rlm_run, 'start a run')",
@@ -318,6 +348,8 @@ def test_the_persons_own_wrapper_is_refused_with_what_to_write(served) -> None:
         kernel, "import functools\nf = functools.partial(load_context, allow_secrets=True)\nf('.env')", DIRECT
     )
     assert "load_context(path, allow_secrets=True)" in text
+    # an alias is refused too: model code could have bound the helper under a name the person calls
+    refused(kernel, "lc = load_context\nlc('.env', allow_secrets=True)", "by its name")
 
 
 def test_tools_the_person_passes_keep_working(served) -> None:
