@@ -359,3 +359,15 @@ def test_tools_the_person_passes_keep_working(served) -> None:
     stdout = probe(kernel, "rlm_result.trajectory[0].stdout")
     assert "tool says 42" in stdout, (stdout, text)
     assert probe(kernel, "lookup('alpha')") == 42
+
+
+def test_functions_of_a_private_run_stay_untrusted_in_its_result(served) -> None:
+    """Without --shared the run's namespace is its own, but `rlm_result.namespace` hands its functions to the
+    person: they keep the model's trust there too."""
+    server, kernel = served
+    server.reset()
+    server.reply_with(Script(root=[repl(f"def peek():\n    return {READ}\nsize = 7")]))
+    ok(kernel, "%%rlm --max-iterations 2 --max-no-code-turns 1\nDo it.")
+    assert probe(kernel, "rlm_result.model_bound") == {}  # nothing was bound in the notebook
+    assert probe(kernel, "rlm_result.namespace['size']") == 7
+    refused(kernel, "rlm_result.namespace['peek']()", ON_STACK)
