@@ -43,15 +43,17 @@ class Bindings:
         (empty when nothing was undone). Run it before the helpers are repaired."""
         undone: list[str] = []
         get = before.get
-        changed = [(k, v) for k, v in ns.items() if get(k, _MISSING) is not v]  # one C-speed pass
+        # one pass; exact str keys only (a namespace holds no others: nothing else is hashed here); not the
+        # sandbox's own underscore names (`_print`, guards), which model code cannot spell
+        changed = [
+            (k, v) for k, v in ns.items() if type(k) is str and k[:1] != "_" and get(k, _MISSING) is not v
+        ]
         for name, value in changed:
             old = get(name, _MISSING)
-            if type(name) is not str:
-                continue
-            if name in self.protected and not name.startswith("__"):
+            if name in self.protected:
                 if value is not self.protected[name]:  # else the kernel's own (a context model code loaded)
                     self.done.setdefault(name, HELPER)
-            elif hasattr(builtins, name) and not name.startswith("_"):
+            elif hasattr(builtins, name):
                 if old is _MISSING:
                     del ns[name]
                 else:
@@ -65,7 +67,7 @@ class Bindings:
         added = sum(1 for k, _ in changed if k not in before)
         deleted = before.keys() - ns.keys() if len(ns) != len(before) + added else ()
         for name in deleted:
-            if type(name) is str and name not in self.protected:
+            if type(name) is str and name[:1] != "_" and name not in self.protected:
                 if self.done.get(name) == NEW:
                     del self.done[name]  # made and dropped by model code: nothing of it is left
                 else:
