@@ -240,6 +240,17 @@ ATTACKS = {
         "lazy_obj.text",
         "library or kernel code",
     ),
+    "pandas_apply_of_a_model_function": (
+        f"import pandas as pd\ndef per_row(v):\n    return str({READ})\nframe = pd.DataFrame({{'a': [1]}})",
+        "frame['a'].apply(per_row)",
+        ON_STACK,
+    ),
+    "pandas_apply_of_a_partial": (
+        "import functools\nimport pandas as pd\nrun_it = functools.partial(pd.Series(['.env']).apply, "
+        "functools.partial(load_context, allow_secrets=True))",
+        "run_it()",
+        "library or kernel code",
+    ),
     "helper_aliased_under_the_persons_name": (
         "summarize = rlm_run",
         "summarize('what the person meant to summarize')",
