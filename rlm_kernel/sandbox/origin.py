@@ -192,6 +192,12 @@ def require_person_call(what: str, name: str, helper: object, keyword: str | Non
             "wrapper such as functools.singledispatch or a dataclass field). Call it yourself in a cell"
         )
     node = _call_at(frame)
+    if node is None:
+        raise ModelCodeRefused(
+            f"{written}: the kernel cannot read the source of this call (code a magic such as %time or "
+            "%timeit compiled, which keeps no source), so it cannot tell it from a wrapper. Write it as a "
+            "plain statement in a cell"
+        )
     direct = (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)

@@ -339,8 +339,16 @@ def test_shadowed_builtins_are_removed_and_rebound_helpers_restored(served) -> N
 def test_the_persons_own_code_keeps_its_privilege(served) -> None:
     _, kernel = served
     shared_run(served, "numbers = [4, 5]\nlabel = 'model made this'")
+    ok(kernel, f"def from_an_earlier_cell():\n    return {READ}")
     for code in (
         READ,
+        "load_context(\n    '.env',\n    allow_secrets=True,\n)",
+        f"x = 'éé€'; y = {READ}",
+        f"s = f'{{{READ.replace(chr(39), chr(34))}}}'",
+        f"class Body:\n    v = {READ}",
+        f"if True:\n    z = [{READ} for _ in 'a']",
+        f"g = ({READ} for _ in 'a')\nnext(g)",
+        "from_an_earlier_cell()",
         f"def mine():\n    return {READ}\nmine()",
         f"reader = lambda: {READ}\nreader()",
         f"[{READ} for _ in range(1)]",
@@ -361,6 +369,8 @@ def test_the_persons_own_wrapper_is_refused_with_what_to_write(served) -> None:
     assert "load_context(path, allow_secrets=True)" in text
     # an alias is refused too: model code could have bound the helper under a name the person calls
     refused(kernel, "lc = load_context\nlc('.env', allow_secrets=True)", "by its name")
+    # a magic's body keeps no source to read: refused, saying so
+    refused(kernel, f"%time {READ}", "cannot read the source")
 
 
 def test_tools_the_person_passes_keep_working(served) -> None:
