@@ -126,6 +126,8 @@ def run_rlm_steps(
             if answer is None:
                 answer, kind, message = yield from best_effort.attempt(run, reason, message)
     finally:
+        if live and run.bindings is not None and run.bindings.done:  # also when the run failed
+            print(bindings.note(run.bindings.done))  # one line under the run, in the person's cell
         if saved is not None:
             state.depth, state.budget, state.run, state.options = saved
         else:
@@ -151,8 +153,6 @@ def run_rlm_steps(
     continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded, tracker.gate))
     if display is not None:
         display.finish(result)
-    if live and result.model_bound:
-        print(bindings.note(result.model_bound))  # one line under the run, in the person's cell
     if shown_budget is not None:
         shown_budget.finish()
     return result
