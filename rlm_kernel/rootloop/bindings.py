@@ -13,12 +13,14 @@ helpers are restored by `repl.preload.repair` as in every cell. The block's outp
 from __future__ import annotations
 
 import builtins
+import types
 from dataclasses import dataclass, field
 
-__all__ = ["Bindings", "NEW", "REBOUND", "DELETED", "SHADOWED", "HELPER", "note"]
+__all__ = ["Bindings", "NEW", "REBOUND", "REPLACED", "DELETED", "SHADOWED", "HELPER", "note"]
 
 NEW = "new"
 REBOUND = "rebound your variable"
+REPLACED = "replaced your function or class"  # the person will call it: said apart from other variables
 DELETED = "deleted your variable"
 SHADOWED = "shadowed a builtin: removed"
 HELPER = "replaced a helper: restored"
@@ -62,8 +64,13 @@ class Bindings:
                 undone.append(name)
             elif self.done.get(name) == DELETED:
                 self.done[name] = REBOUND  # the person's variable, deleted by an earlier block, bound again
+            elif old is _MISSING:
+                self.done.setdefault(name, NEW)
             else:
-                self.done.setdefault(name, NEW if old is _MISSING else REBOUND)
+                kind = type(old)
+                self.done.setdefault(
+                    name, REPLACED if kind is types.FunctionType or kind is type else REBOUND
+                )
         added = sum(1 for k, _ in changed if k not in before)
         deleted = before.keys() - ns.keys() if len(ns) != len(before) + added else ()
         for name in deleted:

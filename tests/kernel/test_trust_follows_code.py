@@ -313,11 +313,11 @@ def test_magic_through_a_model_function_is_refused(served) -> None:
 
 def test_shadowed_builtins_are_removed_and_rebound_helpers_restored(served) -> None:
     _, kernel = served
-    ok(kernel, "mine = 'person value'")
+    ok(kernel, "mine = 'person value'\ndef cleanup(x):\n    return x")
     text = shared_run(
         served,
         f"def len(x):\n    return {READ}\nload_context = lambda *a, **k: 'fake'\nmine = 'model value'\n"
-        "made_here = [1, 2, 3]",
+        f"made_here = [1, 2, 3]\ndef cleanup(x):\n    return {READ}",
     )
     assert probe(kernel, "len('abc')") == 3
     ok(kernel, "load_context('plain text')")
@@ -328,6 +328,7 @@ def test_shadowed_builtins_are_removed_and_rebound_helpers_restored(served) -> N
         "load_context": "replaced a helper: restored",
         "mine": "rebound your variable",
         "made_here": "new",
+        "cleanup": "replaced your function or class",
     }, bound
     assert "model-written code bound in your namespace:" in text, text
     assert "len (shadowed a builtin: removed)" in text and "made_here" in text, text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlm_kernel.rootloop.bindings import DELETED, HELPER, NEW, REBOUND, SHADOWED, Bindings, note
+from rlm_kernel.rootloop.bindings import DELETED, HELPER, NEW, REBOUND, REPLACED, SHADOWED, Bindings, note
 from rlm_kernel.sandbox.errors import SandboxError
 from rlm_kernel.sandbox.filenames import register_sandboxed_filename
 from rlm_kernel.sandbox.origin import is_model_filename, register_model_filename
@@ -19,16 +19,19 @@ def block(bound: Bindings, ns: dict, change) -> list[str]:  # noqa: ANN001 - a f
 def test_each_kind_of_binding_is_recorded_and_builtins_are_undone() -> None:
     helper = object()
     ns = {"load_context": helper, "mine": 1, "gone": 2, "input": "the person's own", "_print": None}
+    ns["summarize"] = lambda x: x
     bound = Bindings({"load_context": helper})
 
     def change(ns: dict) -> None:
         ns.update(load_context=print, mine=10, fresh=[1], len=lambda x: 0, input="model's", _guard=1)
+        ns["summarize"] = print
         del ns["gone"]
 
     notes = block(bound, ns, change)
     assert bound.done == {
         "load_context": HELPER,
         "mine": REBOUND,
+        "summarize": REPLACED,
         "fresh": NEW,
         "len": SHADOWED,
         "input": SHADOWED,
