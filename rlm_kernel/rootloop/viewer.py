@@ -11,6 +11,8 @@ import html
 import json
 from pathlib import Path
 
+from rlm_kernel.output import is_owned, own
+
 __all__ = ["load_tree", "notebook_cells", "tree_html", "tree_text", "view"]
 
 _SHOW = 4000
@@ -121,6 +123,8 @@ def _run_html(tree: dict, child: bool = False) -> str:
         f"<div class='m'>question:</div><pre>{_e(_cut(str(head.get('question', ''))))}</pre>",
         *(_turn_html(t) for t in turns),
         f"<div class='{'final' if final else 'nofinal'}'><b>{summary}</b>"
+        f"<div class='m'>rlm kernel · {'answer accepted by the FINAL gate' if final else 'no gated answer'}"
+        "</div>"
         f"<div>{_e(head.get('message', ''))}</div>"
         f"<div style='white-space:pre-wrap'>{_e(shown)}</div></div>",
     ]
@@ -222,7 +226,9 @@ class _View:
 def view(source: object) -> _View:
     """The viewer for an `RLMResult` or a saved run (`view("runs/x.jsonl")`): displays as the timeline."""
     if hasattr(source, "tree"):
-        return _View(source.tree())  # type: ignore[union-attr]
+        shown = _View(source.tree())  # type: ignore[union-attr]
+        # a run the kernel made shows as the kernel's own viewer; a saved file or a dict is shown sanitised
+        return own(shown) if is_owned(source) else shown
     if isinstance(source, dict) and "run" in source:
         return _View(source)
     if isinstance(source, str | Path):
