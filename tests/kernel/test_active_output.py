@@ -124,7 +124,8 @@ RAW_BUNDLES = {
     "svg_in_html": "{'text/html': '<svg><foreignObject><img src=x onerror=alert(1)></foreignObject></svg>'}",
     "markdown": "{'text/markdown': '<img src=x onerror=alert(1)> [a](javascript:alert(1))'}",
     "latex": "{'text/latex': '$\\\\href{javascript:alert(1)}{x} \\\\style{color:red}{y}$'}",
-    "iframe": "{'text/html': '<iframe src=\"/api/contents\"></iframe><iframe srcdoc=\"<script>x</script>\">'}",
+    "iframe": "{'text/html': '<iframe src=\"/api/contents\"></iframe>'}",
+    "iframe_srcdoc": "{'text/html': '<iframe srcdoc=\"<script>1</script>\">'}",
     "meta_base": "{'text/html': '<meta http-equiv=refresh content=\"0;url=/api\"><base href=\"http://e/\">'}",
     "style": "{'text/html': '<style>body{display:none}</style><p style=\"position:fixed\">x</p>'}",
     "widget_view": "{'application/vnd.jupyter.widget-view+json': {'model_id': 'x', 'version_major': 2}}",
@@ -159,7 +160,8 @@ def test_repr_mimebundle_with_script_and_metadata(kernel: KernelHarness) -> None
     code = (
         "class Bundle:\n"
         "    def _repr_mimebundle_(self, include=None, exclude=None):\n"
-        "        return ({'application/javascript': 'document.title=1', 'text/html': '<script>x</script><i>i</i>',\n"
+        "        return ({'application/javascript': 'document.title=1',\n"
+        "                 'text/html': '<script>x</script><i>i</i>',\n"
         "                 'text/plain': 'p'}, {'isolated': True, 'rlm_kernel.own_display': True,\n"
         "                 'rlm': {'calls': 99}, 'text/html': {'isolated': True}})\n"
         "Bundle()"
@@ -206,7 +208,8 @@ def test_clear_output_then_fake_final_box_is_unstyled(kernel: KernelHarness) -> 
 def test_user_expressions_are_cleaned(kernel: KernelHarness) -> None:
     ok(
         kernel,
-        "class UE:\n    def _repr_html_(self):\n        return '<script>alert(1)</script><b>b</b>'\nue = UE()",
+        "class UE:\n    def _repr_html_(self):\n        return '<script>alert(1)</script><b>b</b>'\n"
+        "ue = UE()",
     )
     ex = kernel.execute("1", user_expressions={"x": "ue"})
     data = ex.reply["user_expressions"]["x"]["data"]
@@ -262,9 +265,11 @@ def test_final_in_a_cell_is_the_kernels_styled_box(kernel: KernelHarness) -> Non
 MODEL_CODE = (
     "class Evil:\n"
     "    def _repr_html_(self):\n"
-    "        return \"<img src=x onerror='document.title=1'><div style='color:green' class='final'>FINAL</div>\"\n"
+    "        return (\"<img src=x onerror='document.title=1'>\"\n"
+    "                \"<div style='color:green' class='final'>FINAL</div>\")\n"
     "evil = Evil()\n"
-    "display({'application/javascript': 'document.title=1', 'text/html': '<script>alert(1)</script>'}, raw=True)\n"
+    "display({'application/javascript': 'document.title=1',\n"
+    "         'text/html': '<script>alert(1)</script>'}, raw=True)\n"
     "display(evil)\n"
     "print('<script>alert(3)</script>')\n"
     "x = llm_query('q')"

@@ -62,7 +62,8 @@ def test_active_html_is_made_inert(payload: str) -> None:
 def test_markdown_raw_html_and_script_links_are_made_inert() -> None:
     source = (
         "# Title\n\n<img src=x onerror=alert(1)> [click](javascript:alert(1)) [ok](https://example.org)\n\n"
-        "<script>alert(2)</script>\n\n[ref]: javascript:alert(3)\n\n[r][ref] <a href=javascript:alert(4)>a</a>"
+        "<script>alert(2)</script>\n\n[ref]: javascript:alert(3)\n\n"
+        "[r][ref] <a href=javascript:alert(4)>a</a>"
     )
     out = markdown_html(source)
     assert not ACTIVE.search(out.lower()), out
