@@ -23,17 +23,24 @@ def capped(shell: Any, data: Any, metadata: Any) -> tuple[Any, Any, int]:
     (`SandboxSession.cap_mimebundle`), metadata trimmed to the representations kept, and the bytes it was
     charged."""
     session = getattr(shell, "sandbox_session", None)
-    room = None
-    if session is not None and session.limits.output_bytes:
-        room = max(session.limits.output_bytes - session.output_used, 0)
-    data, metadata = clean_bundle(data, metadata, room=room)
-    if session is None:
-        return data, metadata, 0
+    if session is None or not isinstance(data, dict):
+        data, metadata = clean_bundle(data, metadata)
+        if session is None:
+            return data, metadata, 0
     before = session.output_used
+    room = session.limits.output_bytes - before
+    # cut first (what is over the cap is dropped, never cleaned: a huge HTML costs no sanitising), then clean
     capped = session.cap_mimebundle(data)
     if capped is not data and isinstance(metadata, dict):
         metadata = {k: v for k, v in metadata.items() if k in capped or "/" not in k}
-    return capped, metadata, max(session.output_used - before, 0)
+    cleaned, metadata = clean_bundle(capped, metadata)
+    if session.limits.output_bytes and len(cleaned) > 1 and _bundle_size(cleaned) > max(room, 0):
+        # escaping made a representation larger than the room left (`<` becomes `&lt;`): text only
+        text = cleaned.get("text/plain")
+        text = text[: max(room, 0)] if isinstance(text, str) else ""
+        note = "[output truncated: its sanitised HTML is over the per-cell limit (RLM_OUTPUT_BYTES)]"
+        cleaned, metadata = {"text/plain": f"{text}\n{note}" if text else note}, {}
+    return cleaned, metadata, max(session.output_used - before, 0)
 
 
 class RLMDisplayFormatter(DisplayFormatter):

@@ -77,10 +77,6 @@ _META_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
 }
 
 
-def _size(value: Any) -> int:
-    return len(value) if isinstance(value, str | bytes | bytearray) else 0
-
-
 def _clean_metadata(metadata: Any, kept: dict[str, Any]) -> dict[str, Any]:
     """The per-representation hints above, for representations kept; nothing else (no `isolated`, no
     forged `rlm` provenance, no frontend-specific switches)."""
@@ -96,12 +92,11 @@ def _clean_metadata(metadata: Any, kept: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def clean_bundle(data: Any, metadata: Any = None, *, room: int | None = None) -> tuple[dict[str, Any], Any]:
+def clean_bundle(data: Any, metadata: Any = None) -> tuple[dict[str, Any], Any]:
     """(data, metadata) of a display bundle as it may leave the kernel.
 
     Bundles marked as the kernel's own (`trust.mark`) keep what they have (metadata unmarked, TeX neutralised
-    in their HTML); any other is cut to `INERT_TYPES`, cleaned, its metadata to the known hints. `room`: rich
-    representations larger than this are dropped before cleaning (the output cap would drop them anyway).
+    in their HTML); any other is cut to `INERT_TYPES`, cleaned, its metadata to the known hints.
     """
     trusted, metadata = take_mark(metadata)
     if not isinstance(data, dict):
@@ -119,7 +114,7 @@ def clean_bundle(data: Any, metadata: Any = None, *, room: int | None = None) ->
     removed: list[str] = []
     for mime, value in data.items():
         if mime == "text/markdown":
-            if isinstance(value, str) and (room is None or _size(value) <= room):
+            if isinstance(value, str):
                 out.setdefault("text/html", markdown_html(value))
                 if "text/plain" not in data:
                     out["text/plain"] = value
@@ -128,8 +123,6 @@ def clean_bundle(data: Any, metadata: Any = None, *, room: int | None = None) ->
         if cleaner is None:
             removed.append(str(mime)[:80])
             continue
-        if mime != "text/plain" and room is not None and _size(value) > room:
-            continue  # over the cell's output cap: the cap would keep text/plain only
         cleaned = cleaner(value)
         if cleaned is None:
             removed.append(str(mime)[:80])

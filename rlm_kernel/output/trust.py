@@ -1,11 +1,12 @@
-"""Which displays are the kernel's own: a mark only kernel code can put on a bundle's metadata, and the
-objects (by identity) and types whose rich representations the kernel made.
+"""Which displays are the kernel's own: a mark only kernel code can put on a bundle's metadata, and the objects
+(by identity) and types whose rich representations the kernel made.
 
-The mark is a private object, not a value: a cell can pass any metadata to `display()`, but it never holds
-this object (it is added by the kernel's display formatter or by `kernel_display` and removed by the display
-publisher before anything is sent). Identity, not type, for objects such as a run's `RLMResult`: a cell can
-make another instance of a kernel class (`dataclasses.replace(rlm_result, answer=...)`), and that copy must
-not be shown as the kernel's own run display.
+The mark is a private object (compared by identity), not a value: a cell can pass any metadata to
+`display()`, but it never holds this object (it is added by the kernel's display formatter or by
+`kernel_display` and removed by the display publisher before anything is sent). Identity, not type, for
+objects such as a run's `RLMResult`: a cell can make another instance of a kernel class
+(`dataclasses.replace(rlm_result, answer=...)`), and that copy must not be shown as the kernel's own run
+display.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from typing import Any
 __all__ = ["is_owned", "kernel_display", "kernel_update", "mark", "own", "own_type", "take_mark"]
 
 KEY = "rlm_kernel.own_display"
-_MARK = object()
+
+
+class _Mark(str):
+    """A str (so a stock kernel, which has no publisher to take it out, can still send the metadata as JSON)
+    that counts only by identity: an equal string made by a cell is not it."""
+
+
+_MARK = _Mark("kernel")
 _OWNED: dict[int, weakref.ref[Any]] = {}
 _OWNED_TYPES: set[type] = set()
 

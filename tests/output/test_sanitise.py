@@ -147,6 +147,7 @@ def test_forged_mark_is_no_mark() -> None:
     assert take_mark(marked) == (True, {"a": 1})
     forged = {"rlm_kernel.own_display": True}
     assert take_mark(forged) == (False, {})
+    assert take_mark({"rlm_kernel.own_display": str(marked["rlm_kernel.own_display"])})[0] is False
     out, _ = clean_bundle({"text/html": "<script>x</script><b>y</b>"}, forged)
     assert out == {"text/html": "<b>y</b>"}
     kept, _ = clean_bundle({"text/html": "<style>.x{}</style><b class='x'>y</b>"}, mark())
