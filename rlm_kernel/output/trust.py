@@ -1,5 +1,5 @@
-"""Which displays are the kernel's own: a mark only kernel code can put on a bundle's metadata, and the objects
-(by identity) and types whose rich representations the kernel made.
+"""Which displays are the kernel's own: a mark only kernel code can put on a bundle's metadata, and the
+objects (by identity) and types whose rich representations the kernel made.
 
 The mark is a private object (compared by identity), not a value: a cell can pass any metadata to
 `display()`, but it never holds this object (it is added by the kernel's display formatter or by

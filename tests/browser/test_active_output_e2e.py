@@ -1,5 +1,5 @@
-"""Issue 26, class 1 in a real browser: script in the outputs of model-written code and of a person's cell does
-not run in JupyterLab (headless Chromium, Playwright) — the page title stays, no flag is set, and the
+"""Issue 26, class 1 in a real browser: script in the outputs of model-written code and of a person's cell
+does not run in JupyterLab (headless Chromium, Playwright) — the page title stays, no flag is set, and the
 Jupyter server's API is not reached (no file is written through it). The same payload run in the page
 directly does all three: the control that shows the probe can see an escape. Set up and run by `.ci/browser`
 (`bash .ci/browser -k active_output` runs this test alone).
