@@ -65,8 +65,18 @@ try {
   result.title_after = await page.title();
   result.flag_after = await page.evaluate(() => window.__rlm_pwned ?? null);
   result.outputs_text = (await page.locator(".jp-OutputArea-output").allTextContents()).map((t) => t.trim());
-  result.output_html = await page.evaluate(() =>
-    [...document.querySelectorAll(".jp-OutputArea-output")].map((e) => e.innerHTML).join("\n"),
+  // every live element of the outputs that could run script: script/frame/object tags, on* handlers,
+  // javascript: URLs
+  result.active_elements = await page.evaluate(() =>
+    [...document.querySelectorAll(".jp-OutputArea-output *")]
+      .filter(
+        (e) =>
+          ["SCRIPT", "IFRAME", "OBJECT", "EMBED", "FORM"].includes(e.tagName.toUpperCase()) ||
+          [...e.attributes].some(
+            (a) => a.name.startsWith("on") || /^\s*javascript:/i.test(a.value) || a.name === "srcdoc",
+          ),
+      )
+      .map((e) => e.outerHTML.slice(0, 200)),
   );
   result.viewer_styled = await page.evaluate(() => {
     const box = document.querySelector(".rlmv .final");
