@@ -347,3 +347,22 @@ def test_model_clear_output_cannot_wipe_the_run_view(served: tuple[LLMTestServer
     ]
     assert after and after[0]["msg_type"] == "display_data"  # shown again, not updated into nothing
     assert "class='rlmv'" in after[-1]["content"]["data"]["text/html"]  # and the viewer arrives in it
+
+
+def test_display_handle_update_is_cleaned(kernel: KernelHarness) -> None:
+    code = (
+        "h = display({'text/plain': 'first'}, raw=True, display_id=True)\n"
+        "h.update({'text/html': '<img src=x onerror=alert(1)>', 'application/javascript': 'x'}, raw=True)\n"
+        "h.display({'text/html': '<script>alert(1)</script>'}, raw=True)"
+    )
+    ex = kernel.execute(code)
+    assert_all_inert(ex)
+    assert ex.ok or ex.error_name in ("SandboxError", "AttributeError"), ex
+
+
+@pytest.mark.parametrize(
+    "module", ["IPython.display", "IPython", "ipywidgets", "ipykernel.comm", "comm", "bokeh", "plotly"]
+)
+def test_modules_that_show_active_content_are_not_importable(kernel: KernelHarness, module: str) -> None:
+    ex = kernel.execute(f"import {module}")
+    assert not ex.ok and ex.error_name in ("ModuleNotAvailable", "SandboxError", "ImportError"), ex
