@@ -95,8 +95,8 @@ def _clean_metadata(metadata: Any, kept: dict[str, Any]) -> dict[str, Any]:
 def clean_bundle(data: Any, metadata: Any = None) -> tuple[dict[str, Any], Any]:
     """(data, metadata) of a display bundle as it may leave the kernel.
 
-    Bundles marked as the kernel's own (`trust.mark`) keep what they have (metadata unmarked, TeX neutralised
-    in their HTML); any other is cut to `INERT_TYPES`, cleaned, its metadata to the known hints.
+    Bundles marked as the kernel's own (`trust.mark`) keep their representations (TeX neutralised in their
+    HTML); any other is cut to `INERT_TYPES`, cleaned, its metadata to the known hints.
     """
     trusted, metadata = take_mark(metadata)
     if not isinstance(data, dict):
@@ -107,7 +107,8 @@ def clean_bundle(data: Any, metadata: Any = None) -> tuple[dict[str, Any], Any]:
         html = data.get("text/html")
         if isinstance(html, str) and "\\" in html:
             data = {**data, "text/html": neutralise_tex(html)}
-        return data, metadata if metadata is not None else {}
+        # its metadata is cut like any other: `display(rlm_result, metadata=...)` merges a cell's keys in
+        return data, _clean_metadata(metadata, data)
     if len(data) == 1 and type(data.get("text/plain")) is str and not metadata:
         return data, {}  # the common case: plain text, nothing to clean
     out: dict[str, Any] = {}

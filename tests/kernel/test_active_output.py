@@ -322,6 +322,11 @@ def test_model_code_displays_and_objects_are_cleaned_and_the_viewer_escapes(
     real = ok(kernel, "rlm_result")
     [(data, _)] = bundles(real)
     assert "class='rlmv'" in data["text/html"]  # the real one is
+    # ... but a cell's metadata merged into it is still cut (no `isolated`, no forged provenance)
+    merged = ok(kernel, "display(rlm_result, metadata={'isolated': True, 'rlm': {'calls': 99}})")
+    [(data, metadata)] = bundles(merged)
+    assert "class='rlmv'" in data["text/html"] and "isolated" not in metadata
+    assert metadata.get("rlm", {}).get("calls") != 99
 
 
 def test_model_clear_output_cannot_wipe_the_run_view(served: tuple[LLMTestServer, KernelHarness]) -> None:

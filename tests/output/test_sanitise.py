@@ -150,8 +150,9 @@ def test_forged_mark_is_no_mark() -> None:
     assert take_mark({"rlm_kernel.own_display": str(marked["rlm_kernel.own_display"])})[0] is False
     out, _ = clean_bundle({"text/html": "<script>x</script><b>y</b>"}, forged)
     assert out == {"text/html": "<b>y</b>"}
-    kept, _ = clean_bundle({"text/html": "<style>.x{}</style><b class='x'>y</b>"}, mark())
-    assert kept == {"text/html": "<style>.x{}</style><b class='x'>y</b>"}
+    own_html = "<style>.x{}</style><b class='x'>y</b>"
+    kept, meta = clean_bundle({"text/html": own_html}, mark({"isolated": True}))
+    assert kept == {"text/html": own_html} and meta == {}  # styled as made; a cell's metadata still cut
 
 
 def test_owned_objects_are_trusted_by_identity_not_by_equality() -> None:
