@@ -55,10 +55,13 @@ class RLMDisplayFormatter(DisplayFormatter):
 
 
 class RLMPayloadManager(PayloadManager):
-    """execute_reply payloads (the pager that `obj?` opens) carry cleaned bundles, like displays."""
+    """execute_reply payloads: only the pager (`obj?`), its bundle cleaned like a display. The others
+    (`set_next_input`, which writes code into the person's next cell; `edit_magic`; `ask_exit`) come only
+    from magics the kernel refuses, and are dropped should anything else make one."""
 
     def write_payload(self, data: Any, single: bool = True) -> None:
-        super().write_payload(clean_payload_data(data), single)
+        if isinstance(data, dict) and data.get("source") == "page":
+            super().write_payload(clean_payload_data(data), single)
 
 
 class RLMDisplayHook(ZMQShellDisplayHook):

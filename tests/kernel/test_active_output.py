@@ -223,9 +223,11 @@ def test_inspect_and_pager_are_cleaned(kernel: KernelHarness) -> None:
     assert reply["found"]
     assert_inert(reply["data"])
     ex = ok(kernel, "documented?")
-    for payload in ex.reply.get("payload", []):
-        if "data" in payload:
-            assert_inert(payload["data"])
+    pages = [p for p in ex.reply.get("payload", []) if p.get("source") == "page"]
+    assert pages and all(p.get("source") == "page" for p in ex.reply["payload"]), ex.reply
+    for payload in pages:
+        assert_inert(payload["data"])
+        assert "documented" in payload["data"]["text/plain"]
 
 
 # -- honest displays still work ------------------------------------------------------------------------------
