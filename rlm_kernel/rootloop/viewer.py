@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from rlm_kernel.output import is_owned, own
+from rlm_kernel.output.sanitise import markdown_html
 
 __all__ = ["load_tree", "notebook_cells", "tree_html", "tree_text", "view"]
 
@@ -133,6 +134,12 @@ def _run_html(tree: dict, child: bool = False) -> str:
     return f"<details class='{cls}'{opened}><summary>{summary}</summary>{''.join(body)}</details>"
 
 
+def model_markdown(text: object) -> str:
+    """Model-written text for a markdown cell of a saved notebook: rendered to sanitised HTML (a markdown
+    cell may hold HTML), so the notebook carries no script for whoever opens or exports it later."""
+    return markdown_html(str(text)).strip()
+
+
 def tree_html(tree: dict) -> str:
     """A run's `tree()` (or a loaded .jsonl) as self-contained HTML."""
     return f"<div class='rlmv'>{_STYLE}{_run_html(tree)}</div>"
@@ -172,12 +179,13 @@ def notebook_cells(tree: dict, depth: int = 2) -> list:
     cells = [
         md(
             f"#### Sub-RLM (depth {head.get('depth', depth)}, {head.get('model') or '?'})\n\n"
-            f"**Prompt:**\n\n{head.get('question', '')}"
+            f"**Prompt:**\n\n{model_markdown(head.get('question', ''))}"
         )
     ]
     for t in tree.get("turns") or []:
         if t.get("code") is None:
-            cells.append(md(f"Turn {t.get('index')} ({t.get('kind', 'turn')}): {t.get('reply', '')}"))
+            reply = model_markdown(t.get("reply", ""))
+            cells.append(md(f"Turn {t.get('index')} ({t.get('kind', 'turn')}):\n\n{reply}"))
             continue
         outputs = []
         if t.get("stdout"):
@@ -188,7 +196,9 @@ def notebook_cells(tree: dict, depth: int = 2) -> list:
         for call in t.get("calls") or []:
             if isinstance(call.get("run"), dict):
                 cells.extend(notebook_cells(call["run"], depth + 1))
-    cells.append(md(f"**Sub-RLM answer** ({head.get('termination')}): {head.get('answer')}"))
+    cells.append(
+        md(f"**Sub-RLM answer** ({head.get('termination')}):\n\n{model_markdown(head.get('answer'))}")
+    )
     return cells
 
 
