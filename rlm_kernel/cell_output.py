@@ -34,7 +34,8 @@ def capped(shell: Any, data: Any, metadata: Any) -> tuple[Any, Any, int]:
     if capped is not data and isinstance(metadata, dict):
         metadata = {k: v for k, v in metadata.items() if k in capped or "/" not in k}
     cleaned, metadata = clean_bundle(capped, metadata)
-    if session.limits.output_bytes and len(cleaned) > 1 and _bundle_size(cleaned) > max(room, 0):
+    rich = any(key != "text/plain" for key in cleaned)
+    if session.limits.output_bytes and rich and _bundle_size(cleaned) > max(room, 0):
         # escaping made a representation larger than the room left (`<` becomes `&lt;`): text only
         text = cleaned.get("text/plain")
         text = text[: max(room, 0)] if isinstance(text, str) else ""
@@ -123,8 +124,8 @@ class RLMDisplayPublisher(ZMQDisplayPublisher):
             return display_id, update, True
         if update and known is not None and known[1] != self._clears.get(known[0], 0):
             update = False  # wiped by clear_output since: show it again
-        if len(self._kernel_ids) > self._MAX_TRACKED:
-            self._kernel_ids.clear()
+        while len(self._kernel_ids) > self._MAX_TRACKED:  # forget the oldest first
+            self._kernel_ids.pop(next(iter(self._kernel_ids)))
         home = known[0] if known is not None and update else cell
         self._kernel_ids[display_id] = (home, self._clears.get(home, 0))
         return display_id, update, True

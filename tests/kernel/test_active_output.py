@@ -373,3 +373,10 @@ def test_display_handle_update_is_cleaned(kernel: KernelHarness) -> None:
 def test_modules_that_show_active_content_are_not_importable(kernel: KernelHarness, module: str) -> None:
     ex = kernel.execute(f"import {module}")
     assert not ex.ok and ex.error_name in ("ModuleNotAvailable", "SandboxError", "ImportError"), ex
+
+
+def test_escaping_cannot_grow_a_display_past_the_output_cap(kernel: KernelHarness) -> None:
+    # 900 kB of `<` passes the 1 MB cap as sent, and would be 3.6 MB once escaped to `&lt;`
+    ex = ok(kernel, "display({'text/html': '<' * 900_000, 'text/plain': 'lt'}, raw=True)")
+    [(data, _)] = bundles(ex)
+    assert set(data) == {"text/plain"} and "sanitised HTML is over the per-cell limit" in data["text/plain"]
