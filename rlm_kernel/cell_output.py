@@ -1,6 +1,7 @@
-"""What a cell's display output costs: the display hook and publisher that charge each bundle to the cell's
-output cap (`SandboxSession.cap_mimebundle`), skip values a helper has shown already, and stamp the cell's
-model calls into the bundle's metadata (provenance)."""
+"""What a cell's display output may be and costs: the display formatter, hook, publisher and pager
+payloads through which every bundle is cleaned (`rlm_kernel.output`: inert MIME types, sanitised HTML — the
+kernel's own displays excepted), charged to the cell's output cap (`SandboxSession.cap_mimebundle`), not
+shown twice when a helper has shown it already, and stamped with the cell's model calls (provenance)."""
 
 from __future__ import annotations
 
@@ -8,23 +9,60 @@ from typing import Any
 
 from ipykernel.displayhook import ZMQShellDisplayHook
 from ipykernel.zmqshell import ZMQDisplayPublisher
+from IPython.core.formatters import DisplayFormatter
+from IPython.core.payload import PayloadManager
 
+from rlm_kernel.output import clean_bundle, clean_payload_data, is_owned, mark, take_mark
 from rlm_kernel.rootloop import provenance
 
-__all__ = ["RLMDisplayHook", "RLMDisplayPublisher", "capped"]
+__all__ = ["RLMDisplayFormatter", "RLMDisplayHook", "RLMDisplayPublisher", "RLMPayloadManager", "capped"]
 
 
 def capped(shell: Any, data: Any, metadata: Any) -> tuple[Any, Any, int]:
-    """A display bundle under the cell's output cap (`SandboxSession.cap_mimebundle`), metadata trimmed to
-    the representations kept, and the bytes it was charged."""
+    """A display bundle cleaned (`output.clean_bundle`) and under the cell's output cap
+    (`SandboxSession.cap_mimebundle`), metadata trimmed to the representations kept, and the bytes it was
+    charged."""
     session = getattr(shell, "sandbox_session", None)
     if session is None or not isinstance(data, dict):
-        return data, metadata, 0
+        data, metadata = clean_bundle(data, metadata)
+        if session is None:
+            return data, metadata, 0
     before = session.output_used
+    room = session.limits.output_bytes - before
+    # cut first (what is over the cap is dropped, never cleaned: a huge HTML costs no sanitising), then clean
     capped = session.cap_mimebundle(data)
     if capped is not data and isinstance(metadata, dict):
         metadata = {k: v for k, v in metadata.items() if k in capped or "/" not in k}
-    return capped, metadata, max(session.output_used - before, 0)
+    cleaned, metadata = clean_bundle(capped, metadata)
+    rich = any(key != "text/plain" for key in cleaned)
+    if session.limits.output_bytes and rich and _bundle_size(cleaned) > max(room, 0):
+        # escaping made a representation larger than the room left (`<` becomes `&lt;`): text only
+        text = cleaned.get("text/plain")
+        text = text[: max(room, 0)] if isinstance(text, str) else ""
+        note = "[output truncated: its sanitised HTML is over the per-cell limit (RLM_OUTPUT_BYTES)]"
+        cleaned, metadata = {"text/plain": f"{text}\n{note}" if text else note}, {}
+    return cleaned, metadata, max(session.output_used - before, 0)
+
+
+class RLMDisplayFormatter(DisplayFormatter):
+    """IPython's formatter; the bundle of an object the kernel made for display (`output.own`) is marked as
+    the kernel's own, so the publisher keeps its styling. Every other bundle is cleaned downstream."""
+
+    def format(self, obj: Any, include: Any = None, exclude: Any = None) -> tuple[dict, dict]:
+        data, metadata = super().format(obj, include=include, exclude=exclude)
+        if is_owned(obj):
+            metadata = mark(metadata)
+        return data, metadata
+
+
+class RLMPayloadManager(PayloadManager):
+    """execute_reply payloads: only the pager (`obj?`), its bundle cleaned like a display. The others
+    (`set_next_input`, which writes code into the person's next cell; `edit_magic`; `ask_exit`) come only
+    from magics the kernel refuses, and are dropped should anything else make one."""
+
+    def write_payload(self, data: Any, single: bool = True) -> None:
+        if isinstance(data, dict) and data.get("source") == "page":
+            super().write_payload(clean_payload_data(data), single)
 
 
 class RLMDisplayHook(ZMQShellDisplayHook):
@@ -50,20 +88,59 @@ class RLMDisplayPublisher(ZMQDisplayPublisher):
     bundle only (live views that redraw a growing bundle each step do not use up the cap). What such
     displays and their updates *send* is capped too: at most UPDATE_TRAFFIC_FACTOR times the output cap per
     cell; later ones are dropped (and counted in the cell's "output truncated" note).
+
+    The kernel's own displays (marked: `output.trust`) cannot be updated or joined by cell code (their
+    `display_id` is refused to it), and one that a cell's `clear_output` wiped is shown again, not updated
+    into nothing, at its next update. `transient` carries the display id only.
     """
 
     UPDATE_TRAFFIC_FACTOR = 20
+    _MAX_TRACKED = 10_000
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._charged: dict[str, tuple[Any, int]] = {}  # display_id -> (cell it was charged in, bytes)
         self._traffic: tuple[Any, int] = (None, 0)  # (cell, bytes sent by displays with an id)
+        self._kernel_ids: dict[str, tuple[Any, int]] = {}  # the kernel's display_id -> (cell, clears seen)
+        self._clears: dict[Any, int] = {}  # cell -> clear_output calls in it
+
+    def clear_output(self, wait: bool = False) -> None:
+        cell = (self.parent_header or {}).get("msg_id")
+        if len(self._clears) > 256:
+            self._clears.clear()
+        self._clears[cell] = self._clears.get(cell, 0) + 1
+        super().clear_output(wait=wait)
+
+    def _route(
+        self, display_id: Any, trusted: bool, update: bool, cell: Any
+    ) -> tuple[str | None, bool, bool]:
+        """(display id to send, update?, send at all?) for a bundle from the kernel (`trusted`) or a cell."""
+        if type(display_id) is not str:
+            return None, False, not update
+        known = self._kernel_ids.get(display_id)
+        if not trusted:
+            if known is not None:  # a cell may neither update nor join the kernel's own display
+                return None, False, not update
+            return display_id, update, True
+        if update and known is not None and known[1] != self._clears.get(known[0], 0):
+            update = False  # wiped by clear_output since: show it again
+        while len(self._kernel_ids) > self._MAX_TRACKED:  # forget the oldest first
+            self._kernel_ids.pop(next(iter(self._kernel_ids)))
+        home = known[0] if known is not None and update else cell
+        self._kernel_ids[display_id] = (home, self._clears.get(home, 0))
+        return display_id, update, True
 
     def publish(self, data: Any, metadata: Any = None, **kwargs: Any) -> None:  # type: ignore[override]
-        transient = kwargs.get("transient") or {}
-        display_id = transient.get("display_id") if isinstance(transient, dict) else None
+        transient = kwargs.pop("transient", None) or {}
         session = getattr(self.shell, "sandbox_session", None)
         cell = (self.parent_header or {}).get("msg_id")
+        asked = transient.get("display_id") if isinstance(transient, dict) else None
+        trusted = take_mark(metadata)[0]
+        display_id, update, send = self._route(asked, trusted, bool(kwargs.pop("update", False)), cell)
+        if not send:
+            return
+        kwargs["transient"] = {"display_id": display_id} if display_id is not None else {}
+        kwargs["update"] = update
         if display_id is not None and session is not None and session.limits.output_bytes:
             cap = session.limits.output_bytes
             size = min(_bundle_size(data), cap)

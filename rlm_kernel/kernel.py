@@ -18,6 +18,7 @@ from rlm_kernel import __version__, introspect, magics, security_magic
 from rlm_kernel.callscope import call_scope
 from rlm_kernel.llm import event_loop as llm_loop
 from rlm_kernel.llm.events import current_parent, set_current_parent
+from rlm_kernel.output import clean_bundle
 from rlm_kernel.sandbox import audit, cell_limits, consume_backstop_note
 from rlm_kernel.shell import RLMCompiler, RLMShell
 
@@ -188,7 +189,10 @@ class RLMKernel(IPythonKernel):
         """Shift-Tab help: a guarded lookup (RLMShell._ofind); the reprs it calls run under cell limits."""
         try:
             with cell_limits(self.shell.sandbox_session):
-                return super().do_inspect(code, cursor_pos, *args, **kwargs)
+                reply = super().do_inspect(code, cursor_pos, *args, **kwargs)
+                if isinstance(reply.get("data"), dict):  # docstrings are cell-made: cleaned like a display
+                    reply["data"], reply["metadata"] = clean_bundle(reply["data"])
+                return reply
         except BaseException as exc:  # noqa: BLE001 - a time limit or interrupt in a user repr: reply, don't die
             return {"status": "error", "ename": type(exc).__name__, "evalue": str(exc), "traceback": []}
 

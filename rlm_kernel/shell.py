@@ -25,7 +25,13 @@ from traitlets import Dict, Type
 
 from rlm_kernel import magics
 from rlm_kernel.cell_errors import Shown, cut_chain, cut_lines, error_budget, error_text, stand_in
-from rlm_kernel.cell_output import RLMDisplayHook, RLMDisplayPublisher, capped
+from rlm_kernel.cell_output import (
+    RLMDisplayFormatter,
+    RLMDisplayHook,
+    RLMDisplayPublisher,
+    RLMPayloadManager,
+    capped,
+)
 from rlm_kernel.introspect import LookupRefused, resolve_path
 from rlm_kernel.llm import settings_magic  # noqa: F401 - registers %rlm set/show/… when imported
 from rlm_kernel.repl import (
@@ -107,6 +113,16 @@ class RLMShell(ZMQInteractiveShell):
         widgets_magics.install(self)  # fan-out controller, budget displays, widget comms
         preload.install(self.user_ns, self, root_loop=ROOT_LOOP)
         self.user_ns_hidden.update({k: v for k, v in self.user_ns.items()})
+
+    # -- output ------------------------------------------------------------------------------------
+    def init_display_formatter(self) -> None:
+        """Every bundle is cleaned on its way out (cell_output); the kernel's own objects are marked here."""
+        self.display_formatter = RLMDisplayFormatter(parent=self)
+        self.configurables.append(self.display_formatter)
+
+    def init_payload(self) -> None:
+        self.payload_manager = RLMPayloadManager(parent=self)
+        self.configurables.append(self.payload_manager)
 
     # -- namespace ---------------------------------------------------------------------------------
     def init_create_namespaces(self, user_module: Any = None, user_ns: Any = None) -> None:

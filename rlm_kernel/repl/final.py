@@ -6,8 +6,8 @@ from __future__ import annotations
 import html
 
 from IPython import get_ipython
-from IPython.display import display
 
+from rlm_kernel.output import kernel_display
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import ReplState
@@ -69,14 +69,16 @@ def _display_final(text: str) -> None:
         print(f"FINAL ANSWER: {text}")
         return
     body = html.escape(text)
-    display(
+    # the kernel's own display (styled: no cell output can be, output/sanitise.py), saying where it came from
+    kernel_display(
         {
             "text/plain": f"FINAL ANSWER:\n{text}",
             "text/html": (
                 "<div style='border:2px solid #2e7d32;border-radius:6px;padding:8px 12px;margin:4px 0'>"
                 "<div style='font-weight:bold;color:#2e7d32'>FINAL ANSWER</div>"
+                "<div style='font-size:0.85em;color:#57606a'>rlm kernel · FINAL() called in this cell"
+                " (not a run's gated answer); kept in final_answer</div>"
                 f"<div style='white-space:pre-wrap;font-size:1.1em'>{body}</div></div>"
             ),
-        },
-        raw=True,
+        }
     )

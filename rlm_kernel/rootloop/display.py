@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
+from rlm_kernel.output import kernel_display, kernel_update
 from rlm_kernel.widgets.budget import budget_mimebundle, get_monitor
 from rlm_kernel.widgets.display_mode import resolve_mode
 
@@ -74,12 +75,11 @@ class LiveDisplay:
         self.turns: list[Turn] = []
         try:
             from IPython import get_ipython
-            from IPython.display import display
         except ImportError:  # pragma: no cover
             return
         if get_ipython() is None:
             return
-        self.handle = display(self._bundle("starting…"), raw=True, display_id=True)
+        self.handle = kernel_display(self._bundle("starting…"), display_id=True)
 
     def _bundle(self, status: str, final_html: str = "", final_text: str = "") -> dict:
         head = f"<div><b>RLM run</b>: {html.escape(self.question[:300])} — <i>{html.escape(status)}</i></div>"
@@ -93,7 +93,7 @@ class LiveDisplay:
     def turn(self, turn: Turn, status: str) -> None:
         self.turns.append(turn)
         if self.handle is not None:
-            self.handle.update(self._bundle(status), raw=True)
+            kernel_update(self._bundle(status), self.handle.display_id)
 
     def finish(self, result: RLMResult) -> None:
         if self.handle is None:
@@ -113,7 +113,7 @@ class LiveDisplay:
         from rlm_kernel.rootloop.viewer import tree_html
 
         bundle["text/html"] = tree_html(result.tree())
-        self.handle.update(bundle, raw=True)
+        kernel_update(bundle, self.handle.display_id)
 
 
 class RunBudgetDisplay:
@@ -131,7 +131,6 @@ class RunBudgetDisplay:
         self.mode = "off"
         try:
             from IPython import get_ipython
-            from IPython.display import display
         except ImportError:  # pragma: no cover
             return
         if get_ipython() is None or budget is None:
@@ -141,7 +140,7 @@ class RunBudgetDisplay:
         except ValueError:  # an invalid display setting: `%rlm display` says what to fix
             self.mode = "text"
         if self.mode == "widgets":
-            display(budget_mimebundle(budget, "widgets"), raw=True)
+            kernel_display(budget_mimebundle(budget, "widgets"))
 
     def finish(self) -> None:
         """The final figures: the widget flushed at once (widgets mode) or the text line printed."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rlm_kernel.callscope import call_scope
 from rlm_kernel.errors import RLMError
+from rlm_kernel.output import own
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.state import ReplState, RootLoop, RunOptions, RunTracker
@@ -150,6 +151,7 @@ def run_rlm_steps(
         model_bound=dict(run.bindings.done) if shared else {},
         _history=continuation.transcript(run.prior, run.first_message(), run),
     )
+    own(result)  # its display is the kernel's run viewer (a copy a cell makes of it is not: output/trust.py)
     continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded, tracker.gate))
     if display is not None:
         display.finish(result)

@@ -212,10 +212,16 @@ class RLMResult:
         import nbformat
         from nbformat import v4
 
-        cells = [v4.new_markdown_cell(f"# RLM run\n\n**Question:** {self.question}\n\n{self.summary_line()}")]
+        from rlm_kernel.rootloop.viewer import model_markdown
+
+        cells = [
+            v4.new_markdown_cell(
+                f"# RLM run\n\n**Question:**\n\n{model_markdown(self.question)}\n\n{self.summary_line()}"
+            )
+        ]
         for t in self.trajectory:
             prose = t.reply if t.code is None else t.reply.replace(t.code, "…")
-            cells.append(v4.new_markdown_cell(f"### Turn {t.index}\n\n{prose.strip()}"))
+            cells.append(v4.new_markdown_cell(f"### Turn {t.index}\n\n{model_markdown(prose.strip())}"))
             if t.code is not None:
                 outputs = []
                 if t.stdout:
@@ -234,7 +240,8 @@ class RLMResult:
                     cells.extend(notebook_cells(call.run))
         cells.append(
             v4.new_markdown_cell(
-                f"## Answer ({self.termination})\n\n{self.message}\n\n{self.answer_text or ''}"
+                f"## Answer ({self.termination})\n\n{self.message}\n\n"
+                + model_markdown(self.answer_text or "")
             )
         )
         nb = v4.new_notebook(

@@ -11,6 +11,9 @@ import html
 import json
 from pathlib import Path
 
+from rlm_kernel.output import is_owned, own
+from rlm_kernel.output.sanitise import markdown_html
+
 __all__ = ["load_tree", "notebook_cells", "tree_html", "tree_text", "view"]
 
 _SHOW = 4000
@@ -121,12 +124,20 @@ def _run_html(tree: dict, child: bool = False) -> str:
         f"<div class='m'>question:</div><pre>{_e(_cut(str(head.get('question', ''))))}</pre>",
         *(_turn_html(t) for t in turns),
         f"<div class='{'final' if final else 'nofinal'}'><b>{summary}</b>"
+        f"<div class='m'>rlm kernel · {'answer accepted by the FINAL gate' if final else 'no gated answer'}"
+        "</div>"
         f"<div>{_e(head.get('message', ''))}</div>"
         f"<div style='white-space:pre-wrap'>{_e(shown)}</div></div>",
     ]
     opened = "" if child else " open"
     cls = "child" if child else "run"
     return f"<details class='{cls}'{opened}><summary>{summary}</summary>{''.join(body)}</details>"
+
+
+def model_markdown(text: object) -> str:
+    """Model-written text for a markdown cell of a saved notebook: rendered to sanitised HTML (a markdown
+    cell may hold HTML), so the notebook carries no script for whoever opens or exports it later."""
+    return markdown_html(str(text)).strip()
 
 
 def tree_html(tree: dict) -> str:
@@ -168,12 +179,13 @@ def notebook_cells(tree: dict, depth: int = 2) -> list:
     cells = [
         md(
             f"#### Sub-RLM (depth {head.get('depth', depth)}, {head.get('model') or '?'})\n\n"
-            f"**Prompt:**\n\n{head.get('question', '')}"
+            f"**Prompt:**\n\n{model_markdown(head.get('question', ''))}"
         )
     ]
     for t in tree.get("turns") or []:
         if t.get("code") is None:
-            cells.append(md(f"Turn {t.get('index')} ({t.get('kind', 'turn')}): {t.get('reply', '')}"))
+            reply = model_markdown(t.get("reply", ""))
+            cells.append(md(f"Turn {t.get('index')} ({t.get('kind', 'turn')}):\n\n{reply}"))
             continue
         outputs = []
         if t.get("stdout"):
@@ -184,7 +196,9 @@ def notebook_cells(tree: dict, depth: int = 2) -> list:
         for call in t.get("calls") or []:
             if isinstance(call.get("run"), dict):
                 cells.extend(notebook_cells(call["run"], depth + 1))
-    cells.append(md(f"**Sub-RLM answer** ({head.get('termination')}): {head.get('answer')}"))
+    cells.append(
+        md(f"**Sub-RLM answer** ({head.get('termination')}):\n\n{model_markdown(head.get('answer'))}")
+    )
     return cells
 
 
@@ -222,7 +236,9 @@ class _View:
 def view(source: object) -> _View:
     """The viewer for an `RLMResult` or a saved run (`view("runs/x.jsonl")`): displays as the timeline."""
     if hasattr(source, "tree"):
-        return _View(source.tree())  # type: ignore[union-attr]
+        shown = _View(source.tree())  # type: ignore[union-attr]
+        # a run the kernel made shows as the kernel's own viewer; a saved file or a dict is shown sanitised
+        return own(shown) if is_owned(source) else shown
     if isinstance(source, dict) and "run" in source:
         return _View(source)
     if isinstance(source, str | Path):

@@ -15,6 +15,7 @@ from rlm_kernel.llm.budget import Budget, get_session_budget
 from rlm_kernel.llm.events import CallEvent, bus
 from rlm_kernel.llm.schema import BUDGET_DIMS
 from rlm_kernel.llm.session import current_session
+from rlm_kernel.output import own_type
 from rlm_kernel.widgets.display_mode import resolve_mode
 from rlm_kernel.widgets.lib import ipywidgets
 from rlm_kernel.widgets.text import budget_line, format_duration, format_tokens, format_usd
@@ -247,8 +248,10 @@ def show_budget(budget: Budget) -> dict[str, Any]:
 def register_displays(shell: Any) -> None:
     """Teach `shell`'s display formatter to show budgets (the LLM layer knows nothing of widgets)."""
     shell.display_formatter.mimebundle_formatter.for_type(Budget, show_budget)
+    own_type(Budget)  # shown as the kernel's budget widget (a view of the kernel's own figures)
 
 
+@own_type
 class BudgetDisplay:
     """What `%rlm budget` returns: displays as the live budget widget (widgets mode) or its text line."""
 

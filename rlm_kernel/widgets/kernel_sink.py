@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rlm_kernel.llm.events import current_parent
+from rlm_kernel.output import kernel_display, kernel_update
 
 __all__ = ["KernelSink", "current_parent_message"]
 
@@ -83,24 +84,20 @@ class KernelSink:
     def show(self, widget: Any, parent: dict[str, Any], fallback: str = "") -> str:
         """Display `widget` in the cell with `fallback` as its text/plain (not the widget's long repr);
         returns the display id `finish` updates."""
-        from IPython.display import display
-
         display_id = uuid.uuid4().hex
         bundle = dict(widget._repr_mimebundle_() or {})
         if fallback:
             bundle["text/plain"] = fallback
         with self._in_cell(parent):
-            display(bundle, raw=True, display_id=display_id)
+            kernel_display(bundle, display_id=display_id)
         return display_id
 
     def finish(self, widget: Any, parent: dict[str, Any], handle: str, summary: str) -> None:
         """Give the display `handle` the one-line summary as its text/plain, keeping the widget view."""
-        from IPython.display import update_display
-
         bundle = dict(widget._repr_mimebundle_() or {})
         bundle["text/plain"] = summary
         with self._in_cell(parent):
-            update_display(bundle, raw=True, display_id=handle)
+            kernel_update(bundle, handle)
 
     def write(self, text: str, parent: dict[str, Any]) -> None:
         stream = self._stdout

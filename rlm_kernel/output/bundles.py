@@ -1,0 +1,148 @@
+"""The MIME policy of a display bundle: which representations leave the kernel, cleaned how, with which
+metadata.
+
+A bundle made by cell code (a person's cell, model-written code, an object either made and a later cell
+shows) keeps only representations the frontends render inertly — text, JSON, raster images, sanitised
+HTML/SVG/LaTeX — and Markdown becomes sanitised HTML. Everything else (`application/javascript`,
+`text/javascript`, widget views, Vega/Plotly/Bokeh JSON, PDF, any unknown type a frontend extension might
+render actively) is dropped; a bundle left with nothing to show says what was removed. The kernel's own
+displays (`trust.mark`) keep their representations and metadata; their HTML still has MathJax's active
+commands neutralised (it embeds model-written text).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from rlm_kernel.output.sanitise import clean_html, clean_svg, markdown_html, neutralise_tex
+from rlm_kernel.output.trust import take_mark
+
+__all__ = ["INERT_TYPES", "clean_bundle", "clean_payload_data"]
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*\Z")
+_RASTER = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp")
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _image(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)  # ipykernel base64-encodes raw bytes
+    if isinstance(value, str) and _BASE64.match(value):
+        return value
+    return None
+
+
+def _html(value: Any) -> str | None:
+    return clean_html(value) if isinstance(value, str) else None
+
+
+def _svg(value: Any) -> str | None:
+    return clean_svg(value) if isinstance(value, str) else None
+
+
+def _latex(value: Any) -> str | None:
+    return neutralise_tex(value) if isinstance(value, str) else None
+
+
+def _json(value: Any) -> Any:
+    return value  # shown as a collapsible tree of text by every frontend; never rendered as markup
+
+
+# representation -> cleaner (None from a cleaner drops the representation)
+_CLEANERS: dict[str, Callable[[Any], Any]] = {
+    "text/plain": _text,
+    "text/html": _html,
+    "text/latex": _latex,
+    "image/svg+xml": _svg,
+    "application/json": _json,
+    **dict.fromkeys(_RASTER, _image),
+}
+INERT_TYPES = frozenset(_CLEANERS) | {"text/markdown"}
+
+# metadata a cell's bundle may carry, per representation: image size and background hints, JSON expansion
+_IMAGE_META = {
+    "width": (int, float),
+    "height": (int, float),
+    "needs_background": (str,),
+    "unconfined": (bool,),
+}
+_META_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
+    **dict.fromkeys((*_RASTER, "image/svg+xml"), _IMAGE_META),
+    "application/json": {"expanded": (bool,), "root": (str,)},
+}
+
+
+def _clean_metadata(metadata: Any, kept: dict[str, Any]) -> dict[str, Any]:
+    """The per-representation hints above, for representations kept; nothing else (no `isolated`, no
+    forged `rlm` provenance, no frontend-specific switches)."""
+    out: dict[str, Any] = {}
+    if not isinstance(metadata, dict):
+        return out
+    for mime, allowed in _META_KEYS.items():
+        entry = metadata.get(mime)
+        if mime in kept and isinstance(entry, dict):
+            hints = {k: v for k, v in entry.items() if k in allowed and type(v) in allowed[k]}
+            if hints:
+                out[mime] = hints
+    return out
+
+
+def clean_bundle(data: Any, metadata: Any = None) -> tuple[dict[str, Any], Any]:
+    """(data, metadata) of a display bundle as it may leave the kernel.
+
+    Bundles marked as the kernel's own (`trust.mark`) keep their representations (TeX neutralised in their
+    HTML); any other is cut to `INERT_TYPES`, cleaned, its metadata to the known hints.
+    """
+    trusted, metadata = take_mark(metadata)
+    if not isinstance(data, dict):
+        return {"text/plain": "[display data that is not a MIME bundle was removed by the rlm kernel]"}, {}
+    if not data:
+        return {}, {}  # an empty placeholder (display(display_id=True)) stays empty
+    if trusted:
+        html = data.get("text/html")
+        if isinstance(html, str) and "\\" in html:
+            data = {**data, "text/html": neutralise_tex(html)}
+        # its metadata is cut like any other: `display(rlm_result, metadata=...)` merges a cell's keys in
+        return data, _clean_metadata(metadata, data)
+    if len(data) == 1 and type(data.get("text/plain")) is str and not metadata:
+        return data, {}  # the common case: plain text, nothing to clean
+    out: dict[str, Any] = {}
+    removed: list[str] = []
+    for mime, value in data.items():
+        if mime == "text/markdown":
+            if isinstance(value, str):
+                out.setdefault("text/html", markdown_html(value))
+                if "text/plain" not in data:
+                    out["text/plain"] = value
+            continue
+        cleaner = _CLEANERS.get(mime) if isinstance(mime, str) else None
+        if cleaner is None:
+            removed.append(str(mime)[:80])
+            continue
+        cleaned = cleaner(value)
+        if cleaned is None:
+            removed.append(str(mime)[:80])
+        elif mime == "text/html":
+            out["text/html"] = cleaned  # an HTML representation wins over one made from Markdown
+        else:
+            out[mime] = cleaned
+    if "text/plain" not in out and (removed or not out):
+        what = ", ".join(sorted(set(removed))[:5]) or "empty output"
+        out["text/plain"] = (
+            f"[output removed by the rlm kernel: {what} — cell code may show text, images, JSON and "
+            "sanitised HTML/SVG/Markdown/LaTeX, never script or other active content]"
+        )
+    return out, _clean_metadata(metadata, out)
+
+
+def clean_payload_data(payload: Any) -> Any:
+    """An execute_reply payload (the pager: `obj?`) with its `data` bundle cleaned like a display."""
+    if isinstance(payload, dict) and isinstance(payload.get("data"), dict):
+        data, _ = clean_bundle(payload["data"])
+        return {**payload, "data": data}
+    return payload

@@ -1,0 +1,93 @@
+"""Which displays are the kernel's own: a mark only kernel code can put on a bundle's metadata, and the
+objects (by identity) and types whose rich representations the kernel made.
+
+The mark is a private object (compared by identity), not a value: a cell can pass any metadata to
+`display()`, but it never holds this object (it is added by the kernel's display formatter or by
+`kernel_display` and removed by the display publisher before anything is sent). Identity, not type, for
+objects such as a run's `RLMResult`: a cell can make another instance of a kernel class
+(`dataclasses.replace(rlm_result, answer=...)`), and that copy must not be shown as the kernel's own run
+display.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+__all__ = ["is_owned", "kernel_display", "kernel_update", "mark", "own", "own_type", "take_mark"]
+
+KEY = "rlm_kernel.own_display"
+
+
+class _Mark(str):
+    """A str (so a stock kernel, which has no publisher to take it out, can still send the metadata as JSON)
+    that counts only by identity: an equal string made by a cell is not it."""
+
+
+_MARK = _Mark("kernel")
+_OWNED: dict[int, weakref.ref[Any]] = {}
+_OWNED_TYPES: set[type] = set()
+
+
+def mark(metadata: Any = None) -> dict[str, Any]:
+    """`metadata` (a copy) marked as the kernel's own display."""
+    out = dict(metadata) if isinstance(metadata, dict) else {}
+    out[KEY] = _MARK
+    return out
+
+
+def take_mark(metadata: Any) -> tuple[bool, Any]:
+    """(was it marked by the kernel, metadata without the mark). A forged mark counts as no mark."""
+    if isinstance(metadata, dict) and KEY in metadata:
+        marked = metadata[KEY] is _MARK
+        return marked, {k: v for k, v in metadata.items() if k != KEY}
+    return False, metadata
+
+
+def own(obj: Any) -> Any:
+    """Record `obj` (made by kernel code) as showing the kernel's own display; returns it."""
+    key = id(obj)
+
+    def forget(_ref: Any, key: int = key) -> None:
+        _OWNED.pop(key, None)
+
+    try:
+        _OWNED[key] = weakref.ref(obj, forget)
+    except TypeError:  # not weak-referenceable: never trusted
+        pass
+    return obj
+
+
+def own_type(cls: type) -> type:
+    """Every instance of exactly `cls` displays as the kernel's own (for types whose display shows only
+    kernel-made structure around escaped text, e.g. a budget widget); a decorator."""
+    _OWNED_TYPES.add(cls)
+    return cls
+
+
+def is_owned(obj: Any) -> bool:
+    """True for an object recorded by `own`, or of a type recorded by `own_type` (exactly, no subclass),
+    that has no display method of its own in its instance dict."""
+    ref = _OWNED.get(id(obj))
+    if not ((ref is not None and ref() is obj) or type(obj) in _OWNED_TYPES):
+        return False
+    try:
+        attrs = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return True
+    return not any(type(k) is str and k.startswith(("_repr_", "_ipython_")) for k in attrs)
+
+
+def kernel_display(bundle: dict[str, Any], *, display_id: str | bool | None = None) -> Any:
+    """Show a bundle the kernel made as its own display (unsanitised); returns the DisplayHandle when
+    `display_id` is given. Never for anything a cell made."""
+    from IPython.display import display
+
+    return display(bundle, raw=True, metadata=mark(), display_id=display_id)
+
+
+def kernel_update(bundle: dict[str, Any], display_id: str) -> None:
+    """Replace the kernel's own display `display_id` with `bundle`."""
+    from IPython.display import display
+
+    display(bundle, raw=True, metadata=mark(), display_id=display_id, update=True)
