@@ -8,10 +8,14 @@ The process is then confined by the OS (Landlock, seccomp) before ipykernel star
 
 from __future__ import annotations
 
-import gc
-import json
-import os
 import sys
+
+if __name__ == "__main__" and not sys.flags.safe_path and sys.path:  # without -P, `-m` put the cwd first
+    del sys.path[0]  # before any other import: nothing of the notebook's directory is imported as ours
+
+import gc  # noqa: E402 - after the import path is safe
+import json  # noqa: E402
+import os  # noqa: E402
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,8 +58,10 @@ def _reexec_without_secrets() -> None:
 def _exec(env: dict[str, str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
-    # sys.orig_argv keeps interpreter options (-X ..., -W ...) as well as `-m rlm_kernel -f FILE`
-    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
+    # sys.orig_argv keeps interpreter options (-X ..., -W ...) as well as `-m rlm_kernel -f FILE`; -P keeps
+    # the working directory (the notebook's, a context root) off the kernel's import path
+    safe = [] if sys.flags.safe_path else ["-P"]
+    os.execve(sys.executable, [sys.executable, *safe, *sys.orig_argv[1:]], env)
 
 
 def _start_broker_and_reexec() -> None:
