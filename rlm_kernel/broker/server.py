@@ -18,6 +18,8 @@ from typing import Any
 
 from rlm_kernel.broker.endpoints import Endpoint, EndpointPolicy
 from rlm_kernel.broker.ledger import Ledger
+from rlm_kernel.broker.spend_store import SpendStore
+from rlm_kernel.broker.start_config import StartConfig
 from rlm_kernel.llm.broker_protocol import (
     encode,
     error_frame,
@@ -55,8 +57,12 @@ def _framed(message: dict[str, Any]) -> bytes:
 class Broker:
     """Serves one kernel over one stream."""
 
-    def __init__(self, policy: EndpointPolicy) -> None:
+    def __init__(
+        self, policy: EndpointPolicy, start: StartConfig | None = None, store: SpendStore | None = None
+    ) -> None:
         self.policy = policy
+        self.start = start or StartConfig.from_environment()
+        """Start-time settings the kernel's frames may only narrow (budget limits, cache place, prices)."""
         self.session = LLMSession()
         """The broker's own LLM session: no broker link (its engines make the calls), its own event bus."""
         self._engines: dict[int, LLMClient] = {}
@@ -64,7 +70,7 @@ class Broker:
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._writer: asyncio.StreamWriter | None = None
         self._out: list[dict[str, Any]] = []  # messages waiting for this loop turn's write
-        self.ledger = Ledger()
+        self.ledger = Ledger(self.start, store)
         self.paid = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
         """Every answer this broker paid for (whatever budget it was charged to)."""
         self.paid_by: Counter[str] = Counter()
@@ -152,10 +158,12 @@ class Broker:
 
     async def _op_engine(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
         fields = message["fields"]
+        if not isinstance(fields, dict):
+            raise ValueError("an engine is described by a dict of fields")
         ident = json.dumps(fields, sort_keys=True)
         eid = self._engine_ids.get(ident)
         if eid is None or eid not in self._engines:
-            config = self.policy.config_for(fields)
+            config = self.policy.config_for(fields, self.start)
             transport = "httpx" if fields.get("transport") == "httpx" else "aiohttp"
             eid = len(self._engine_ids) + 1
             self._engines[eid] = LLMClient(config, transport=transport, session=self.session)
@@ -169,8 +177,9 @@ class Broker:
         """Run a fan-out: per item a result or error frame (and its events), then the final frame."""
         engine = self._engine(message)
         scope = message.get("scope") or {}
-        wire = scope.get("budgets")
-        budget, names = self.ledger.chain(wire) if wire else (Budget(label="unscoped"), {})
+        if not isinstance(scope, dict):
+            raise ValueError("a batch's scope must be a dict")
+        budget, names = self.ledger.chain(scope.get("budgets"))
         owners = [f"{k}:{scope[k]}" for k in ("owner", "run") if isinstance(scope.get(k), str)]
         items = message["items"]
         if not isinstance(items, list):
@@ -250,6 +259,7 @@ class Broker:
             raise
         # the answer arrived: it is paid for, so it is settled and reported even if the batch is cancelled now
         resp, usd = self.ledger.settle(budget, reservation, req, resp, prices)
+        self.ledger.persist()
         self.paid["calls"] += 1
         self.paid["input_tokens"] += resp.input_tokens
         self.paid["output_tokens"] += resp.output_tokens
@@ -300,8 +310,9 @@ class Broker:
         }
 
 
-def run_broker(sock: socket.socket) -> None:
-    """The broker process's main: serve the kernel on `sock` until it closes."""
+def run_broker(sock: socket.socket, store: SpendStore | None = None) -> None:
+    """The broker process's main: serve the kernel on `sock` until it closes (`store`: the session's
+    spending, kept by the supervisor across brokers)."""
     install_log_redaction()
     policy = EndpointPolicy.from_environment()
-    asyncio.run(Broker(policy).serve(sock))
+    asyncio.run(Broker(policy, StartConfig.from_environment(), store).serve(sock))

@@ -80,7 +80,10 @@ class _Bucket:
 
 
 def _serve(control: socket.socket) -> None:
+    from rlm_kernel.broker.spend_store import SpendStore
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    store = SpendStore.create()  # the session's spending: every broker forked below inherits it
     live: list[int] = []  # brokers this supervisor forked that still run
     bucket = _Bucket()
     while True:
@@ -113,7 +116,7 @@ def _serve(control: socket.socket) -> None:
                 select.select([ours], [], [])
                 from rlm_kernel.broker.server import run_broker
 
-                run_broker(ours)
+                run_broker(ours, store)
             except BaseException:  # noqa: BLE001 - a broker must never return into the supervisor's loop
                 code = 1
             finally:

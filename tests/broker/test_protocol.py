@@ -30,6 +30,7 @@ def broker(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     monkeypatch.setenv("RLM_BASE_URL", llm_server.openai_base_url)
     monkeypatch.setenv("RLM_API_KEY", KEY)
+    monkeypatch.setenv("RLM_CACHE_DIR", str(tmp_path))  # the broker's start-time cache place
     ours, theirs = socket.socketpair()
     thread = threading.Thread(
         target=lambda: asyncio.run(Broker(EndpointPolicy.from_environment()).serve(theirs)), daemon=True
