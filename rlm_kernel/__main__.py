@@ -19,7 +19,7 @@ import os  # noqa: E402
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlm_kernel import secrets
+from rlm_kernel import secrets, settings_file
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.confine import KernelPaths, Status
@@ -92,6 +92,9 @@ def _start_broker_and_reexec() -> None:
     env[CONTROL_FD_VAR] = str(control.fileno())
     env[BROKER_ASKED_VAR] = "1"
     env[KEY_NAMES_VAR] = ",".join(names)
+    # the settings file may hold a key: the kernel gets its settings with the key as a reference, never the
+    # file (the OS layer denies it)
+    env[settings_file.AT_START_VAR] = settings_file.snapshot_for_kernel(os.environ)
     _exec(env)
 
 
@@ -151,8 +154,11 @@ def _connection_file(argv: list[str]) -> str | None:
 
 def _kernel_paths(cache: bool) -> KernelPaths:
     """The context roots and (`cache`: when the kernel makes its own model calls, without a broker) the LLM
-    layer's files that confinement must leave open: its settings file and response cache directory."""
+    layer's files that confinement must leave open: its settings file and response cache directory. With a
+    broker, the settings file (it may hold a key) and the broker's cache key are private: denied even where
+    they lie inside a root."""
     from rlm_kernel.llm.config import config_path, load_config
+    from rlm_kernel.private_files import key_dir
     from rlm_kernel.repl.context import allowed_roots
     from rlm_kernel.sandbox.confine import KernelPaths
 
@@ -162,8 +168,10 @@ def _kernel_paths(cache: bool) -> KernelPaths:
         roots = (os.getcwd(),)
     read: list[str] = []
     write: list[str] = []
+    private = [str(key_dir())]
     try:
-        read.append(str(config_path()))
+        brokered = settings_file.snapshot_at_start(config_path()) is not None  # the launcher read the file
+        (private if brokered else read).append(str(config_path()))
         config = load_config()
         if cache and getattr(config, "cache", "off") != "off":
             cache_dir = Path(config.cache_dir).expanduser().resolve()
@@ -171,7 +179,9 @@ def _kernel_paths(cache: bool) -> KernelPaths:
             write.append(str(cache_dir))
     except Exception:  # noqa: BLE001 - a broken LLM config is reported when it is used, not here
         pass
-    return KernelPaths(context_roots=roots, llm_read=tuple(read), llm_write=tuple(write))
+    return KernelPaths(
+        context_roots=roots, llm_read=tuple(read), llm_write=tuple(write), private=tuple(private)
+    )
 
 
 def _confine_before_threads(calls_models: bool) -> Status:

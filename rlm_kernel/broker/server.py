@@ -14,6 +14,7 @@ import json
 import os
 import socket
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from rlm_kernel.broker.endpoints import Endpoint, EndpointPolicy
@@ -28,11 +29,14 @@ from rlm_kernel.llm.broker_protocol import (
     response_to_wire,
 )
 from rlm_kernel.llm.budget import Budget
+from rlm_kernel.llm.cache import ResponseCache
 from rlm_kernel.llm.client import LLMClient
+from rlm_kernel.llm.config import LLMConfig
 from rlm_kernel.llm.engine import LOOK_UP_AT_ITS_TURN
 from rlm_kernel.llm.errors import ConfigError, LLMError
 from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.session import LLMSession
+from rlm_kernel.private_files import cache_key_bytes, key_dir, replay_snapshot
 
 __all__ = ["Broker", "run_broker"]
 
@@ -71,6 +75,7 @@ class Broker:
         self._writer: asyncio.StreamWriter | None = None
         self._out: list[dict[str, Any]] = []  # messages waiting for this loop turn's write
         self.ledger = Ledger(self.start, store)
+        self._auth: bytes | None = None  # the cache key (private_files), read when a cache is first used
         self.paid = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
         """Every answer this broker paid for (whatever budget it was charged to)."""
         self.paid_by: Counter[str] = Counter()
@@ -166,9 +171,30 @@ class Broker:
             config = self.policy.config_for(fields, self.start)
             transport = "httpx" if fields.get("transport") == "httpx" else "aiohttp"
             eid = len(self._engine_ids) + 1
-            self._engines[eid] = LLMClient(config, transport=transport, session=self.session)
+            engine = LLMClient(config, transport=transport, session=self.session)
+            engine.cache = self._cache_for(config)
+            self._engines[eid] = engine
             self._engine_ids[ident] = eid
         return {"engine": eid}
+
+    def _cache_for(self, config: LLMConfig) -> ResponseCache:
+        """The engine's response cache, authenticated with this broker's key; a replay of the start-time
+        cache reads the supervisor's start-time copy (where untagged recordings are trusted)."""
+        if config.cache == "off":
+            return ResponseCache(Path(config.cache_dir or "."), "off")
+        if self._auth is None:
+            try:
+                self._auth = cache_key_bytes()
+            except OSError as exc:
+                raise ConfigError(
+                    f"the LLM broker cannot read or make its cache key in {key_dir()}: {exc.strerror}; set "
+                    "XDG_STATE_HOME to a private writable folder, or RLM_CACHE=off",
+                    key="cache",
+                ) from None
+        snapshot = replay_snapshot(config.cache_dir) if config.cache == "replay" else None
+        if snapshot is not None:
+            return ResponseCache(snapshot, "replay", auth=self._auth, trust_untagged=True)
+        return ResponseCache(Path(config.cache_dir), config.cache, auth=self._auth)
 
     async def _op_drop(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
         return {}  # engines are shared between kernel clients with equal settings; they live as long as we do
@@ -306,6 +332,7 @@ class Broker:
             "paid": dict(self.paid),
             "paid_by": dict(self.paid_by),
             "scopes": len(self.ledger),
+            "cache_refused": sum(e.cache.refused for e in self._engines.values() if e.cache is not None),
             "running": len(self._tasks) - 1,
         }
 

@@ -18,7 +18,9 @@ import socket
 import sys
 import time
 
+from rlm_kernel.broker.spend_store import SpendStore
 from rlm_kernel.handover import REFUSED, SPAWN_REQUEST
+from rlm_kernel.private_files import snapshot_replay_cache
 
 __all__ = ["MAX_BROKERS", "SPAWN_BURST", "SPAWN_EVERY_S", "spawn_supervisor_process", "start_supervisor"]
 
@@ -80,10 +82,19 @@ class _Bucket:
 
 
 def _serve(control: socket.socket) -> None:
-    from rlm_kernel.broker.spend_store import SpendStore
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     store = SpendStore.create()  # the session's spending: every broker forked below inherits it
+    replay_copy = snapshot_replay_cache()  # before the kernel runs any code (see private_files)
+    try:
+        _serve_requests(control, store)
+    finally:
+        if replay_copy is not None:
+            import shutil
+
+            shutil.rmtree(replay_copy, ignore_errors=True)
+
+
+def _serve_requests(control: socket.socket, store: SpendStore) -> None:
     live: list[int] = []  # brokers this supervisor forked that still run
     bucket = _Bucket()
     while True:

@@ -27,6 +27,7 @@ from rlm_kernel.llm.schema import (
 from rlm_kernel.llm.session import LLMSession, current_session
 from rlm_kernel.sandbox.roots import START_DIR
 from rlm_kernel.secrets import get_secret
+from rlm_kernel.settings_file import config_path, snapshot_at_start
 
 __all__ = [
     "CACHE_MODES",
@@ -158,28 +159,25 @@ def resolve_dir(raw: str, environ: Mapping[str, str] | None = None) -> Path:
 
 
 # ---- sources
-def config_path(environ: Mapping[str, str] | None = None) -> Path:
-    """The TOML file: `$RLM_CONFIG`, else `$XDG_CONFIG_HOME/rlm-kernel/config.toml` (~/.config by default)."""
-    env = os.environ if environ is None else environ
-    if env.get("RLM_CONFIG"):
-        return Path(env["RLM_CONFIG"]).expanduser()
-    base = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config").expanduser()
-    return base / "rlm-kernel" / "config.toml"
-
-
 def _read_toml(environ: Mapping[str, str]) -> tuple[dict[str, Any], str]:
     path = config_path(environ)
     source = f"config file {path}"
-    if not path.is_file():
+    snap = snapshot_at_start(path)  # a kernel with a broker: the launcher's copy, the key as a reference
+    if snap is not None and "error" in snap:
+        raise ConfigError(f"cannot read {source}: {snap['error']}", source=source)
+    if snap is None and not path.is_file() or snap is not None and "data" not in snap:
         if environ.get("RLM_CONFIG"):
             raise ConfigError(
                 f"RLM_CONFIG points at {path}, which is not a file; fix or unset it", key="RLM_CONFIG"
             )
         return {}, source
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {source}: {exc}", source=source) from None
+    if snap is not None:
+        data = snap["data"]
+    else:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read {source}: {exc}", source=source) from None
     flat: dict[str, Any] = {}
     for key, value in data.items():
         if key in _TOML_TABLES and isinstance(value, dict):
