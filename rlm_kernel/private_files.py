@@ -54,9 +54,7 @@ def cache_key_bytes() -> bytes:
 
 
 def _start_cache_dir(env: Mapping[str, str]) -> Path | None:
-    raw = env.get("RLM_CACHE_DIR", "").strip()
-    if not raw:
-        return None
+    raw = env.get("RLM_CACHE_DIR", "").strip() or ".rlm-cache"  # the default beside the notebook
     path = Path(raw).expanduser()
     if not path.is_absolute():  # as `llm.config.resolve_dir`: from the notebook's directory
         session = env.get("JPY_SESSION_NAME", "")
@@ -66,9 +64,10 @@ def _start_cache_dir(env: Mapping[str, str]) -> Path | None:
 
 
 def snapshot_replay_cache(environ: Mapping[str, str] | None = None) -> Path | None:
-    """In the supervisor at start: when the notebook's author set `RLM_CACHE=replay` and `RLM_CACHE_DIR`,
-    copy that cache into the private folder, record where in `REPLAY_SNAPSHOT_VAR`, and return the copy's
-    folder (the supervisor removes it when it exits). None when there is nothing to copy."""
+    """In the supervisor at start: when the notebook's author set `RLM_CACHE=replay` (with `RLM_CACHE_DIR`,
+    or the default beside the notebook), copy that cache into the private folder, record where in
+    `REPLAY_SNAPSHOT_VAR`, and return the copy's folder (the supervisor removes it when it exits). None when
+    there is nothing to copy."""
     env = os.environ if environ is None else environ
     if env.get("RLM_CACHE", "").strip().lower() != "replay":
         return None

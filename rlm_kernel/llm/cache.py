@@ -130,7 +130,7 @@ class ResponseCache:
         self.trust_untagged = trust_untagged
         self.refused = 0
         """Entries refused because their tag did not match (see the module docstring)."""
-        self._refused_keys: set[str] = set()
+        self._refused_keys: dict[str, bool] = {}  # cache key → whether the refused entry had a tag
         self._tag_col = "tag"
 
     def __repr__(self) -> str:
@@ -187,7 +187,7 @@ class ResponseCache:
         if not ok:
             with self._lock:
                 self.refused += 1
-                self._refused_keys.add(str(fields[0]))
+                self._refused_keys[str(fields[0])] = tag is not None
         return ok
 
     @contextmanager
@@ -288,11 +288,19 @@ class ResponseCache:
         user = next((m["content"] for m in reversed(req.messages) if m["role"] == "user"), "")
         preview = user if len(user) <= 80 else user[:77] + "..."
         key = cache_key(provider, req)
-        if key in self._refused_keys:
+        if self._refused_keys.get(key):
             return ReplayMiss(
                 f"replay mode: the recording of this call (cache key {key[:12]}, cache {self.path}) was "
                 "refused: its authentication tag does not match, so it was changed after it was recorded "
                 "(by something without the broker's key). Re-record it with RLM_CACHE=readwrite."
+            )
+        if key in self._refused_keys:
+            return ReplayMiss(
+                f"replay mode: the recording of this call (cache key {key[:12]}, cache {self.path}) carries "
+                "no tag of this machine's broker (recorded elsewhere or before tags) and the cache is not "
+                "the one set at start, so it is not trusted. Set RLM_CACHE=replay and RLM_CACHE_DIR when "
+                "starting the kernel (recordings are then read from a copy made at start), or re-record it "
+                "with RLM_CACHE=readwrite."
             )
         return ReplayMiss(
             f"replay mode: this call was never recorded — provider {provider!r}, model {req.model!r}, "

@@ -1,8 +1,8 @@
 """`%rlm set` settings of an LLM session: validated when set, kept in `LLMSession.settings`.
 
-`load_config` reads them between explicit arguments and the environment. `cache_dir` may only point under the
-cache directory fixed at start, and a budget limit set at start may only be tightened: the LLM broker holds the
-start-time configuration and refuses anything beyond it (a cell's setting may only narrow it).
+`load_config` reads them between explicit arguments and the environment. `cache_dir` may only point under
+the cache directory fixed at start, and a budget limit set at start may only be tightened: the LLM broker
+holds the start-time configuration and refuses anything beyond it (a cell's setting may only narrow it).
 """
 
 from __future__ import annotations

@@ -148,8 +148,16 @@ def test_a_rewritten_or_untagged_entry_is_refused(tmp_path: Path) -> None:
     assert cache.get("openai", REQ) is None
     replay = ResponseCache(tmp_path, "replay", auth=key)
     assert replay.get("openai", REQ) is None
+    assert "carries no tag of this machine's broker" in str(replay.miss_error("openai", REQ))
+    with sqlite3.connect(tmp_path / "llm-cache.sqlite3") as conn:
+        conn.execute("UPDATE entries SET tag = ?", ("0" * 64,))
+    assert replay.get("openai", REQ) is None
     assert "authentication tag does not match" in str(replay.miss_error("openai", REQ))
-    assert ResponseCache(tmp_path, "replay", auth=key, trust_untagged=True).get("openai", REQ) is not None
+    trusting = ResponseCache(tmp_path, "replay", auth=key, trust_untagged=True)
+    assert trusting.get("openai", REQ) is None  # a wrong tag is refused even where untagged ones are trusted
+    with sqlite3.connect(tmp_path / "llm-cache.sqlite3") as conn:
+        conn.execute("UPDATE entries SET tag = NULL")
+    assert trusting.get("openai", REQ) is not None
     assert ResponseCache(tmp_path, "replay", auth=os.urandom(32)).get("openai", REQ) is None
 
 
