@@ -158,7 +158,7 @@ def _kernel_paths(cache: bool) -> KernelPaths:
     broker, the settings file (it may hold a key) and the broker's cache key are private: denied even where
     they lie inside a root."""
     from rlm_kernel.llm.config import config_path, load_config
-    from rlm_kernel.private_files import key_dir
+    from rlm_kernel.private_files import cache_root, key_dir
     from rlm_kernel.repl.context import allowed_roots
     from rlm_kernel.sandbox.confine import KernelPaths
 
@@ -168,7 +168,7 @@ def _kernel_paths(cache: bool) -> KernelPaths:
         roots = (os.getcwd(),)
     read: list[str] = []
     write: list[str] = []
-    private = [str(key_dir())]
+    private = [str(key_dir()), str(cache_root())]  # denied even where a root holds them (~ as a root)
     try:
         brokered = settings_file.snapshot_at_start(config_path()) is not None  # the launcher read the file
         (private if brokered else read).append(str(config_path()))

@@ -15,7 +15,20 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["REPLAY_SNAPSHOT_VAR", "cache_key_bytes", "key_dir", "replay_snapshot", "snapshot_replay_cache"]
+__all__ = [
+    "DEFAULT_CACHE_DIR",
+    "REPLAY_SNAPSHOT_VAR",
+    "cache_key_bytes",
+    "cache_root",
+    "default_cache_dir",
+    "key_dir",
+    "replay_snapshot",
+    "snapshot_replay_cache",
+]
+
+DEFAULT_CACHE_DIR = "@per-user"
+"""The `cache_dir` default: a per-user folder for the notebook's directory (`default_cache_dir`), outside
+every context root, so the kernel can neither read nor write the responses."""
 
 REPLAY_SNAPSHOT_VAR = "RLM_BROKER_REPLAY_SNAPSHOT"
 """Set in the supervisor's own environment (brokers inherit it, the kernel never sees it)."""
@@ -27,6 +40,24 @@ def key_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     base = Path(env.get("XDG_STATE_HOME") or Path.home() / ".local" / "state").expanduser()
     return (base / "rlm-kernel" / "broker").absolute()
+
+
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the default response caches live: `$XDG_CACHE_HOME/rlm-kernel/responses` (~/.cache)."""
+    env = os.environ if environ is None else environ
+    base = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
+    return (base / "rlm-kernel" / "responses").absolute()
+
+
+def default_cache_dir(notebook_dir: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """The default response cache of notebooks in `notebook_dir`: one folder per notebook directory (named
+    after it, with a hash of its path) under `cache_root`."""
+    import hashlib
+
+    folder = notebook_dir.resolve()
+    digest = hashlib.sha256(str(folder).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in folder.name)[:40] or "root"
+    return cache_root(environ) / f"{name}-{digest}"
 
 
 def _private_dir() -> Path:
@@ -54,18 +85,19 @@ def cache_key_bytes() -> bytes:
 
 
 def _start_cache_dir(env: Mapping[str, str]) -> Path | None:
-    raw = env.get("RLM_CACHE_DIR", "").strip() or ".rlm-cache"  # the default beside the notebook
+    session = env.get("JPY_SESSION_NAME", "")  # as `llm.config.notebook_dir`
+    base = Path(session).parent if session and os.path.isabs(session) else Path.cwd()
+    base = base if base.is_dir() else Path.cwd()
+    raw = env.get("RLM_CACHE_DIR", "").strip()
+    if not raw or raw == DEFAULT_CACHE_DIR:
+        return default_cache_dir(base, env)
     path = Path(raw).expanduser()
-    if not path.is_absolute():  # as `llm.config.resolve_dir`: from the notebook's directory
-        session = env.get("JPY_SESSION_NAME", "")
-        base = Path(session).parent if session and os.path.isabs(session) else Path.cwd()
-        path = (base if base.is_dir() else Path.cwd()) / path
-    return path.resolve()
+    return (path if path.is_absolute() else base / path).resolve()
 
 
 def snapshot_replay_cache(environ: Mapping[str, str] | None = None) -> Path | None:
     """In the supervisor at start: when the notebook's author set `RLM_CACHE=replay` (with `RLM_CACHE_DIR`,
-    or the default beside the notebook), copy that cache into the private folder, record where in
+    or the default cache), copy that cache into the private folder, record where in
     `REPLAY_SNAPSHOT_VAR`, and return the copy's folder (the supervisor removes it when it exits). None when
     there is nothing to copy."""
     env = os.environ if environ is None else environ

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlm_kernel.llm.config import load_config, resolve_dir
+from rlm_kernel.llm.config import load_config, start_cache_dir
 from rlm_kernel.llm.errors import ConfigError
 from rlm_kernel.llm.pricing import price_for
 from rlm_kernel.llm.schema import BUDGET_DIMS
@@ -66,7 +66,7 @@ class StartConfig:
                 return cls(problem=str(exc))
             config = None
         raw = os.environ.get("RLM_CACHE_DIR")
-        cache_dir = Path(config.cache_dir) if config is not None else resolve_dir(raw or ".rlm-cache")
+        cache_dir = Path(config.cache_dir) if config is not None else start_cache_dir(raw)
         return cls(
             limits=dict(config.budget_limits) if config is not None else {},
             cache_dir=cache_dir.resolve(),

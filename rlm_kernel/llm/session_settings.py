@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rlm_kernel.llm.config import SETTINGS, _parse, _read_toml, _unknown, load_config, resolve_dir
+from rlm_kernel.llm.config import SETTINGS, _parse, _read_toml, _unknown, load_config, start_cache_dir
 from rlm_kernel.llm.errors import ConfigError
 from rlm_kernel.llm.redact import register_secret
 from rlm_kernel.llm.session import LLMSession, current_session
@@ -28,7 +28,7 @@ def _start_cache_dirs() -> list[Path]:
             raw = _read_toml(os.environ)[0].get("cache_dir")
         except ConfigError:
             raw = None
-    return [resolve_dir(str(raw or SETTINGS["cache_dir"][1]))]
+    return [start_cache_dir(str(raw) if raw else None)]
 
 
 def _check_budget(key: str, value: Any) -> None:
@@ -49,7 +49,7 @@ def _check_budget(key: str, value: Any) -> None:
 
 def _check_cache_dir(value: str) -> str:
     """A `%rlm set cache_dir=` value, refused unless it lies under a place fixed at start."""
-    resolved = resolve_dir(value)
+    resolved = start_cache_dir(value)
     places = _start_cache_dirs()
     if not any(resolved == p or resolved.is_relative_to(p) for p in places):
         listed = ", ".join(str(p) for p in places)

@@ -310,3 +310,38 @@ def test_a_replay_is_served_from_the_start_time_copy(server: LLMTestServer, tmp_
         assert not server.requests  # replay never sends
     finally:
         kernel.shutdown()
+
+
+@pytest.mark.parametrize("inside_root", [False, True], ids=["home-outside", "home-is-a-root"])
+def test_the_default_cache_and_the_key_are_denied_even_inside_a_root(
+    server: LLMTestServer, tmp_path: Path, inside_root: bool
+) -> None:
+    notebook = tmp_path / "notebook"
+    (notebook / "data").mkdir(parents=True)
+    home = notebook if inside_root else tmp_path / "home"  # a notebook in ~ makes ~ a context root
+    kernel = _kernel(
+        server,
+        tmp_path,
+        RLM_CACHE="readwrite",
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+    )
+    try:
+        ok(kernel, "llm_query('default cache')")  # honest control: recorded in the per-user default
+        cached = list((home / ".cache" / "rlm-kernel" / "responses").glob("*/llm-cache.sqlite3"))
+        assert len(cached) == 1, cached
+        key = home / ".local" / "state" / "rlm-kernel" / "broker" / "cache-key"
+        for target in (cached[0], key):
+            out = ok(kernel, TRY.format(what=f"open({str(target)!r}, 'rb').read()")).stdout
+            assert "DENIED" in out, (target, out)
+        out = ok(kernel, TRY.format(what=f"open({str(cached[0].parent / 'planted')!r}, 'w')")).stdout
+        assert "DENIED" in out, out
+        # honest control: the rest of the root stays writable
+        out = ok(
+            kernel, TRY.format(what=f"open({str(notebook / 'data' / 'saved.txt')!r}, 'w').write('x')")
+        ).stdout
+        assert "ALLOWED" in out, out
+        ok(kernel, "llm_query('default cache')")
+        assert len(server.requests) == 1  # and the broker still serves its recording
+    finally:
+        kernel.shutdown()
