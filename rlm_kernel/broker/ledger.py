@@ -31,6 +31,8 @@ from rlm_kernel.llm.tiers import estimate_tokens
 
 __all__ = ["ROOT_ID", "Ledger", "estimate_input"]
 
+MAX_SCOPES = 10_000
+"""Budgets the ledger remembers by id; beyond, the oldest is forgotten (the root still holds the session)."""
 ROOT_ID = "session@broker"
 """The id of the ledger's root budget in snapshots."""
 
@@ -108,6 +110,8 @@ class Ledger:
                 budget._used.update({k: _number(used.get(k, 0), k) for k in _USED})  # noqa: SLF001
                 budget._started = time.monotonic() - _number(entry.get("elapsed", 0.0), "elapsed")  # noqa: SLF001
                 self._budgets[sid] = budget
+                if len(self._budgets) > MAX_SCOPES:  # a kernel naming endless fresh ids: forget the oldest
+                    del self._budgets[next(iter(self._budgets))]  # (the root keeps the session's figures)
             elif budget.limits != limits:
                 budget.set_limits(**limits)
             names[id(budget)] = sid
