@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import sys
 
-if __name__ == "__main__" and not sys.flags.safe_path and sys.path:  # without -P, `-m` put the cwd first
-    del sys.path[0]  # before any other import: nothing of the notebook's directory is imported as ours
+if __name__ == "__main__":  # before any other import: nothing of the notebook's directory is imported as ours
+    if not sys.flags.safe_path and sys.path:  # started without -P: `-m` put the working directory first
+        del sys.path[0]
+    sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # PYTHONPATH=":..." names the working directory
 
 import gc  # noqa: E402 - after the import path is safe
 import json  # noqa: E402

@@ -17,6 +17,7 @@ hands it on to the next.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 from typing import Any
@@ -45,8 +46,10 @@ def estimate_input(req: ChatRequest) -> int:
 
 
 def _number(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ValueError(f"budget {what} must be a number ≥ 0, got {value!r}")
+    # NaN and infinity (JSON frames may carry them) compare false both ways: a limit or a figure of NaN
+    # would never refuse
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise ValueError(f"budget {what} must be a number ≥ 0 (finite), got {value!r}")
     return value
 
 

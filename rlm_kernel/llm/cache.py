@@ -152,6 +152,7 @@ class ResponseCache:
         for attempt in range(50):
             try:
                 conn.execute("PRAGMA busy_timeout = 30000")
+                conn.execute("PRAGMA trusted_schema = OFF")  # a file someone else wrote runs no SQL of theirs
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute(_SCHEMA)

@@ -176,3 +176,25 @@ def test_an_old_cache_without_tags_is_migrated_or_read_as_is(tmp_path: Path) -> 
     rw = ResponseCache(tmp_path, "readwrite", auth=key)
     rw.put("openai", REQ, ChatResponse("new", "m", 1, 1, "stop", None))
     assert rw.get("openai", REQ).response.text == "new"  # type: ignore[union-attr]
+
+
+def test_non_finite_or_negative_figures_in_a_frame_are_refused() -> None:
+    from rlm_kernel.llm.broker_protocol import request_from_wire, request_to_wire
+
+    ledger = Ledger(StartConfig())
+    for limits in ({"max_calls": float("nan")}, {"max_usd": float("inf")}, {"max_calls": -1}):
+        with pytest.raises(ValueError, match="must be a number"):
+            ledger.chain(_chain("x", **limits))
+    used = [{"id": "u", "label": "", "limits": {}, "elapsed": 0.0, "used": {"usd": float("nan")}}]
+    with pytest.raises(ValueError):
+        ledger.chain(used)
+    wire = request_to_wire(REQ)
+    assert request_from_wire(wire) == REQ
+    for bad in (
+        {"max_tokens": -(10**9)},
+        {"max_tokens": 0},
+        {"max_tokens": 8.5},
+        {"temperature": float("nan")},
+    ):
+        with pytest.raises(ValueError):
+            request_from_wire({**wire, **bad})
