@@ -38,7 +38,11 @@ from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.session import LLMSession
 from rlm_kernel.private_files import cache_key_bytes, key_dir, replay_snapshot
 
-__all__ = ["Broker", "run_broker"]
+__all__ = ["MAX_ENGINES", "Broker", "run_broker"]
+
+MAX_ENGINES = 256
+"""Distinct client settings one broker serves (each holds HTTP connections): a kernel describing endless new
+ones is refused past this."""
 
 
 def _framed(message: dict[str, Any]) -> bytes:
@@ -168,6 +172,12 @@ class Broker:
         ident = json.dumps(fields, sort_keys=True)
         eid = self._engine_ids.get(ident)
         if eid is None or eid not in self._engines:
+            if len(self._engines) >= MAX_ENGINES:
+                raise ConfigError(
+                    f"the LLM broker already serves {MAX_ENGINES} different client settings; restart the "
+                    "kernel to start afresh",
+                    key="engine",
+                )
             config = self.policy.config_for(fields, self.start)
             transport = "httpx" if fields.get("transport") == "httpx" else "aiohttp"
             eid = len(self._engine_ids) + 1
