@@ -109,7 +109,11 @@ def snapshot_replay_cache(environ: Mapping[str, str] | None = None) -> Path | No
     import shutil  # only for a replay: the supervisor starts beside the kernel
 
     try:
-        copy = _private_dir() / "replays" / str(os.getpid())
+        replays = _private_dir() / "replays"
+        for old in replays.iterdir() if replays.is_dir() else ():  # left by supervisors that were killed
+            if old.name.isdigit() and not Path(f"/proc/{old.name}").exists():
+                shutil.rmtree(old, ignore_errors=True)
+        copy = replays / str(os.getpid())
         copy.mkdir(parents=True, exist_ok=True, mode=0o700)
         for suffix in ("", "-wal"):
             if (source / (CACHE_FILE + suffix)).is_file():
