@@ -345,3 +345,26 @@ def test_the_default_cache_and_the_key_are_denied_even_inside_a_root(
         assert len(server.requests) == 1  # and the broker still serves its recording
     finally:
         kernel.shutdown()
+
+
+def test_code_inside_a_root_stays_read_only(server: LLMTestServer, tmp_path: Path) -> None:
+    """A root that holds our package (an editable checkout) and the venv: readable, never writable."""
+    import sysconfig
+
+    import rlm_kernel
+
+    package = Path(rlm_kernel.__file__).resolve().parent
+    checkout = package.parent
+    site = Path(sysconfig.get_paths()["purelib"])
+    kernel = _kernel(server, tmp_path, RLM_CONTEXT_ROOTS=str(checkout))
+    try:
+        for target in (package / "broker" / "planted.py", package / "planted.py", site / "planted.py"):
+            out = ok(kernel, TRY.format(what=f"open({str(target)!r}, 'w').write('x')")).stdout
+            assert "DENIED" in out, (target, out)
+            assert not target.exists()
+        out = ok(kernel, TRY.format(what=f"open({str(package / '__init__.py')!r}).read()")).stdout
+        assert "ALLOWED" in out, out  # code stays readable
+        shown = ok(kernel, "%rlm security").all_text
+        assert str(checkout) in shown, shown
+    finally:
+        kernel.shutdown()
