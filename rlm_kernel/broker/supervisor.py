@@ -21,6 +21,7 @@ import time
 from rlm_kernel.broker.spend_store import SpendStore
 from rlm_kernel.handover import REFUSED, SPAWN_REQUEST
 from rlm_kernel.private_files import snapshot_replay_cache
+from rlm_kernel.settings_file import config_path
 
 __all__ = ["MAX_BROKERS", "SPAWN_BURST", "SPAWN_EVERY_S", "spawn_supervisor_process", "start_supervisor"]
 
@@ -84,7 +85,7 @@ class _Bucket:
 def _serve(control: socket.socket) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     store = SpendStore.create()  # the session's spending: every broker forked below inherits it
-    replay_copy = snapshot_replay_cache()  # before the kernel runs any code (see private_files)
+    replay_copy = snapshot_replay_cache(_cache_settings())  # before the kernel runs any code (private_files)
     try:
         _serve_requests(control, store)
     finally:
@@ -92,6 +93,23 @@ def _serve(control: socket.socket) -> None:
             import shutil
 
             shutil.rmtree(replay_copy, ignore_errors=True)
+
+
+def _cache_settings() -> dict[str, str]:
+    """`RLM_CACHE` and `RLM_CACHE_DIR` as the start-time configuration sets them: the environment, else the
+    settings file's `cache` and `cache_dir`."""
+    env = dict(os.environ)
+    try:
+        import tomllib
+
+        path = config_path(env)
+        data = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        data = {}
+    for key, name in (("cache", "RLM_CACHE"), ("cache_dir", "RLM_CACHE_DIR")):
+        if not env.get(name, "").strip() and isinstance(data.get(key), str):
+            env[name] = data[key]
+    return env
 
 
 def _serve_requests(control: socket.socket, store: SpendStore) -> None:

@@ -198,3 +198,30 @@ def test_non_finite_or_negative_figures_in_a_frame_are_refused() -> None:
     ):
         with pytest.raises(ValueError):
             request_from_wire({**wire, **bad})
+
+
+def test_a_replay_cache_named_in_the_settings_file_is_copied_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlm_kernel.broker.supervisor import _cache_settings
+    from rlm_kernel.private_files import REPLAY_SNAPSHOT_VAR, replay_snapshot, snapshot_replay_cache
+
+    recorded = tmp_path / "recorded"
+    ResponseCache(recorded, "readwrite").put("openai", REQ, ChatResponse("kept", "m", 1, 1, "stop", None))
+    (tmp_path / "cfg" / "rlm-kernel").mkdir(parents=True)
+    (tmp_path / "cfg" / "rlm-kernel" / "config.toml").write_text(
+        f'cache = "replay"\ncache_dir = "{recorded}"\n'
+    )
+    for name in ("RLM_CACHE", "RLM_CACHE_DIR", "RLM_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv(REPLAY_SNAPSHOT_VAR, "")  # restored after the test
+    copy = snapshot_replay_cache(_cache_settings())
+    assert copy is not None and (copy / "llm-cache.sqlite3").is_file()
+    assert copy.is_relative_to(tmp_path / "state")
+    assert replay_snapshot(str(recorded.resolve())) == copy
+    with sqlite3.connect(recorded / "llm-cache.sqlite3") as conn:  # a rewrite after the copy is not served
+        conn.execute("UPDATE entries SET text = 'POISONED', tag = NULL")
+    served = ResponseCache(copy, "replay", auth=os.urandom(32), trust_untagged=True).get("openai", REQ)
+    assert served is not None and served.response.text == "kept"
