@@ -64,6 +64,7 @@ def _measure(url: str, n: int, rounds: int, cache_dir: str, server_pid: int) -> 
         k: v for k, v in os.environ.items() if not k.startswith(("RLM_", "OPENAI_", "ANTHROPIC_", "GEMINI_"))
     }
     env.update(RLM_BASE_URL=url + "/v1", RLM_API_KEY="bench-key", XDG_CONFIG_HOME=cache_dir)
+    env.update(RLM_CACHE_DIR=cache_dir, XDG_STATE_HOME=cache_dir)  # the broker's start-time cache place
     control = spawn_supervisor_process(env)
     sock, pid = request_broker(control)
     session = LLMSession(link=BrokerLink(control, sock, pid))

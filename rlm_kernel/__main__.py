@@ -8,14 +8,20 @@ The process is then confined by the OS (Landlock, seccomp) before ipykernel star
 
 from __future__ import annotations
 
-import gc
-import json
-import os
 import sys
+
+if __name__ == "__main__":  # before any other import: nothing of the notebook's directory is imported as ours
+    if not sys.flags.safe_path and sys.path:  # started without -P: `-m` put the working directory first
+        del sys.path[0]
+    sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # PYTHONPATH=":..." names the working directory
+
+import gc  # noqa: E402 - after the import path is safe
+import json  # noqa: E402
+import os  # noqa: E402
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlm_kernel import secrets
+from rlm_kernel import secrets, settings_file
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.confine import KernelPaths, Status
@@ -54,8 +60,10 @@ def _reexec_without_secrets() -> None:
 def _exec(env: dict[str, str]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
-    # sys.orig_argv keeps interpreter options (-X ..., -W ...) as well as `-m rlm_kernel -f FILE`
-    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
+    # sys.orig_argv keeps interpreter options (-X ..., -W ...) as well as `-m rlm_kernel -f FILE`; -P keeps
+    # the working directory (the notebook's, a context root) off the kernel's import path
+    safe = [] if sys.flags.safe_path else ["-P"]
+    os.execve(sys.executable, [sys.executable, *safe, *sys.orig_argv[1:]], env)
 
 
 def _start_broker_and_reexec() -> None:
@@ -86,6 +94,9 @@ def _start_broker_and_reexec() -> None:
     env[CONTROL_FD_VAR] = str(control.fileno())
     env[BROKER_ASKED_VAR] = "1"
     env[KEY_NAMES_VAR] = ",".join(names)
+    # the settings file may hold a key: the kernel gets its settings with the key as a reference, never the
+    # file (the OS layer denies it)
+    env[settings_file.AT_START_VAR] = settings_file.snapshot_for_kernel(os.environ)
     _exec(env)
 
 
@@ -145,8 +156,11 @@ def _connection_file(argv: list[str]) -> str | None:
 
 def _kernel_paths(cache: bool) -> KernelPaths:
     """The context roots and (`cache`: when the kernel makes its own model calls, without a broker) the LLM
-    layer's files that confinement must leave open: its settings file and response cache directory."""
+    layer's files that confinement must leave open: its settings file and response cache directory. With a
+    broker, the settings file (it may hold a key) and the broker's cache key are private: denied even where
+    they lie inside a root."""
     from rlm_kernel.llm.config import config_path, load_config
+    from rlm_kernel.private_files import cache_root, key_dir
     from rlm_kernel.repl.context import allowed_roots
     from rlm_kernel.sandbox.confine import KernelPaths
 
@@ -156,8 +170,10 @@ def _kernel_paths(cache: bool) -> KernelPaths:
         roots = (os.getcwd(),)
     read: list[str] = []
     write: list[str] = []
+    private = [str(key_dir()), str(cache_root())]  # denied even where a root holds them (~ as a root)
     try:
-        read.append(str(config_path()))
+        brokered = settings_file.snapshot_at_start(config_path()) is not None  # the launcher read the file
+        (private if brokered else read).append(str(config_path()))
         config = load_config()
         if cache and getattr(config, "cache", "off") != "off":
             cache_dir = Path(config.cache_dir).expanduser().resolve()
@@ -165,7 +181,9 @@ def _kernel_paths(cache: bool) -> KernelPaths:
             write.append(str(cache_dir))
     except Exception:  # noqa: BLE001 - a broken LLM config is reported when it is used, not here
         pass
-    return KernelPaths(context_roots=roots, llm_read=tuple(read), llm_write=tuple(write))
+    return KernelPaths(
+        context_roots=roots, llm_read=tuple(read), llm_write=tuple(write), private=tuple(private)
+    )
 
 
 def _confine_before_threads(calls_models: bool) -> Status:

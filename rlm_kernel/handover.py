@@ -21,6 +21,7 @@ __all__ = [
     "CONTROL_FD_VAR",
     "KEY_NAMES_VAR",
     "KEY_REF_PREFIX",
+    "REFUSED",
     "SPAWN_REQUEST",
     "ask_for_broker",
     "key_ref",
@@ -39,6 +40,8 @@ KEY_NAMES_VAR = "RLM_BROKER_KEY_NAMES"
 KEY_REF_PREFIX = "broker-key-ref:"
 SPAWN_REQUEST = b"s"
 """The one byte the kernel sends on the control socket for a new broker."""
+REFUSED = b"r"
+"""The supervisor's answer when too many brokers were asked for in a short time (no broker is started)."""
 
 
 def key_ref(name: str) -> str:
@@ -92,7 +95,14 @@ def receive_broker(control: socket.socket, timeout: float = 10.0) -> tuple[socke
         data, fds, _flags, _addr = socket.recv_fds(control, 64, 1)
     finally:
         control.settimeout(None)
+    if data == REFUSED and not fds:
+        raise OSError(
+            "the broker supervisor refused to start another LLM broker: too many were asked for in a short "
+            "time; try again in a few seconds"
+        )
     if not fds or not data:
+        for fd in fds:
+            os.close(fd)
         raise OSError("the broker supervisor did not answer (it may have exited)")
     sock = socket.socket(fileno=fds[0])
     sock.set_inheritable(False)

@@ -38,7 +38,7 @@ def spec_source_dir() -> Path | None:
 def kernel_json(display_name: str = DISPLAY_NAME, env: dict[str, str] | None = None) -> dict:
     """The kernel.json written at install time, naming this Python so the spec works from any Jupyter."""
     spec: dict = {
-        "argv": [sys.executable, "-m", "rlm_kernel", "-f", "{connection_file}"],
+        "argv": [sys.executable, "-P", "-m", "rlm_kernel", "-f", "{connection_file}"],
         "display_name": display_name,
         "language": "python",
         "interrupt_mode": "signal",

@@ -12,10 +12,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from rlm_kernel.broker.start_config import StartConfig
 from rlm_kernel.handover import KEY_REF_PREFIX
 from rlm_kernel.llm.config import (
+    CACHE_MODES,
     DEFAULT_BASE_URLS,
     PROVIDER_KEY_ENV,
+    PROVIDERS,
     LLMConfig,
     _provider_key,
     _secret_lookup,
@@ -114,24 +117,31 @@ class EndpointPolicy:
             key="base_url",
         )
 
-    def config_for(self, fields: dict[str, Any]) -> LLMConfig:
-        """An `LLMConfig` for an engine the kernel describes (`fields`), with the key this policy allows."""
-        endpoint = Endpoint.of(fields.get("base_url"), fields.get("proxy"))
-        key = self.resolve(endpoint, fields.get("api_key"))
-        prices = {str(k): (float(v[0]), float(v[1])) for k, v in (fields.get("prices") or {}).items()}
+    def config_for(self, fields: dict[str, Any], start: StartConfig) -> LLMConfig:
+        """An `LLMConfig` for an engine the kernel describes (`fields`), with the key this policy allows and
+        what the start-time configuration bounds (`start`: cache place, prices, traffic numbers)."""
+        base_url, proxy = fields.get("base_url"), fields.get("proxy")
+        if not all(v is None or isinstance(v, str) for v in (base_url, proxy)):
+            raise ConfigError("the broker needs base_url and proxy as text", key="base_url")
+        presented = fields.get("api_key")
+        if not (presented is None or isinstance(presented, str)):
+            raise ConfigError("the broker needs the api_key as text or a key reference", key="api_key")
+        key = self.resolve(Endpoint.of(base_url, proxy), presented)
+        cache = fields.get("cache")
+        if cache not in CACHE_MODES:
+            modes = ", ".join(CACHE_MODES)
+            raise ConfigError(f"the broker refused cache={cache!r}: one of {modes}", key="cache")
+        provider = fields.get("provider")
+        if provider not in PROVIDERS:
+            raise ConfigError(f"the broker refused provider={provider!r}", key="provider")
         return LLMConfig(
-            provider=str(fields["provider"]),
-            base_url=fields.get("base_url"),
+            provider=provider,
+            base_url=base_url,
             models={},
-            concurrency=int(fields["concurrency"]),
-            max_connections=int(fields["max_connections"]),
-            max_retries=int(fields["max_retries"]),
-            timeout=float(fields["timeout"]),
-            connect_timeout=float(fields["connect_timeout"]),
-            retry_after_cap=float(fields["retry_after_cap"]),
-            cache=str(fields["cache"]),
-            cache_dir=str(fields["cache_dir"]),
-            proxy=fields.get("proxy"),
-            prices=prices,
+            **start.traffic(fields),
+            cache=cache,
+            cache_dir=start.cache_dir_for(fields.get("cache_dir")) if cache != "off" else "",
+            proxy=proxy,
+            prices=start.prices_for(fields.get("prices")),
             _api_key=key,
         )

@@ -7,14 +7,22 @@ reserves the call's worst case on the chain — or refuses it with `BudgetExceed
 real usage; the kernel mirrors each reservation and settlement from the frames it gets back. A budget the
 broker has not seen (a new run, or a broker restarted after a crash) starts from the kernel's settled
 figures, so a restart never resets what was spent.
+
+The kernel's frames are hostile, so its chain only narrows: every chain hangs below the ledger's own root
+budget, made from the start-time limits (`StartConfig`) and shared by every chain id, so a fresh id or a
+chain without limits still meets the session's limits and what was spent. The root's spending lives in a
+`SpendStore` the supervisor holds (a memfd every broker it forks inherits), so a broker the kernel made exit
+hands it on to the next.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 from typing import Any
 
+from rlm_kernel.broker.spend_store import SpendStore
 from rlm_kernel.llm.broker_protocol import USED as _USED
 from rlm_kernel.llm.budget import Budget, Reservation
 from rlm_kernel.llm.errors import BudgetExceeded
@@ -22,7 +30,12 @@ from rlm_kernel.llm.pricing import cost_usd
 from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse
 from rlm_kernel.llm.tiers import estimate_tokens
 
-__all__ = ["Ledger", "estimate_input"]
+__all__ = ["ROOT_ID", "Ledger", "estimate_input"]
+
+MAX_SCOPES = 10_000
+"""Budgets the ledger remembers by id; beyond, the oldest is forgotten (the root still holds the session)."""
+ROOT_ID = "session@broker"
+"""The id of the ledger's root budget in snapshots."""
 
 _LIMITS = ("max_calls", "max_input_tokens", "max_output_tokens", "max_usd", "max_seconds", "max_depth")
 
@@ -33,34 +46,65 @@ def estimate_input(req: ChatRequest) -> int:
 
 
 def _number(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ValueError(f"budget {what} must be a number ≥ 0, got {value!r}")
+    # NaN and infinity (JSON frames may carry them) compare false both ways: a limit or a figure of NaN
+    # would never refuse
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise ValueError(f"budget {what} must be a number ≥ 0 (finite), got {value!r}")
     return value
 
 
 class Ledger:
-    """Broker side: one `Budget` per scope id; reserve before a call, settle or release after it."""
+    """Broker side: one `Budget` per scope id below a root budget of the start-time limits; reserve before a
+    call, settle or release after it."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: Any = None, store: SpendStore | None = None) -> None:
         self._budgets: dict[str, Budget] = {}
+        self.start = start
+        self.store = store or SpendStore()
+        limits = start.root_limits() if start is not None else {}
+        self.root = Budget(label="session (start-time limits)", **limits)
+        self.root.depth = -1  # the kernel's own session budget, right below, is depth 0 as in the kernel
+        kept = self.store.load()
+        if kept is not None:
+            started, used = kept
+            self.root._started = started  # noqa: SLF001 - the session's clock, not this broker's
+            self.root._used.update({k: _number(v, k) for k, v in used.items()})  # noqa: SLF001
 
     def __len__(self) -> int:
         return len(self._budgets)
 
-    def chain(self, wire: list[dict[str, Any]]) -> tuple[Budget, dict[int, str]]:
+    def persist(self) -> None:
+        """Hand the root's spending on to the next broker (after each settled call)."""
+        self.store.save(self.root._started, dict(self.root._used))  # noqa: SLF001
+
+    def chain(self, wire: list[dict[str, Any]] | None) -> tuple[Budget, dict[int, str]]:
         """The leaf budget of a chain sent by `chain_to_wire` (made or updated here); id(budget) → scope id.
 
-        Limits follow the kernel's (a `%rlm set budget_usd=` changes them); spending is this ledger's own."""
-        if not isinstance(wire, list) or not wire:
-            raise ValueError("a request must name its budget chain")
-        parent: Budget | None = None
-        names: dict[int, str] = {}
-        for entry in wire:
+        Limits follow the kernel's (a `%rlm set budget_usd=` changes them) below the root's start-time
+        limits, which also narrow the kernel's session budget (the chain's first entry); spending is this
+        ledger's own. No chain (an unscoped call): a budget right below the root."""
+        names: dict[int, str] = {id(self.root): ROOT_ID}
+        if not wire:
+            budget = self._budgets.get("unscoped")
+            if budget is None:
+                budget = self._budgets["unscoped"] = Budget(parent=self.root, label="unscoped")
+            names[id(budget)] = "unscoped"
+            return budget, names
+        if not isinstance(wire, list) or len(wire) > 64:
+            raise ValueError("a request must name its budget chain (at most 64 budgets deep)")
+        parent: Budget = self.root
+        for position, entry in enumerate(wire):
+            if not isinstance(entry, dict) or not isinstance(entry.get("limits"), dict):
+                raise ValueError("each budget of a chain needs an id and limits")
             sid = str(entry["id"])
+            if sid in (ROOT_ID, "unscoped"):
+                raise ValueError(f"a budget chain may not name {sid!r}")
             limits = {k: entry["limits"].get(k) for k in _LIMITS}
             for k, v in limits.items():
                 if v is not None:
                     _number(v, k)
+            if position == 0 and self.start is not None:
+                limits = self.start.narrow(limits)
             budget = self._budgets.get(sid)
             if budget is None or budget.parent is not parent:
                 budget = Budget(parent=parent, label=str(entry.get("label") or ""), **limits)  # type: ignore[arg-type]
@@ -69,11 +113,12 @@ class Ledger:
                 budget._used.update({k: _number(used.get(k, 0), k) for k in _USED})  # noqa: SLF001
                 budget._started = time.monotonic() - _number(entry.get("elapsed", 0.0), "elapsed")  # noqa: SLF001
                 self._budgets[sid] = budget
+                if len(self._budgets) > MAX_SCOPES:  # a kernel naming endless fresh ids: forget the oldest
+                    del self._budgets[next(iter(self._budgets))]  # (the root keeps the session's figures)
             elif budget.limits != limits:
                 budget.set_limits(**limits)
             names[id(budget)] = sid
             parent = budget
-        assert parent is not None
         return parent, names
 
     @staticmethod
@@ -109,5 +154,6 @@ class Ledger:
 
     def snapshot(self, ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
         """Plain figures of the named budgets (all when `ids` is None)."""
-        chosen = self._budgets if ids is None else {i: self._budgets[i] for i in ids if i in self._budgets}
+        every = {ROOT_ID: self.root, **self._budgets}
+        chosen = every if ids is None else {i: every[i] for i in ids if i in every}
         return {sid: b.snapshot() for sid, b in chosen.items()}

@@ -14,10 +14,13 @@ import json
 import os
 import socket
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from rlm_kernel.broker.endpoints import Endpoint, EndpointPolicy
 from rlm_kernel.broker.ledger import Ledger
+from rlm_kernel.broker.spend_store import SpendStore
+from rlm_kernel.broker.start_config import StartConfig
 from rlm_kernel.llm.broker_protocol import (
     encode,
     error_frame,
@@ -26,13 +29,20 @@ from rlm_kernel.llm.broker_protocol import (
     response_to_wire,
 )
 from rlm_kernel.llm.budget import Budget
+from rlm_kernel.llm.cache import ResponseCache
 from rlm_kernel.llm.client import LLMClient
+from rlm_kernel.llm.config import LLMConfig
 from rlm_kernel.llm.engine import LOOK_UP_AT_ITS_TURN
 from rlm_kernel.llm.errors import ConfigError, LLMError
 from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.session import LLMSession
+from rlm_kernel.private_files import cache_key_bytes, key_dir, replay_snapshot
 
-__all__ = ["Broker", "run_broker"]
+__all__ = ["MAX_ENGINES", "Broker", "run_broker"]
+
+MAX_ENGINES = 256
+"""Distinct client settings one broker serves (each holds HTTP connections): a kernel describing endless new
+ones is refused past this."""
 
 
 def _framed(message: dict[str, Any]) -> bytes:
@@ -55,8 +65,12 @@ def _framed(message: dict[str, Any]) -> bytes:
 class Broker:
     """Serves one kernel over one stream."""
 
-    def __init__(self, policy: EndpointPolicy) -> None:
+    def __init__(
+        self, policy: EndpointPolicy, start: StartConfig | None = None, store: SpendStore | None = None
+    ) -> None:
         self.policy = policy
+        self.start = start or StartConfig.from_environment()
+        """Start-time settings the kernel's frames may only narrow (budget limits, cache place, prices)."""
         self.session = LLMSession()
         """The broker's own LLM session: no broker link (its engines make the calls), its own event bus."""
         self._engines: dict[int, LLMClient] = {}
@@ -64,7 +78,8 @@ class Broker:
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._writer: asyncio.StreamWriter | None = None
         self._out: list[dict[str, Any]] = []  # messages waiting for this loop turn's write
-        self.ledger = Ledger()
+        self.ledger = Ledger(self.start, store)
+        self._auth: bytes | None = None  # the cache key (private_files), read when a cache is first used
         self.paid = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
         """Every answer this broker paid for (whatever budget it was charged to)."""
         self.paid_by: Counter[str] = Counter()
@@ -152,15 +167,44 @@ class Broker:
 
     async def _op_engine(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
         fields = message["fields"]
+        if not isinstance(fields, dict):
+            raise ValueError("an engine is described by a dict of fields")
         ident = json.dumps(fields, sort_keys=True)
         eid = self._engine_ids.get(ident)
         if eid is None or eid not in self._engines:
-            config = self.policy.config_for(fields)
+            if len(self._engines) >= MAX_ENGINES:
+                raise ConfigError(
+                    f"the LLM broker already serves {MAX_ENGINES} different client settings; restart the "
+                    "kernel to start afresh",
+                    key="engine",
+                )
+            config = self.policy.config_for(fields, self.start)
             transport = "httpx" if fields.get("transport") == "httpx" else "aiohttp"
             eid = len(self._engine_ids) + 1
-            self._engines[eid] = LLMClient(config, transport=transport, session=self.session)
+            engine = LLMClient(config, transport=transport, session=self.session)
+            engine.cache = self._cache_for(config)
+            self._engines[eid] = engine
             self._engine_ids[ident] = eid
         return {"engine": eid}
+
+    def _cache_for(self, config: LLMConfig) -> ResponseCache:
+        """The engine's response cache, authenticated with this broker's key; a replay of the start-time
+        cache reads the supervisor's start-time copy (where untagged recordings are trusted)."""
+        if config.cache == "off":
+            return ResponseCache(Path(config.cache_dir or "."), "off")
+        if self._auth is None:
+            try:
+                self._auth = cache_key_bytes()
+            except OSError as exc:
+                raise ConfigError(
+                    f"the LLM broker cannot read or make its cache key in {key_dir()}: {exc.strerror}; set "
+                    "XDG_STATE_HOME to a private writable folder, or RLM_CACHE=off",
+                    key="cache",
+                ) from None
+        snapshot = replay_snapshot(config.cache_dir) if config.cache == "replay" else None
+        if snapshot is not None:
+            return ResponseCache(snapshot, "replay", auth=self._auth, trust_untagged=True)
+        return ResponseCache(Path(config.cache_dir), config.cache, auth=self._auth)
 
     async def _op_drop(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
         return {}  # engines are shared between kernel clients with equal settings; they live as long as we do
@@ -169,8 +213,9 @@ class Broker:
         """Run a fan-out: per item a result or error frame (and its events), then the final frame."""
         engine = self._engine(message)
         scope = message.get("scope") or {}
-        wire = scope.get("budgets")
-        budget, names = self.ledger.chain(wire) if wire else (Budget(label="unscoped"), {})
+        if not isinstance(scope, dict):
+            raise ValueError("a batch's scope must be a dict")
+        budget, names = self.ledger.chain(scope.get("budgets"))
         owners = [f"{k}:{scope[k]}" for k in ("owner", "run") if isinstance(scope.get(k), str)]
         items = message["items"]
         if not isinstance(items, list):
@@ -250,6 +295,7 @@ class Broker:
             raise
         # the answer arrived: it is paid for, so it is settled and reported even if the batch is cancelled now
         resp, usd = self.ledger.settle(budget, reservation, req, resp, prices)
+        self.ledger.persist()
         self.paid["calls"] += 1
         self.paid["input_tokens"] += resp.input_tokens
         self.paid["output_tokens"] += resp.output_tokens
@@ -296,12 +342,14 @@ class Broker:
             "paid": dict(self.paid),
             "paid_by": dict(self.paid_by),
             "scopes": len(self.ledger),
+            "cache_refused": sum(e.cache.refused for e in self._engines.values() if e.cache is not None),
             "running": len(self._tasks) - 1,
         }
 
 
-def run_broker(sock: socket.socket) -> None:
-    """The broker process's main: serve the kernel on `sock` until it closes."""
+def run_broker(sock: socket.socket, store: SpendStore | None = None) -> None:
+    """The broker process's main: serve the kernel on `sock` until it closes (`store`: the session's
+    spending, kept by the supervisor across brokers)."""
     install_log_redaction()
     policy = EndpointPolicy.from_environment()
-    asyncio.run(Broker(policy).serve(sock))
+    asyncio.run(Broker(policy, StartConfig.from_environment(), store).serve(sock))

@@ -128,11 +128,18 @@ def request_from_wire(data: dict[str, Any]) -> ChatRequest:
         for m in messages
     ):
         raise ValueError("request messages must be a list of {role, content} strings")
+    max_tokens, temperature = data["max_tokens"], data["temperature"]
+    # a negative or non-finite figure would reserve less than nothing on the budget
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 10**7:
+        raise ValueError(f"max_tokens must be a whole number from 1 to 10**7, got {max_tokens!r}")
+    number = isinstance(temperature, int | float) and not isinstance(temperature, bool)
+    if not number or not 0 <= temperature <= 100:
+        raise ValueError(f"temperature must be a number from 0 to 100, got {temperature!r}")
     return ChatRequest(
         model=str(data["model"]),
         messages=tuple({"role": m["role"], "content": m["content"]} for m in messages),
-        max_tokens=int(data["max_tokens"]),
-        temperature=float(data["temperature"]),
+        max_tokens=max_tokens,
+        temperature=float(temperature),
         stop=tuple(str(s) for s in data.get("stop") or ()),
     )
 

@@ -25,8 +25,10 @@ from rlm_kernel.llm.schema import (
     TIERS,
 )
 from rlm_kernel.llm.session import LLMSession, current_session
+from rlm_kernel.private_files import DEFAULT_CACHE_DIR, default_cache_dir
 from rlm_kernel.sandbox.roots import START_DIR
 from rlm_kernel.secrets import get_secret
+from rlm_kernel.settings_file import config_path, snapshot_at_start
 
 __all__ = [
     "CACHE_MODES",
@@ -40,6 +42,7 @@ __all__ = [
     "load_config",
     "notebook_dir",
     "resolve_dir",
+    "start_cache_dir",
     "provider_key_present",
     "register_setting",
 ]
@@ -158,28 +161,25 @@ def resolve_dir(raw: str, environ: Mapping[str, str] | None = None) -> Path:
 
 
 # ---- sources
-def config_path(environ: Mapping[str, str] | None = None) -> Path:
-    """The TOML file: `$RLM_CONFIG`, else `$XDG_CONFIG_HOME/rlm-kernel/config.toml` (~/.config by default)."""
-    env = os.environ if environ is None else environ
-    if env.get("RLM_CONFIG"):
-        return Path(env["RLM_CONFIG"]).expanduser()
-    base = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config").expanduser()
-    return base / "rlm-kernel" / "config.toml"
-
-
 def _read_toml(environ: Mapping[str, str]) -> tuple[dict[str, Any], str]:
     path = config_path(environ)
     source = f"config file {path}"
-    if not path.is_file():
+    snap = snapshot_at_start(path)  # a kernel with a broker: the launcher's copy, the key as a reference
+    if snap is not None and "error" in snap:
+        raise ConfigError(f"cannot read {source}: {snap['error']}", source=source)
+    if snap is None and not path.is_file() or snap is not None and "data" not in snap:
         if environ.get("RLM_CONFIG"):
             raise ConfigError(
                 f"RLM_CONFIG points at {path}, which is not a file; fix or unset it", key="RLM_CONFIG"
             )
         return {}, source
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read {source}: {exc}", source=source) from None
+    if snap is not None:
+        data = snap["data"]
+    else:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read {source}: {exc}", source=source) from None
     flat: dict[str, Any] = {}
     for key, value in data.items():
         if key in _TOML_TABLES and isinstance(value, dict):
@@ -242,7 +242,7 @@ class LLMConfig:
     temperature: float = 0.0
     auto_fast_max_tokens: int = 8000
     cache: str = "readwrite"
-    cache_dir: str = ".rlm-cache"
+    cache_dir: str = DEFAULT_CACHE_DIR
     proxy: str | None = None
     local_model: str = "tiny"
     errors_in_model_code: str = "raise"
@@ -411,10 +411,22 @@ def load_config(
     )
 
 
+def start_cache_dir(raw: str | None, environ: Mapping[str, str] | None = None) -> Path:
+    """A `cache_dir` value as a folder: the default (`@per-user`) is a per-user folder for the notebook's
+    directory, outside the context roots; a relative path is taken from the notebook's directory."""
+    if not raw or raw == DEFAULT_CACHE_DIR:
+        return default_cache_dir(notebook_dir(environ), environ)
+    return resolve_dir(raw, environ)
+
+
 def _cache_dir(raw: str, env: Mapping[str, str], sources: dict[str, str]) -> str:
     """The cache directory as an absolute path; a relative one is resolved against the notebook's directory
     (not the directory Jupyter was started from), and its source says so."""
-    resolved = resolve_dir(raw, env)
+    resolved = start_cache_dir(raw, env)
+    if raw == DEFAULT_CACHE_DIR:
+        where = sources.get("cache_dir", "default")
+        sources["cache_dir"] = f"{where}: per user, for the notebook's directory"
+        return str(resolved)
     if not Path(raw).expanduser().is_absolute():
         sources["cache_dir"] = f"{sources.get('cache_dir', 'default')}: {raw!r} in the notebook's directory"
     return str(resolved)

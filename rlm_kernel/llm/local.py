@@ -244,6 +244,7 @@ def _command(
 ) -> list[str]:
     cmd = [
         sys.executable,
+        "-P",  # nothing of the working directory (a context root) on the server's import path
         "-m",
         "rlm_kernel.llm.local_server",
         "--parent-pid",

@@ -187,7 +187,8 @@ LLM_SETTINGS: tuple[Setting, ...] = (
     Setting("temperature", non_negative_float, 0.0, "a number ≥ 0"),
     Setting("auto_fast_max_tokens", positive_int, 8000, "a whole number ≥ 1 (prompt tokens)"),
     Setting("cache", choice(CACHE_MODES), "readwrite", "one of " + ", ".join(CACHE_MODES)),
-    Setting("cache_dir", text, ".rlm-cache", "a directory path"),
+    Setting("cache_dir", text, "@per-user", "a directory path (default @per-user: a per-user folder for the "
+            "notebook's directory, outside the context roots)"),
     Setting("proxy", text, None, "an http(s) proxy URL (HTTP(S)_PROXY are not read)"),
     Setting("local_model", choice(LOCAL_MODEL_KEYS), "tiny", "one of tiny, coder (the offline model)"),
     Setting("errors_in_model_code", choice(ERRORS_IN_MODEL_CODE), "raise",

@@ -1,7 +1,8 @@
 """`%rlm set` settings of an LLM session: validated when set, kept in `LLMSession.settings`.
 
-`load_config` reads them between explicit arguments and the environment. `cache_dir` may only point under a
-place fixed at start (the configured cache directory or a context root).
+`load_config` reads them between explicit arguments and the environment. `cache_dir` may only point under
+the cache directory fixed at start, and a budget limit set at start may only be tightened: the LLM broker
+holds the start-time configuration and refuses anything beyond it (a cell's setting may only narrow it).
 """
 
 from __future__ import annotations
@@ -10,35 +11,45 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rlm_kernel.llm.config import SETTINGS, _parse, _read_toml, _unknown, resolve_dir
+from rlm_kernel.llm.config import SETTINGS, _parse, _read_toml, _unknown, load_config, start_cache_dir
 from rlm_kernel.llm.errors import ConfigError
 from rlm_kernel.llm.redact import register_secret
 from rlm_kernel.llm.session import LLMSession, current_session
-from rlm_kernel.sandbox.roots import allowed_roots
 
 __all__ = ["get_settings", "restore_settings", "set_setting", "settings_snapshot", "settings_version"]
 
 
 def _start_cache_dirs() -> list[Path]:
     """Where `%rlm set cache_dir=` may point: under the cache directory configured at start (RLM_CACHE_DIR,
-    the TOML file, or the default beside the notebook) or under the context roots fixed at start."""
-    places: list[Path] = []
-    for raw in (os.environ.get("RLM_CACHE_DIR"), SETTINGS["cache_dir"][1]):
-        if raw:
-            places.append(resolve_dir(str(raw)))
+    else the TOML file's, else the default beside the notebook) — the one the broker accepts."""
+    raw = os.environ.get("RLM_CACHE_DIR")
+    if not raw:
+        try:
+            raw = _read_toml(os.environ)[0].get("cache_dir")
+        except ConfigError:
+            raw = None
+    return [start_cache_dir(str(raw) if raw else None)]
+
+
+def _check_budget(key: str, value: Any) -> None:
+    """A `%rlm set budget_max_...` above the limit set at start is refused: the broker keeps that one."""
     try:
-        toml_dir = _read_toml(os.environ)[0].get("cache_dir")
+        start = load_config(use_settings=False).budget_limits.get(key[len("budget_") :])
     except ConfigError:
-        toml_dir = None
-    if toml_dir:
-        places.append(resolve_dir(str(toml_dir)))
-    places += allowed_roots()
-    return places
+        return  # a broken start-time configuration is reported by the call that uses it
+    if start is not None and value > start:
+        raise ConfigError(
+            f"%rlm set {key}={value} is above the limit set when the kernel started ({start}); from a cell a "
+            "budget limit may only be tightened — raise it in the kernel's environment (RLM_"
+            f"{key.upper()}) or the settings file and restart the kernel",
+            key=key,
+            source="%rlm set",
+        )
 
 
 def _check_cache_dir(value: str) -> str:
     """A `%rlm set cache_dir=` value, refused unless it lies under a place fixed at start."""
-    resolved = resolve_dir(value)
+    resolved = start_cache_dir(value)
     places = _start_cache_dirs()
     if not any(resolved == p or resolved.is_relative_to(p) for p in places):
         listed = ", ".join(str(p) for p in places)
@@ -71,6 +82,8 @@ def set_setting(key: str, value: Any, session: LLMSession | None = None) -> None
             parsed = _parse(key, value, "%rlm set")
             if key == "cache_dir":
                 parsed = _check_cache_dir(parsed)
+            if key.startswith("budget_max_"):
+                _check_budget(key, parsed)
             if key == "api_key":
                 register_secret(parsed)
             s.settings[key] = parsed

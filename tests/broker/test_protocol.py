@@ -30,6 +30,7 @@ def broker(
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     monkeypatch.setenv("RLM_BASE_URL", llm_server.openai_base_url)
     monkeypatch.setenv("RLM_API_KEY", KEY)
+    monkeypatch.setenv("RLM_CACHE_DIR", str(tmp_path))  # the broker's start-time cache place
     ours, theirs = socket.socketpair()
     thread = threading.Thread(
         target=lambda: asyncio.run(Broker(EndpointPolicy.from_environment()).serve(theirs)), daemon=True
@@ -274,3 +275,29 @@ def test_a_fan_out_looks_its_items_up_at_once_and_a_repeat_at_its_turn(
     assert replayed[0]["response"]["text"] == "a" and replayed[2]["response"]["text"] == "b"
     assert replayed[1]["error"]["kind"] == "replay_miss", replayed[1]
     assert len(llm_server.requests) == sent
+
+
+def test_a_kernel_describing_endless_clients_is_refused_past_the_cap(
+    broker: socket.socket, llm_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rlm_kernel.broker.server as server
+
+    monkeypatch.setattr(server, "MAX_ENGINES", 2)
+    url = llm_server.openai_base_url
+
+    def describe(rid: int, timeout: float) -> dict[str, Any]:
+        fields = _fields(url, key_ref("X"), tmp_path, timeout=timeout)
+        return _ask(broker, {"op": "engine", "id": rid, "fields": fields})
+
+    answers = [describe(10 + i, 5.0 + i) for i in range(3)]
+    assert "engine" in answers[0] and "engine" in answers[1]
+    assert "already serves 2 different client settings" in answers[2]["error"]["message"], answers[2]
+    again = _ask(
+        broker,
+        {
+            "op": "engine",
+            "id": 20,
+            "fields": _fields(llm_server.openai_base_url, key_ref("X"), tmp_path, timeout=5.0),
+        },
+    )
+    assert again["engine"] == answers[0]["engine"]  # a known one is still served

@@ -46,7 +46,7 @@ def test_install_and_uninstall_into_prefix(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     spec_dir = tmp_path / "share" / "jupyter" / "kernels" / "rlm-test"
     spec = json.loads((spec_dir / "kernel.json").read_text())
-    assert spec["argv"][1:] == ["-m", "rlm_kernel", "-f", "{connection_file}"]
+    assert spec["argv"][1:] == ["-P", "-m", "rlm_kernel", "-f", "{connection_file}"]
     assert spec["display_name"] == "RLM test"
     assert spec["metadata"] == {"debugger": False}
     assert spec["interrupt_mode"] == "signal"

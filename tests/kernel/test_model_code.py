@@ -2,7 +2,7 @@
 
 In `%%rlm --shared` the root's code runs in the notebook's own namespace: it must still not reach a magic,
 change a setting, start another root loop, or read secret files. The person's cells keep those powers, within
-what was fixed at start (`%rlm set cache_dir=` stays under the start roots).
+what was fixed at start (`%rlm set cache_dir=` stays under the start-time cache directory).
 """
 
 from __future__ import annotations
@@ -86,7 +86,9 @@ def test_person_cells_keep_their_powers_within_the_start_roots(served) -> None:
     assert not ex.ok and "outside the places fixed at start" in ex.all_text, str(ex)
     ex = kernel.execute("%rlm set cache_dir=../../rlm-up-cache")
     assert not ex.ok, str(ex)
-    ok(kernel, "%rlm set cache_dir=.rlm-cache/inner")
+    ex = kernel.execute("%rlm set cache_dir=.rlm-cache/inner")  # inside a root: the kernel could write there
+    assert not ex.ok and "outside the places fixed at start" in ex.all_text, str(ex)
+    ok(kernel, "%rlm set cache_dir=@per-user")  # the start-time default
     ok(kernel, "%rlm set cache_dir=")
     ok(kernel, "%rlm set max_tokens=77")
     assert "77" in ok(kernel, "%rlm show").all_text

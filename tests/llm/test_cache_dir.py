@@ -34,12 +34,14 @@ def test_absolute_and_home_cache_dirs_are_kept(tmp_path: Path) -> None:
 def test_without_a_notebook_path_the_start_directory_is_used(tmp_path: Path) -> None:
     # a JPY_SESSION_NAME that is relative or names no existing directory is not trusted as the notebook's
     from rlm_kernel.llm.config import _START_DIR
+    from rlm_kernel.private_files import default_cache_dir
 
     for session in ("", "study.ipynb", str(tmp_path / "missing" / "study.ipynb")):
         env = {"JPY_SESSION_NAME": session} if session else {}
         config = load_config(environ=env, use_settings=False, provider="local")
-        assert config.cache_dir == str(_START_DIR / ".rlm-cache"), session
-        assert config.sources["cache_dir"] == "default: '.rlm-cache' in the notebook's directory"
+        assert config.cache_dir == str(default_cache_dir(_START_DIR)), session
+        assert config.sources["cache_dir"] == "default: per user, for the notebook's directory"
+    assert not default_cache_dir(_START_DIR).is_relative_to(_START_DIR)  # outside the context root
 
 
 def _kernel_env(server: LLMTestServer, **extra: str) -> dict[str, str]:

@@ -29,6 +29,7 @@ __all__ = [
     "confine_process",
     "confine_sockets",
     "policy_disabled",
+    "root_rules",
 ]
 
 REQUIRE_ENV = "RLM_REQUIRE_CONFINEMENT"
@@ -210,7 +211,11 @@ def _apply_landlock(
     pid_dir = f"/proc/{os.getpid()}"
     rules.allow([pid_dir], landlock.FS_READ)
     roots = list(paths.context_roots)
-    rules.allow(roots, landlock.FS_READ | landlock.FS_WRITE_FILES)  # result.save/to_jsonl write into roots
+    # result.save/to_jsonl write into roots — but never where an unconfined process of ours reads code or
+    # keeps its files (`root_rules`)
+    granted, kept = root_rules(roots, python, list(paths.private))
+    for path, rights in granted:
+        rules.allow([path], rights)
     write: list[str] = []
     if connection_file:
         rules.allow([connection_file], landlock.READ_FILE)
@@ -230,7 +235,11 @@ def _apply_landlock(
         # ipykernel's pipe for subprocess output binds a random port; with no subprocesses it is not needed
         warnings.filterwarnings("ignore", message="Couldn't bind IOPub Pipe", category=UserWarning)
     st.read_roots = sorted(set(roots))
-    st.write_roots = sorted(set(write) | {f"{r} (new and existing files, no deletion)" for r in roots})
+    st.write_roots = sorted(
+        set(write)
+        | {f"{r} (new and existing files, no deletion)" for r in roots if r not in kept}
+        | {f"{r} (new and existing files, no deletion; not: {', '.join(kept[r])})" for r in kept}
+    )
     parts = [
         f"ABI {applied.abi}; files: only the Python installation, the context roots, the kernel's own files"
     ]
@@ -245,17 +254,71 @@ def _apply_landlock(
     return Layer("Landlock", True, "; ".join(parts))
 
 
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def root_rules(
+    roots: list[str],
+    code: list[str],
+    private: list[str] = (),  # type: ignore[assignment]
+) -> tuple[list[tuple[str, int]], dict[str, list[str]]]:
+    """Landlock rules (path, rights) for the context roots: read them and write files in them (result.save),
+    except where a process outside the confinement reads what is there. `code`: where the launcher, broker
+    or kernel import from (a venv or an editable checkout inside the notebook's directory) — readable, never
+    writable; `private`: the broker's files (response cache, cache key, settings file with a key) — neither
+    readable nor writable. Landlock only adds rights, so a root holding such a place is granted piece by
+    piece around it; a root that is itself on the import path gets no write at all. Also returns root → the
+    places protected inside it (for `%rlm security`)."""
+    real_code = sorted({os.path.realpath(c) for c in code if c})
+    real_private = sorted({os.path.realpath(p) for p in private if p})
+    rw = landlock.FS_READ | landlock.FS_WRITE_FILES
+    rules: list[tuple[str, int]] = []
+    kept: dict[str, list[str]] = {}
+
+    def around(folder: str, code_in: list[str], private_in: list[str]) -> None:
+        # the folder itself: list it; read its files only when nothing private lies below
+        rules.append((folder, landlock.READ_DIR | (0 if private_in else landlock.READ_FILE)))
+        if folder in code_in or folder in private_in:
+            return
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            path = entry.path
+            c = [x for x in code_in if _inside(x, path)]
+            p = [x for x in private_in if _inside(x, path)]
+            if not c and not p:
+                rules.append((path, rw))
+            elif entry.is_dir(follow_symlinks=False):
+                around(path, c, p)
+
+    for root in roots:
+        real = os.path.realpath(root)
+        code_in = [c for c in real_code if _inside(c, real)]
+        private_in = [p for p in real_private if _inside(p, real)]
+        if not code_in and not private_in:
+            rules.append((root, rw))
+            continue
+        kept[root] = code_in + private_in
+        around(real, code_in, private_in)
+    return rules, kept
+
+
 @dataclass(frozen=True)
 class KernelPaths:
     """The kernel's own paths Landlock must leave open, computed by the launcher (it knows the layers above).
 
     context_roots: read, and written by result.save/to_jsonl; llm_read: the LLM settings file; llm_write: the
-    response cache directory (when the kernel makes its own model calls).
+    response cache directory (when the kernel makes its own model calls); private: the broker's files
+    (response cache, cache key, a settings file holding a key) — carved out of the roots (`root_rules`).
     """
 
     context_roots: tuple[str, ...] = ()
     llm_read: tuple[str, ...] = ()
     llm_write: tuple[str, ...] = ()
+    private: tuple[str, ...] = ()
 
 
 def confine_process(
