@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from rlm_kernel.analysis.extract.common import LineIndex, python_signature, record, sort_records
+from rlm_kernel.analysis.extract.common import LineIndex, python_header_text, record, sort_records
 from rlm_kernel.analysis.extract.masking import mask_python
 
 __all__ = ["extract_python"]
@@ -113,7 +113,8 @@ def extract_python(text: str) -> list[dict]:
                     break
                 end_row = j
                 j += 1
-        sig = python_signature(text, def_pos, limit=max(header_end, logical_end[row]) - def_pos)
+        # masking keeps offsets, so the header found in the masked text spans the same characters of `text`
+        sig = python_header_text(text, def_pos, header_end)
         out.append(record(m.group(2), sig, row + 1, end_row + 1))
     return sort_records(out)
 
