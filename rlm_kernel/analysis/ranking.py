@@ -24,7 +24,7 @@ OVERLAP = 5
 K1 = 1.2
 B = 0.75
 # measured on the mixed code + prose benchmark (benchmarks/typed_queries.py) and the 13 real projects
-COVERAGE_POWER = 4.0
+COVERAGE_POWER = 8.0
 LENGTH_POWER = 0.5
 _CACHE_ENTRIES = 4
 _CACHE_MAX_CHARS = 200_000_000
