@@ -292,13 +292,20 @@ def run(quick: bool) -> list[Figure]:
     figures = real_project_figures(quick)
     big = mixed_corpus(10_000_000)
     clear_cache()
-    t0 = time.process_time()
-    index = ChunkIndex.build(big)
-    build = time.process_time() - t0
+    # first calls, ours and bm25s's index alternating, best of 2 each (a busy machine inflates single runs);
+    # ours from a cold word-splitting cache each time, as in a fresh kernel
+    builds, bm25_builds = [], []
+    for _ in range(2):
+        terms_of.cache_clear()
+        t0 = time.process_time()
+        index = ChunkIndex.build(big)
+        builds.append(time.process_time() - t0)
+        bm25_rank, bm25_build = bm25s_ranker(big, index.windows)
+        bm25_builds.append(bm25_build)
+    build, bm25_build = min(builds), min(bm25_builds)
     windows = index.windows
     queries = known_item_queries(big, windows, 300 if quick else 1000)
     base_rank = keyword_count_ranker(big, windows)
-    bm25_rank, bm25_build = bm25s_ranker(big, windows)
     figures += typed_query_figures(big, index, bm25_rank, 300 if quick else 1000)
     get_index(big)  # cache it for the repeated-query figures
     ours = ours_ranker(big)
@@ -353,7 +360,7 @@ def run(quick: bool) -> list[Figure]:
             build,
             "s CPU",
             baseline=bm25_build,
-            baseline_name="bm25s tokenize+index",
+            baseline_name="bm25s tokenize+index (best of 2 each, alternating)",
             target="<= 1.0x bm25s",
             met=build <= bm25_build,
         ),

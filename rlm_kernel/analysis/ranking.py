@@ -78,7 +78,8 @@ class ChunkIndex:
         key, count = np.unique(piece * n_words + word_id, return_counts=True)
         piece, word_id = key // n_words, key % n_words
         # word -> its terms (the word itself and its snake/camel parts)
-        term_lists = list(map(terms_of, first))
+        # a lower-case ASCII word is its only term: skip terms_of's regex for most prose and many identifiers
+        term_lists = [(w,) if w.isalpha() and w.islower() and w.isascii() else terms_of(w) for w in first]
         all_terms = list(itertools.chain.from_iterable(term_lists))
         vocab = {t: i for i, t in enumerate(dict.fromkeys(all_terms))}
         n_terms_of = np.fromiter(map(len, term_lists), dtype=np.int64, count=n_words)
