@@ -51,17 +51,11 @@ def extract_python(text: str) -> list[dict]:
             else:
                 cont[i] = True
         if sk:
-            depth = max(
-                0,
-                depth
-                + sk.count("(")
-                + sk.count("[")
-                + sk.count("{")
-                - sk.count(")")
-                - sk.count("]")
-                - sk.count("}"),
-            )
-            if i + 1 < n and lines[i].rstrip(" \t").endswith("\\"):
+            # sk holds only brackets and backslashes: openers = len - closers - backslashes
+            backslashes = sk.count("\\")
+            delta = len(sk) - backslashes - 2 * (sk.count(")") + sk.count("]") + sk.count("}"))
+            depth = max(0, depth + delta)
+            if backslashes and i + 1 < n and lines[i].rstrip(" \t").endswith("\\"):
                 cont[i + 1] = True
     if multi:
         index = LineIndex(masked)
@@ -122,8 +116,16 @@ def extract_python(text: str) -> list[dict]:
 def _header_end(masked: str, pos: int, end: int) -> int:
     """Just past the `:` closing a def header in masked text (strings/comments already blanked) before
     `end`, or -1."""
+    end = min(end, pos + 20_000)
+    find = masked.find
+    if find(")", pos, end) == find("]", pos, end) == find("}", pos, end) == -1:
+        # no closing bracket (an unclosed header): depth only grows, so only a colon before the first
+        # opening bracket can end the header
+        opens = [i for i in (find("(", pos, end), find("[", pos, end), find("{", pos, end)) if i != -1]
+        colon = find(":", pos, min(opens) if opens else end)
+        return -1 if colon == -1 else colon + 1
     depth = 0
-    for m in _HEADER.finditer(masked, pos, min(end, pos + 20_000)):
+    for m in _HEADER.finditer(masked, pos, end):
         c = m.group()
         if c in "([{":
             depth += 1
