@@ -6,16 +6,18 @@ Ground truth: Python's `ast` (CPython stdlib), tree-sitter (Go, npm JS/TS); matc
 from __future__ import annotations
 
 import os
+import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 from benchmarks.common import Figure
 from benchmarks.corpora import read_corpus
+from rlm_kernel.analysis.errors import AnalysisInputError
 from rlm_kernel.analysis.extract import extract_functions, python_ast, treesitter
 from rlm_kernel.analysis.extract.common import normalise_newlines
 
-__all__ = ["Score", "evaluate", "robustness", "run"]
+__all__ = ["Score", "evaluate", "pathological_matrix", "robustness", "run"]
 
 
 @dataclass
@@ -121,6 +123,86 @@ def robustness(quick: bool = True) -> list[tuple[str, float, float]]:
     return out
 
 
+_HEADS = {
+    "python": "def f(a, b):\n    return a + b\n",
+    "go": "func f(a int, b int) int {\n\treturn a + b\n}\n",
+    "javascript": "function f(a, b) {\n  return a + b;\n}\n",
+    "typescript": "function f(a: number, b: number): number {\n  return a + b;\n}\n",
+}
+_UNCLOSED = {
+    "python": "def f(a, b:\n",
+    "go": "func f(a int, b {\n",
+    "javascript": "function f(a, b {\n",
+    "typescript": "function f(a: number, b {\n",
+}
+
+
+def _pathological(kind: str, language: str, size: int) -> str:
+    rng = random.Random(size)
+    if kind == "closing brackets":
+        return _HEADS[language] + "}" * size
+    if kind == "unclosed headers":
+        return _UNCLOSED[language] * (size // len(_UNCLOSED[language]))
+    if kind == "random Latin-1":
+        return _HEADS[language] + bytes(rng.randrange(256) for _ in range(size)).decode("latin-1")
+    return "".join(chr(rng.randrange(32, 127)) if rng.random() < 0.95 else "\n" for _ in range(size))
+
+
+PATHOLOGICAL_KINDS = ("closing brackets", "unclosed headers", "random Latin-1", "random printable")
+
+
+def pathological_matrix(sizes: tuple[int, int] = (100_000, 1_000_000)) -> list[Figure]:
+    """Per language and engine: the worst s/MB over the pathological kinds at each size, and the worst growth
+    of the time for 10x the input (best of 3 CPU runs each; engine="exact" may raise: time to the error)."""
+    figures = []
+    for language in _HEADS:
+        extract_functions(_HEADS[language], language)  # patterns and grammars load outside the timings
+        for engine in ("auto", "exact", "regex"):
+            worst: dict[int, tuple[float, str]] = {}
+            growth = (0.0, "")
+            for kind in PATHOLOGICAL_KINDS:
+                times = []
+                for size in sizes:
+                    text = _pathological(kind, language, size)
+                    best = float("inf")
+                    for _ in range(3):
+                        t0 = time.process_time()
+                        try:
+                            extract_functions(text, language, engine=engine)
+                        except AnalysisInputError:
+                            pass
+                        best = min(best, time.process_time() - t0)
+                    times.append(best)
+                    per_mb = best / (size / 1e6)
+                    if per_mb > worst.get(size, (-1.0, ""))[0]:
+                        worst[size] = (per_mb, kind)
+                ratio = times[1] / max(times[0], 0.02)  # below 20 ms a busy machine's noise dominates
+                if ratio > growth[0]:
+                    growth = (ratio, kind)
+            for size, (per_mb, kind) in worst.items():
+                figures.append(
+                    Figure(
+                        f"pathological {language} {engine} at {size / 1e6:g} MB, worst",
+                        per_mb,
+                        "s/MB",
+                        target="<= 1 s/MB",
+                        met=per_mb <= 1.0,
+                        note=kind,
+                    )
+                )
+            figures.append(
+                Figure(
+                    f"pathological {language} {engine} growth for 10x input, worst",
+                    growth[0],
+                    "x",
+                    target="<= 12x",
+                    met=growth[0] <= 12,
+                    note=growth[1],
+                )
+            )
+    return figures
+
+
 LANG_BYTES_QUICK = {"python": 4_000_000, "go": 4_000_000, "javascript": 4_000_000, "typescript": 3_000_000}
 
 
@@ -155,6 +237,7 @@ def run(quick: bool) -> list[Figure]:
                     baseline_name="ground-truth parser",
                 ),
             ]
+    figures += pathological_matrix()
     for name, seconds, mb in robustness(quick):
         figures.append(
             Figure(f"robustness: {name}", seconds / mb, "s/MB", target="<= 1 s/MB", met=seconds / mb <= 1.0)

@@ -1,7 +1,9 @@
-"""find_relevant ranking quality and speed: ~10M characters of CPython stdlib + Go sources, and ~8M of real
-projects we did not write (`benchmarks.real_projects`), per query kind.
+"""find_relevant ranking quality and speed: ~10M characters mixing real code (Python, Go, JS, TS) with English
+prose (`benchmarks.typed_queries`), and ~8M of real projects we did not write (`benchmarks.real_projects`),
+per query kind.
 
-Known-item queries against a keyword-count baseline and plain BM25 (bm25s with its default tokenizer).
+The queries people type (issue 29: 3 rare words of one chunk; one comment or prose line) and known-item
+queries, against plain BM25 (bm25s with its default tokenizer, same chunks, same run) and a keyword count.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import bm25s
 import numpy as np
 
 from benchmarks.common import Figure
-from benchmarks.corpora import read_corpus
 from benchmarks.real_projects import project_texts
+from benchmarks.typed_queries import hit_chunks, line_queries, mixed_corpus, window_first_lines
+from benchmarks.typed_queries import rare_word_queries as typed_rare
 from rlm_kernel.analysis import find_relevant
 from rlm_kernel.analysis.ranking import ChunkIndex, clear_cache, get_index, phrase_rerank
 from rlm_kernel.analysis.tokens import terms_of
@@ -25,11 +28,6 @@ from rlm_kernel.analysis.tokens import terms_of
 __all__ = ["known_item_queries", "run"]
 
 _WORD = re.compile(r"\w+")
-
-
-def corpus(chars: int) -> str:
-    texts = read_corpus("python", chars * 6 // 10 + 500_000) + read_corpus("go", chars * 5 // 10 + 500_000)
-    return "\n".join(t for _, t in texts)[:chars]
 
 
 Pick = Callable[[random.Random, list[str]], str | None]
@@ -234,17 +232,81 @@ def cpu_median(fn: Callable[[], object], repetitions: int) -> float:
     return float(np.median(times))
 
 
+def typed_query_figures(
+    content: str, index: ChunkIndex, bm25_rank: Callable[[str, int], list[int]], n: int
+) -> list[Figure]:
+    """hit@1 per kind and hit@5 overall for the issue-29 protocol, ours (find_relevant's ranking) vs bm25s."""
+    windows = index.windows
+    firsts = window_first_lines(content, windows)
+    kinds = {
+        "3 rare words of one chunk": typed_rare(content, windows, n),
+        "a comment or prose line": line_queries(content, windows, n),
+    }
+
+    def ours(query: str, k: int) -> list[int]:
+        return [i for i, _ in phrase_rerank(content, index, query, k)]
+
+    def score(rank: Callable[[str, int], list[int]], queries: list) -> tuple[float, float]:
+        h1 = h5 = 0
+        for q in queries:
+            good = hit_chunks(firsts, q)
+            got = rank(q[0], 5)
+            h1 += bool(got) and got[0] in good
+            h5 += bool(good.intersection(got))
+        return h1 / len(queries), h5 / len(queries)
+
+    figures = []
+    o5_all = b5_all = 0.0
+    note = f"{len(windows)} chunks, {len(content) / 1e6:.1f}M chars: stdlib, Go, JS, TS and Austen's novels"
+    for name, queries in kinds.items():
+        (o1, o5), (b1, b5) = score(ours, queries), score(bm25_rank, queries)
+        o5_all += o5 / len(kinds)
+        b5_all += b5 / len(kinds)
+        figures.append(
+            Figure(
+                f"code+prose hit@1, {name}",
+                o1,
+                "",
+                baseline=b1,
+                baseline_name="plain BM25 (bm25s)",
+                target=">= BM25 + 0.02",
+                met=o1 >= b1 + 0.02,
+                note=f"{len(queries)} queries; {note}",
+            )
+        )
+    figures.append(
+        Figure(
+            "code+prose hit@5, all queries",
+            o5_all,
+            "",
+            baseline=b5_all,
+            baseline_name="plain BM25 (bm25s)",
+            target=">= BM25",
+            met=o5_all >= b5_all,
+        )
+    )
+    return figures
+
+
 def run(quick: bool) -> list[Figure]:
     figures = real_project_figures(quick)
-    big = corpus(10_000_000)
+    big = mixed_corpus(10_000_000)
     clear_cache()
-    t0 = time.process_time()
-    index = ChunkIndex.build(big)
-    build = time.process_time() - t0
+    # first calls, ours and bm25s's index alternating, best of 2 each (a busy machine inflates single runs);
+    # ours from a cold word-splitting cache each time, as in a fresh kernel
+    builds, bm25_builds = [], []
+    for _ in range(2):
+        terms_of.cache_clear()
+        t0 = time.process_time()
+        index = ChunkIndex.build(big)
+        builds.append(time.process_time() - t0)
+        bm25_rank, bm25_build = bm25s_ranker(big, index.windows)
+        bm25_builds.append(bm25_build)
+    build, bm25_build = min(builds), min(bm25_builds)
     windows = index.windows
     queries = known_item_queries(big, windows, 300 if quick else 1000)
     base_rank = keyword_count_ranker(big, windows)
-    bm25_rank, bm25_build = bm25s_ranker(big, windows)
+    figures += typed_query_figures(big, index, bm25_rank, 300 if quick else 1000)
     get_index(big)  # cache it for the repeated-query figures
     ours = ours_ranker(big)
     k1, k5 = hits(base_rank, queries)
@@ -298,9 +360,9 @@ def run(quick: bool) -> list[Figure]:
             build,
             "s CPU",
             baseline=bm25_build,
-            baseline_name="bm25s tokenize+index",
-            target="<= 1.5 s",
-            met=build <= 1.5,
+            baseline_name="bm25s tokenize+index (best of 2 each, alternating)",
+            target="<= 1.0x bm25s",
+            met=build <= bm25_build,
         ),
         Figure(
             "repeated query at 10M chars",

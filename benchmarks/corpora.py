@@ -1,28 +1,41 @@
 """Real source corpora for the analysis benchmarks, fetched into benchmarks/corpora/ (gitignored).
 
-Python: the running interpreter's stdlib; Go: Debian's golang-1.19-src; JS/TS: npm tarballs.
+Python: the running interpreter's stdlib; Go: Debian's golang-1.19-src; JS/TS: npm tarballs; prose: Jane
+Austen's six novels (public domain) from Debian's r-cran-janeaustenr, read out of its R data file.
 """
 
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 import sysconfig
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["CORPORA_DIR", "ensure_go", "ensure_npm", "iter_files", "python_stdlib_dir", "read_corpus"]
+__all__ = [
+    "CORPORA_DIR",
+    "ensure_go",
+    "ensure_npm",
+    "ensure_prose",
+    "iter_files",
+    "python_stdlib_dir",
+    "read_corpus",
+]
 
 CORPORA_DIR = Path(__file__).resolve().parent / "corpora"
 NPM_PACKAGES = ("typescript", "lodash", "react-dom", "rxjs", "zod")
 GO_PACKAGE = "golang-1.19-src"
+PROSE_PACKAGE = "r-cran-janeaustenr"
 EXTENSIONS = {
     "python": (".py",),
     "go": (".go",),
     "javascript": (".js", ".mjs", ".cjs"),
     "typescript": (".ts", ".mts", ".cts"),
+    "prose": (".txt",),
 }
 
 
@@ -65,11 +78,80 @@ def ensure_npm() -> Path:
     return target
 
 
+def ensure_prose() -> Path:
+    """Jane Austen's novels as one .txt file each, from Debian's r-cran-janeaustenr (apt-get download once).
+
+    The package holds them as an R lazy-load database: zlib records, each an R-serialised character vector
+    (one element per printed line); `_r_strings` reads that format, so no R is needed.
+    """
+    target = CORPORA_DIR / "prose"
+    if target.exists() and any(target.glob("*.txt")):
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        _apt_download(PROSE_PACKAGE, tmp)
+        deb = next(Path(tmp).glob("*.deb"))
+        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+        rdb = next(Path(tmp).rglob("janeaustenr/data/Rdata.rdb")).read_bytes()
+        staging = Path(tmp) / "prose"
+        staging.mkdir()
+        for record in _zlib_records(rdb):
+            lines = _r_strings(record)
+            title = next(line for line in lines if line.strip())
+            slug = "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")
+            (staging / f"{slug}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.move(str(staging), str(target))
+    return target
+
+
+def _apt_download(package: str, cwd: str) -> None:
+    proc = subprocess.run(["apt-get", "download", package], cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        subprocess.run(["apt-get", "update"], capture_output=True, check=False)
+        subprocess.run(["apt-get", "download", package], cwd=cwd, check=True, capture_output=True)
+
+
+def _zlib_records(data: bytes) -> Iterator[bytes]:
+    """The records of an R lazy-load .rdb file: a 4-byte length, then a zlib stream."""
+    pos = 0
+    while pos < len(data):
+        z = zlib.decompressobj()
+        out = z.decompress(data[pos + 4 :])
+        pos = len(data) - len(z.unused_data)
+        yield out
+
+
+def _r_strings(blob: bytes) -> list[str]:
+    """The elements of an R character vector serialised in XDR format (version 3), NA read as ''."""
+    if blob[:2] != b"X\n":
+        raise ValueError("not an XDR-serialised R object")
+    i = 2 + 12  # format version, writer's R version, minimal reader version
+    (n,) = struct.unpack(">i", blob[i : i + 4])
+    i += 4 + n  # native encoding name
+    flags, length = struct.unpack(">ii", blob[i : i + 8])
+    i += 8
+    if flags & 0xFF != 16:
+        raise ValueError(f"expected an R character vector, got SEXP type {flags & 0xFF}")
+    out = []
+    for _ in range(length):
+        _, size = struct.unpack(">ii", blob[i : i + 8])
+        i += 8
+        if size < 0:
+            out.append("")
+            continue
+        out.append(blob[i : i + size].decode("utf-8"))
+        i += size
+    return out
+
+
 def _roots(language: str) -> list[Path]:
     if language == "python":
         return [python_stdlib_dir()]
     if language == "go":
         return [ensure_go()]
+    if language == "prose":
+        return [ensure_prose()]
     return [ensure_npm()]
 
 
@@ -114,6 +196,7 @@ def read_corpus(language: str, max_bytes: int | None = None) -> list[tuple[str, 
 if __name__ == "__main__":
     print(ensure_go())
     print(ensure_npm())
+    print(ensure_prose())
     for lang in EXTENSIONS:
         files = list(iter_files(lang))
         print(lang, len(files), sum(p.stat().st_size for p in files))

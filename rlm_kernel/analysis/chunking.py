@@ -30,7 +30,7 @@ def line_starts(content: str, max_line: int | None = None) -> list[int]:
     if "\r" not in content and content.isascii():
         starts = _ascii_line_starts(content)
     elif "\r" not in content:
-        starts = newline_starts(content)
+        starts = _unicode_line_starts(content)
     else:
         starts = [0] + [m.end() for m in _NEWLINE.finditer(content)]
     if len(starts) > 1 and starts[-1] == len(content):
@@ -49,12 +49,28 @@ def _ascii_line_starts(content: str) -> list[int]:
     return np.concatenate(parts).tolist()
 
 
+def _unicode_line_starts(content: str) -> list[int]:
+    """As `_ascii_line_starts` for any text: blocks encoded as UTF-32 (4 bytes a character, so an index into
+    the code units is a character offset); lone surrogates pass through."""
+    parts = [np.zeros(1, dtype=np.int64)]
+    block_chars = _BLOCK // 4
+    for block in range(0, len(content), block_chars):
+        raw = content[block : block + block_chars].encode("utf-32-le", "surrogatepass")
+        parts.append(np.flatnonzero(np.frombuffer(raw, dtype=np.uint32) == 10) + (block + 1))
+    return np.concatenate(parts).tolist()
+
+
 def _break_long_lines(content: str, starts: list[int], max_line: int) -> list[int]:
-    ends = [*starts[1:], len(content)]
-    if all(b - a <= max_line for a, b in zip(starts, ends, strict=True)):
+    lengths = np.diff(np.asarray(starts, dtype=np.int64), append=len(content))
+    long_lines = np.flatnonzero(lengths > max_line).tolist()
+    if not long_lines:
         return starts
     out: list[int] = []
-    for a, b in zip(starts, ends, strict=True):
+    done = 0
+    for i in long_lines:
+        out += starts[done:i]  # the short lines before this long one, as they are
+        done = i + 1
+        a, b = starts[i], starts[i + 1] if i + 1 < len(starts) else len(content)
         out.append(a)
         while b - a > max_line:
             cut = -1
@@ -63,6 +79,7 @@ def _break_long_lines(content: str, starts: list[int], max_line: int) -> list[in
             a = cut if a < cut < b else a + max_line
             if a < b:
                 out.append(a)
+    out += starts[done:]
     return out
 
 

@@ -33,10 +33,12 @@ def find_relevant(
     Returns up to `top_k` (chunk, score) tuples, best first. Chunks are ~50-line slices of `content`
     overlapping by 5 lines; only chunks sharing a term with the query are candidates (keyword pre-filter).
     Identifiers match whole and by their snake_case/camelCase parts. Scores are BM25 times the share of
-    the query's terms the chunk holds; a sentence-like query (4+ words) also favours chunks holding its
-    adjacent word pairs in order. With `use_llm_scoring=True` and more than `top_k * 2` candidates,
-    the best candidates (2*top_k+1, at least 20, at most 100) are re-scored by the model on a 0-10 scale
-    in one batch and that ranking is returned (ties broken by the keyword score).
+    the query's terms the chunk holds (to the 8th power: a chunk with all of them comes before one with
+    fewer) times a breadth prior (a chunk of fewer distinct terms than the mean scores higher); a
+    sentence-like query (4+ words) also favours chunks holding its adjacent word pairs in order. With
+    `use_llm_scoring=True` and more than `top_k * 2` candidates, the best candidates (2*top_k+1, at least
+    20, at most 100) are re-scored by the model on a 0-10 scale in one batch and that ranking is returned
+    (ties broken by the keyword score).
     A Corpus is indexed partition by partition (on the Dask cluster when RLM_DASK_SCHEDULER is set) and the
     partitions' best chunks are merged by score; each partition is scored on its own.
     """

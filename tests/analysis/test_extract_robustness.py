@@ -75,6 +75,8 @@ def generate(kind: str, language: str, size: int) -> str:
         return code.replace("\n", ";" if language != "python" else "\n") if language != "python" else code
     if kind == "random_bytes":
         return "".join(chr(rng.randrange(32, 127)) if rng.random() < 0.95 else "\n" for _ in range(size))
+    if kind == "random_latin1":
+        return HEADS[language] + bytes(rng.randrange(256) for _ in range(size)).decode("latin-1")
     raise AssertionError(kind)
 
 
@@ -89,20 +91,28 @@ KINDS = (
     "mixed_line_endings",
     "minified",
     "random_bytes",
+    "random_latin1",
 )
 
 
 def _cpu(text: str, language: str, engine: str) -> float:
-    """Best of three CPU times (a burst of load on the other core inflates one run, rarely all three)."""
+    """Best of three CPU times (a burst of load on the other core inflates one run, rarely all three).
+
+    engine="exact" may refuse such text with AnalysisInputError (its parser's time limit, nesting, Python's
+    SyntaxError): the time to that error is what is measured."""
     best = float("inf")
     for _ in range(3):
         t0 = time.process_time()
-        extract_functions(text, language, engine=engine)
+        try:
+            extract_functions(text, language, engine=engine)
+        except AnalysisInputError:
+            if engine != "exact":
+                raise
         best = min(best, time.process_time() - t0)
     return best
 
 
-@pytest.mark.parametrize("engine", ["auto", "regex"])
+@pytest.mark.parametrize("engine", ["auto", "exact", "regex"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("language", sorted(HEADS))
 def test_time_grows_linearly(language: str, kind: str, engine: str) -> None:
@@ -113,6 +123,36 @@ def test_time_grows_linearly(language: str, kind: str, engine: str) -> None:
         f"{language}/{kind}/{engine}: {SMALL} chars {small:.3f} s, {SMALL * GROWTH} chars {big:.3f} s "
         f"(x{ratio:.1f}; linear is x{GROWTH})"
     )
+
+
+# pathological text may cost more per character than real code, but only by a constant factor: real code of
+# the same size, same engine, same run is the linear baseline (generous for busy machines; the stalls were
+# 20-80x)
+MAX_VS_REAL_CODE = 8.0
+
+
+@pytest.mark.parametrize("engine", ["auto", "exact", "regex"])
+@pytest.mark.parametrize("kind", ["unclosed_headers", "close_braces", "random_bytes", "random_latin1"])
+@pytest.mark.parametrize("language", sorted(HEADS))
+def test_pathological_text_costs_at_most_a_constant_times_real_code(
+    language: str, kind: str, engine: str
+) -> None:
+    size = SMALL * GROWTH
+    real = _cpu(_real_code(language, size), language, engine)
+    bad = _cpu(generate(kind, language, size), language, engine)
+    ratio = bad / max(real, NOISE_FLOOR)
+    assert ratio <= MAX_VS_REAL_CODE, (
+        f"{language}/{kind}/{engine}: {size} chars {bad:.3f} s vs real code {real:.3f} s (x{ratio:.1f})"
+    )
+
+
+def test_exact_engine_refuses_what_it_cannot_parse_in_time() -> None:
+    """A run of closing brackets: tree-sitter's error recovery grows faster than the text; "exact" stops at
+    its time limit with a clear error, "auto" answers from the linear engine."""
+    text = HEADS["go"] + "}" * 1_000_000
+    with pytest.raises(AnalysisInputError, match="time limit"):
+        extract_functions(text, "go", engine="exact")
+    assert [r["name"] for r in extract_functions(text, "go")] == ["f"]
 
 
 def test_unclosed_python_headers_still_yield_the_functions() -> None:

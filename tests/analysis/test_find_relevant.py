@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 import time
 
@@ -206,8 +207,10 @@ def test_a_chunk_holding_every_query_term_beats_one_repeating_a_single_term() ->
     lines[20] = "alpha alpha alpha alpha alpha alpha\n"  # chunk 0: one of the three terms, six times
     lines[300] = "alpha here\n"  # chunk 6: all three terms
     content = "".join(lines)
-    out = find_relevant(content, "alpha beta gamma", top_k=2)
-    assert [c.count("alpha") for c, _ in out] == [1, 6]
+    out = find_relevant(content, "alpha beta gamma", top_k=3)
+    assert out[0][0].count("alpha") == 1 and "alpha here" in out[0][0]
+    # chunks holding two of the terms come next, above the one repeating a single term
+    assert all(c.count("alpha") == 0 and "beta gamma" in c for c, _ in out[1:])
     # plain BM25 on the same chunks puts the repetitive chunk first
     docs = [content[a:b] for a, b in ChunkIndex.build(content).windows]
     plain = bm25s.BM25(k1=1.2, b=0.75)
@@ -243,3 +246,60 @@ def test_a_sentence_query_prefers_the_chunk_holding_its_words_in_order() -> None
     content = "".join(filler)
     best, _ = find_relevant(content, "the request is read before the reply is sent back", top_k=1)[0]
     assert "# the request is read before the reply is sent back" in best
+
+
+# -- the queries people type: a few rare words of one chunk (issue 29) ---------------------------------------
+def _plain_bm25_first(content: str, query: str) -> int:
+    docs = [content[a:b] for a, b in ChunkIndex.build(content).windows]
+    plain = bm25s.BM25()
+    plain.index(bm25s.tokenize(docs, stopwords="en", show_progress=False), show_progress=False)
+    tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
+    results, _ = plain.retrieve(tokens, k=1, show_progress=False)
+    return int(results[0][0])
+
+
+def _chunks(*blocks: list[str]) -> str:
+    """Each block (at most 40 lines) after 5 blank lines, padded to 45: with 50-line windows overlapping by 5,
+    block i is in chunk i alone."""
+    assert all(len(block) <= 40 for block in blocks)
+    return "".join(
+        "".join(line + "\n" for line in [""] * 5 + block + [""] * (40 - len(block))) for block in blocks
+    )
+
+
+def _words(n: int, seed: int) -> list[str]:
+    """`n` distinct made-up lower-case words of 6 letters (no digits or parts: one index term each)."""
+    rng = random.Random(seed)
+    out: dict[str, None] = {}
+    while len(out) < n:
+        out["".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(6))] = None
+    return list(out)
+
+
+def test_fewer_query_words_repeated_do_not_outrank_all_three() -> None:
+    """A short chunk repeating two of the words beats a long chunk holding all three once in plain BM25 (and
+    in BM25 times the plain share of words held); the share of the query's words comes first in ours."""
+    vocab = _words(12, seed=1)
+    prose = [" ".join(vocab) for _ in range(37)]
+    target = [*prose[:20], "the clumsy waiter", *prose[20:37], "dropped the byteOffsetFactor", "an antedate"]
+    decoy = ["clumsy byteOffsetFactor " * 10, "byteOffsetFactor clumsy " * 10]
+    # the third word is common elsewhere, the two others rare: that is where plain BM25 goes wrong
+    others = [[" ".join(vocab), "antedate"] for _ in range(8)]
+    content = _chunks(target, decoy, *others)
+    query = "clumsy byteOffsetFactor antedate"
+    assert _plain_bm25_first(content, query) == 1  # the decoy, in plain BM25
+    first, _ = find_relevant(content, query, top_k=1)[0]
+    assert "antedate" in first and "waiter" in first
+
+
+def test_of_two_chunks_holding_all_three_words_the_narrower_wins() -> None:
+    """Both chunks hold each word once; the broad one is shorter, so plain BM25 puts it first. Ours prefers
+    the chunk of fewer distinct terms, which is more about the words it holds."""
+    words = _words(44 * 2, seed=2)
+    broad = [" ".join(words[2 * i : 2 * i + 2]) for i in range(39)] + ["dup_sub_ground clumsy Harville"]
+    narrow = ["row row row row"] * 39 + ["dup_sub_ground clumsy Harville"]
+    content = _chunks(broad, narrow)
+    query = "dup_sub_ground clumsy Harville"
+    assert _plain_bm25_first(content, query) == 0
+    first, _ = find_relevant(content, query, top_k=1)[0]
+    assert "row row" in first

@@ -12,7 +12,14 @@ from rlm_kernel.analysis.extract import python_ast
 from rlm_kernel.analysis.extract.common import normalise_newlines, sort_records
 from rlm_kernel.analysis.heavy import load
 
-__all__ = ["ENGINES", "LANGUAGES", "MAX_EXACT_NESTING", "extract_functions", "normalise_language"]
+__all__ = [
+    "ENGINES",
+    "EXACT_SECONDS_PER_MB",
+    "LANGUAGES",
+    "MAX_EXACT_NESTING",
+    "extract_functions",
+    "normalise_language",
+]
 
 LANGUAGES = ("python", "go", "javascript", "typescript")
 ALIASES = {
@@ -35,6 +42,11 @@ ENGINES = ("auto", "exact", "regex")
 # (0.1-0.2 s/MB), pathological input can take seconds per MB; regex then needs at most ~0.6 s/MB
 _SECONDS_PER_MB = 0.35
 _MIN_SECONDS = 0.02
+# engine="exact" has no fallback: its parse gets a larger budget, and past it the call raises (a clear error
+# in bounded time) instead of running on — error recovery on a run of closing brackets or on random bytes
+# grows faster than the input (4 s/MB at 1 MB, over 10 s/MB on random Latin-1 bytes)
+EXACT_SECONDS_PER_MB = 0.6
+_EXACT_MIN_SECONDS = 0.05
 # tree-sitter's query over the parse tree costs time growing with the square of the nesting depth (~0.9 s at
 # 32,000 levels, ~3 ms at 2,000); real code stays under ~100 levels, so deeper text goes to the linear engine
 MAX_EXACT_NESTING = 500
@@ -134,11 +146,21 @@ def _tree_sitter(text: str, lang: str, engine: str) -> list[dict]:
                 f'({MAX_EXACT_NESTING}); use engine="auto" or "regex" for the linear engine\'s results'
             )
         return _regex(text, lang)
-    seconds = None if engine == "exact" else max(_MIN_SECONDS, len(text) / 1e6 * _SECONDS_PER_MB)
+    per_mb, floor = (
+        (EXACT_SECONDS_PER_MB, _EXACT_MIN_SECONDS) if engine == "exact" else (_SECONDS_PER_MB, _MIN_SECONDS)
+    )
+    seconds = max(floor, len(text) / 1e6 * per_mb)
     treesitter = load("rlm_kernel.analysis.extract.treesitter")
     try:
         parsed = treesitter.parse(text, lang, seconds)
     except treesitter.ParseTimeout:
+        if engine == "exact":
+            raise AnalysisInputError(
+                f"extract_functions: the exact {lang} parser did not finish within its time limit "
+                f"({seconds:.2f} s CPU for {len(text):,} characters: the text is far from valid {lang}, e.g. "
+                'random bytes or long runs of unmatched brackets); use engine="auto" or "regex" for the '
+                "linear engine's results"
+            ) from None
         return _regex(text, lang)
     exact = treesitter.extract(text, lang, parsed=parsed)
     if engine == "exact" or not parsed.has_error:

@@ -16,6 +16,7 @@ __all__ = [
     "collapse",
     "normalise_newlines",
     "python_header_end",
+    "python_header_text",
     "python_signature",
     "record",
     "sort_records",
@@ -137,6 +138,11 @@ def python_signature(text: str, def_pos: int, limit: int = 20_000) -> str:
     if end == -1:
         nl = text.find("\n", def_pos)
         end = len(text) if nl == -1 else nl
+    return python_header_text(text, def_pos, end)
+
+
+def python_header_text(text: str, def_pos: int, end: int) -> str:
+    """The collapsed text of a def header known to span [def_pos, end), comments removed."""
     header = text[def_pos:end]
     if "#" in header:
         header = "\n".join(_strip_comment(line) for line in header.split("\n"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from rlm_kernel.analysis.extract.common import LineIndex, python_signature, record, sort_records
+from rlm_kernel.analysis.extract.common import LineIndex, python_header_text, record, sort_records
 from rlm_kernel.analysis.extract.masking import mask_python
 
 __all__ = ["extract_python"]
@@ -51,17 +51,11 @@ def extract_python(text: str) -> list[dict]:
             else:
                 cont[i] = True
         if sk:
-            depth = max(
-                0,
-                depth
-                + sk.count("(")
-                + sk.count("[")
-                + sk.count("{")
-                - sk.count(")")
-                - sk.count("]")
-                - sk.count("}"),
-            )
-            if i + 1 < n and lines[i].rstrip(" \t").endswith("\\"):
+            # sk holds only brackets and backslashes: openers = len - closers - backslashes
+            backslashes = sk.count("\\")
+            delta = len(sk) - backslashes - 2 * (sk.count(")") + sk.count("]") + sk.count("}"))
+            depth = max(0, depth + delta)
+            if backslashes and i + 1 < n and lines[i].rstrip(" \t").endswith("\\"):
                 cont[i + 1] = True
     if multi:
         index = LineIndex(masked)
@@ -113,7 +107,8 @@ def extract_python(text: str) -> list[dict]:
                     break
                 end_row = j
                 j += 1
-        sig = python_signature(text, def_pos, limit=max(header_end, logical_end[row]) - def_pos)
+        # masking keeps offsets, so the header found in the masked text spans the same characters of `text`
+        sig = python_header_text(text, def_pos, header_end)
         out.append(record(m.group(2), sig, row + 1, end_row + 1))
     return sort_records(out)
 
@@ -121,8 +116,16 @@ def extract_python(text: str) -> list[dict]:
 def _header_end(masked: str, pos: int, end: int) -> int:
     """Just past the `:` closing a def header in masked text (strings/comments already blanked) before
     `end`, or -1."""
+    end = min(end, pos + 20_000)
+    find = masked.find
+    if find(")", pos, end) == find("]", pos, end) == find("}", pos, end) == -1:
+        # no closing bracket (an unclosed header): depth only grows, so only a colon before the first
+        # opening bracket can end the header
+        opens = [i for i in (find("(", pos, end), find("[", pos, end), find("{", pos, end)) if i != -1]
+        colon = find(":", pos, min(opens) if opens else end)
+        return -1 if colon == -1 else colon + 1
     depth = 0
-    for m in _HEADER.finditer(masked, pos, min(end, pos + 20_000)):
+    for m in _HEADER.finditer(masked, pos, end):
         c = m.group()
         if c in "([{":
             depth += 1
