@@ -5,7 +5,7 @@ or a JupyterLab running elsewhere would), before and after `rlm-kernel install -
 reinstall over it, and runs a cell, a `load_context` of the packaged tutorials' corpus and an `llm_query`
 against the local test server. The `[data]` and `[local]` extras get the same treatment.
 
-Slow (a build and two venvs, ~2-4 minutes): `python -m pytest -m slow tests/distributionribution`; `.ci/run` runs it.
+Slow (a build and two venvs, ~2-4 minutes): `python -m pytest -m slow tests/distribution`; `.ci/run` runs it.
 """
 
 from __future__ import annotations
