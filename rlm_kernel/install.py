@@ -179,6 +179,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "dest", nargs="?", default="rlm-tutorials", help="target folder (default: rlm-tutorials)"
     )
     tut.add_argument("--force", action="store_true", help="overwrite files that exist already")
+    from rlm_kernel.mcp.cli import add_parser as add_mcp_parser
+
+    add_mcp_parser(sub)
     uninst = sub.add_parser("uninstall", help="remove the rlm kernelspec")
     uninst.add_argument("--name", default=KERNEL_NAME, help=f"kernelspec name (default: {KERNEL_NAME})")
     return parser
@@ -218,6 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return 0
+    if args.command == "mcp":
+        from rlm_kernel.mcp.cli import main as mcp_main
+
+        return mcp_main(args)
     if args.command == "tutorials":
         try:
             copied = copy_tutorials(Path(args.dest), force=args.force)

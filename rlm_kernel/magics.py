@@ -179,17 +179,7 @@ class _RlmHelp:
         return "\n".join(lines)
 
 
-class _Version:
-    """What `%rlm version` shows: the package version, as the banner and the wheel's metadata give it."""
-
-    def __repr__(self) -> str:
-        from rlm_kernel import __version__
-
-        return f"rlm-kernel {__version__}"
-
-
 register_line_magic("rlm", _rlm_command, "the rlm command: `%rlm help` lists its subcommands")
-register_rlm_subcommand("version", lambda _line: _Version(), "the rlm-kernel version (as in the banner)")
 
 
 # -- compile time: rewrite allowlisted calls, refuse the rest --------------------------------------

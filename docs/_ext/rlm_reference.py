@@ -47,7 +47,7 @@ def helpers_page() -> str:
 
 def magics_page() -> str:
     """The magic allowlist, the `%rlm` subcommands and their one-line docs, from the registry."""
-    import rlm_kernel.shell  # noqa: F401 - importing the shell registers every magic module
+    import rlm_kernel.kernel  # noqa: F401 - importing the kernel (and its shell) registers every magic
     from rlm_kernel import magics
 
     return (

@@ -34,6 +34,7 @@ def test_every_helper_is_in_the_reference() -> None:
 
 
 def test_every_magic_and_subcommand_is_in_the_reference() -> None:
+    import rlm_kernel.kernel  # noqa: F401 - registers every magic, as the kernel does at start
     from rlm_kernel import magics
 
     page = rlm_reference.magics_page()
