@@ -109,8 +109,8 @@ def settings_page() -> str:
         "# Settings and environment variables\n\n"
         "Generated from the settings schema (`rlm_kernel/llm/schema.py`) and the sandbox's `Limits`.\n\n"
         "## LLM settings\n\n"
-        "Each is set at kernel start by its environment variable or the `[llm]` table of the config file, "
-        "and in a person's cell by `%rlm set name=value` (never from model-written code).\n\n"
+        "Each is set at kernel start by its environment variable or a top-level key of the config file "
+        "(`RLM_CONFIG`), and in a person's cell by `%rlm set name=value` (never from model-written code).\n\n"
         + _table(("setting", "environment variable", "default", "valid values"), settings)
         + "\n## Sandbox limits\n\n"
         "Read once at kernel start (`0` disables a limit); no cell can change them.\n\n"
