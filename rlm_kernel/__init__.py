@@ -3,7 +3,7 @@
 Every cell runs under a RestrictedPython sandbox; helpers reach LLMs through `rlm_kernel.llm`.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"  # the one place the version lives: the wheel, the banner and %rlm version read it
 KERNEL_NAME = "rlm"
 DISPLAY_NAME = "RLM (Python, sandboxed)"
 

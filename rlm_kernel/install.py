@@ -1,4 +1,5 @@
-"""`rlm-kernel install` / `rlm-kernel uninstall`: put the `rlm` kernelspec where Jupyter finds it.
+"""`rlm-kernel install` / `uninstall` / `tutorials`: put the `rlm` kernelspec where Jupyter finds it, and
+copy the tutorials out of the installed package.
 
 Same shape as ipykernel's and echo_kernel's install commands, through jupyter_client's `KernelSpecManager`.
 """
@@ -18,7 +19,15 @@ from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
 from rlm_kernel import DISPLAY_NAME, KERNEL_NAME
 
-__all__ = ["install", "kernel_json", "main", "spec_source_dir", "uninstall"]
+__all__ = [
+    "copy_tutorials",
+    "install",
+    "kernel_json",
+    "main",
+    "spec_source_dir",
+    "tutorials_source_dir",
+    "uninstall",
+]
 
 LOGOS = ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg")
 
@@ -33,6 +42,44 @@ def spec_source_dir() -> Path | None:
         if (candidate / "kernel.json").is_file():
             return candidate
     return None
+
+
+def tutorials_source_dir() -> Path | None:
+    """The tutorials the wheel ships (`share/rlm-kernel/tutorials`), or a checkout's `notebooks/`."""
+    candidates = [
+        Path(sys.prefix) / "share" / "rlm-kernel" / "tutorials",
+        Path(__file__).resolve().parent.parent / "notebooks",
+    ]
+    for candidate in candidates:
+        if any(candidate.glob("[0-9][0-9]-*.ipynb")):
+            return candidate
+    return None
+
+
+def copy_tutorials(dest: Path, *, force: bool = False) -> list[Path]:
+    """Copy the tutorial notebooks, their corpora (`data/`) and recorded calls (`.rlm-cache/`) into `dest`.
+
+    Existing files are kept unless `force`: FileExistsError names the first one."""
+    source = tutorials_source_dir()
+    if source is None:
+        raise FileNotFoundError("this installation has no tutorials (reinstall rlm-kernel from its wheel)")
+    items = [*sorted(source.glob("[0-9][0-9]-*.ipynb")), source / "data", source / ".rlm-cache"]
+    files = [
+        (path, path.relative_to(source))
+        for item in items
+        if item.exists()
+        for path in ([item] if item.is_file() else sorted(p for p in item.rglob("*") if p.is_file()))
+    ]
+    if not force:
+        for _path, rel in files:
+            if (dest / rel).exists():
+                raise FileExistsError(f"{dest / rel} exists; pass --force to overwrite it")
+    copied = []
+    for path, rel in files:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest / rel)
+        copied.append(dest / rel)
+    return copied
 
 
 def kernel_json(display_name: str = DISPLAY_NAME, env: dict[str, str] | None = None) -> dict:
@@ -127,6 +174,14 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="environment variable for the kernel, e.g. RLM_CPU_SECONDS=60 (repeatable)",
     )
+    tut = sub.add_parser("tutorials", help="copy the tutorial notebooks and their data into a folder")
+    tut.add_argument(
+        "dest", nargs="?", default="rlm-tutorials", help="target folder (default: rlm-tutorials)"
+    )
+    tut.add_argument("--force", action="store_true", help="overwrite files that exist already")
+    from rlm_kernel.mcp.cli import add_parser as add_mcp_parser
+
+    add_mcp_parser(sub)
     uninst = sub.add_parser("uninstall", help="remove the rlm kernelspec")
     uninst.add_argument("--name", default=KERNEL_NAME, help=f"kernelspec name (default: {KERNEL_NAME})")
     return parser
@@ -165,6 +220,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "it at every start",
                 file=sys.stderr,
             )
+        return 0
+    if args.command == "mcp":
+        from rlm_kernel.mcp.cli import main as mcp_main
+
+        return mcp_main(args)
+    if args.command == "tutorials":
+        try:
+            copied = copy_tutorials(Path(args.dest), force=args.force)
+        except (OSError, FileExistsError) as exc:
+            print(f"rlm-kernel: {exc}", file=sys.stderr)
+            return 1
+        notebooks = sum(1 for p in copied if p.suffix == ".ipynb")
+        print(f"Copied {notebooks} tutorials with their data into {args.dest}: open them on the rlm kernel")
         return 0
     try:
         path = uninstall(args.name)

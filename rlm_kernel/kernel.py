@@ -6,6 +6,7 @@ message is recorded for output from background threads (`llm.events.current_pare
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import types
@@ -20,15 +21,36 @@ from rlm_kernel.llm import event_loop as llm_loop
 from rlm_kernel.llm.events import current_parent, set_current_parent
 from rlm_kernel.output import clean_bundle
 from rlm_kernel.sandbox import audit, cell_limits, consume_backstop_note
+from rlm_kernel.sandbox.origin import model_code
 from rlm_kernel.shell import RLMCompiler, RLMShell
 
-__all__ = ["RLMKernel", "current_parent"]
+__all__ = ["RLMKernel", "current_parent", "sent_by_agent"]
 
 BANNER = (
     f"RLM kernel {__version__} — a Recursive Language Model REPL on Python {sys.version.split()[0]}.\n"
     "Every cell runs in a RestrictedPython sandbox: no shell, no direct file or network access, no\n"
     "private attributes. Read data with load_context(), ask models with llm_query(); see %rlm help."
 )
+
+
+class _Version:
+    """What `%rlm version` shows: the package version, as the banner and the wheel's metadata give it."""
+
+    def __repr__(self) -> str:
+        return f"rlm-kernel {__version__}"
+
+
+magics.register_rlm_subcommand(
+    "version", lambda _line: _Version(), "the rlm-kernel version, as in the banner"
+)
+
+
+def sent_by_agent(parent: dict[str, Any]) -> bool:
+    """True for an execute_request an agent sent through `rlm-kernel mcp` (metadata `{"rlm": {"origin":
+    "agent"}}`). The mark only ever lowers trust, so the kernel believes whoever sets it."""
+    metadata = parent.get("metadata")
+    mark = metadata.get("rlm") if isinstance(metadata, dict) else None
+    return isinstance(mark, dict) and mark.get("origin") == "agent"
 
 
 def _cancel_model_calls() -> None:
@@ -152,7 +174,13 @@ class RLMKernel(IPythonKernel):
             print(note, file=sys.stderr, flush=True)
         parent = current_parent()
         owner = parent.get("header", {}).get("msg_id") or parent.get("msg_id")
-        with call_scope(owner=owner):  # the model calls this cell makes are tagged (and cancelled) as its own
+        agent = sent_by_agent(parent)
+        if agent:  # user_expressions are evaluated outside the cell: none for an agent (passed as kwargs)
+            kwargs["user_expressions"] = {}
+            args = args[:1]
+        with call_scope(owner=owner), model_code() if agent else contextlib.nullcontext():
+            # the model calls this cell makes are tagged (and cancelled) as its own; an agent's cell runs as
+            # model-written code (origin.model_code: no magics, settings or secrets)
             return await super().do_execute(code, silent, *args, **kwargs)
 
     def pre_handler_hook(self) -> None:

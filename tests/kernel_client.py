@@ -89,7 +89,7 @@ def _strip_ansi(text: str) -> str:
 
 
 def _kernel_spec_manager(kernel_name: str) -> KernelSpecManager:
-    """The installed spec when there is one; for `rlm`, the checkout's `kernelspec/` otherwise."""
+    """The installed spec if there is one; for `rlm`, the spec `rlm-kernel install` would write otherwise."""
     ksm = KernelSpecManager()
     try:
         ksm.get_kernel_spec(kernel_name)
@@ -97,8 +97,11 @@ def _kernel_spec_manager(kernel_name: str) -> KernelSpecManager:
     except NoSuchKernel:
         if kernel_name != "rlm":
             raise
+    from rlm_kernel.install import kernel_json
+
     tmp = Path(tempfile.mkdtemp(prefix="rlm-spec-"))
-    (tmp / "rlm").symlink_to(REPO / "kernelspec", target_is_directory=True)
+    (tmp / "rlm").mkdir()
+    (tmp / "rlm" / "kernel.json").write_text(json.dumps(kernel_json()))  # this interpreter, by absolute path
     return KernelSpecManager(kernel_dirs=[str(tmp)])
 
 
@@ -119,6 +122,7 @@ class KernelHarness:
         cwd: str | None = None,
         startup_timeout: float = 60,
         extra_arguments: list[str] | None = None,
+        kernel_spec_manager: KernelSpecManager | None = None,
     ) -> None:
         self.kernel_name = kernel_name
         full_env = dict(os.environ)
@@ -132,7 +136,8 @@ class KernelHarness:
         t0 = time.perf_counter()
         for attempt in range(3):
             self.km = KernelManager(
-                kernel_name=kernel_name, kernel_spec_manager=_kernel_spec_manager(kernel_name)
+                kernel_name=kernel_name,
+                kernel_spec_manager=kernel_spec_manager or _kernel_spec_manager(kernel_name),
             )
             self.km.start_kernel(env=full_env, cwd=self.cwd, extra_arguments=list(extra_arguments or []))
             self.kc = self.km.client()

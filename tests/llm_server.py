@@ -398,7 +398,9 @@ class LLMTestServer:
         app.router.add_post(r"/v1/models/{model}:generateContent", self._gemini)
         app.router.add_get("/_test/requests", self._list_requests)
         app.router.add_get("/health", self._health)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=0.5)
+        self._runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
+        )  # a client that hangs up cancels its handler: `_in_flight` counts the calls really still open
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port, backlog=1024)
         await site.start()

@@ -94,10 +94,36 @@ def test_shipped_kernelspec_matches_install_command() -> None:
     assert source is not None
     shipped = json.loads((source / "kernel.json").read_text())
     built = kernel_json()
-    assert shipped["argv"][0] == "python"
+    assert shipped["argv"][0] == SHIPPED_INTERPRETER
     assert shipped["argv"][1:] == built["argv"][1:]
     for key in ("display_name", "language", "interrupt_mode", "metadata"):
         assert shipped[key] == built[key], key
+
+
+SHIPPED_INTERPRETER = "{resource_dir}/../../../../bin/python3"
+
+
+def test_shipped_kernelspec_starts_the_interpreter_of_its_environment() -> None:
+    """The wheel installs the spec at <prefix>/share/jupyter/kernels/rlm; jupyter_client expands
+    `{resource_dir}` in argv, so argv[0] is <prefix>/bin/python3 — this environment's interpreter, whichever
+    environment the client runs from (a bare `python` would be the client's own, issue 32)."""
+    from jupyter_client.kernelspec import KernelSpec
+    from jupyter_client.manager import KernelManager
+
+    source = spec_source_dir()
+    assert source is not None
+    shipped = json.loads((source / "kernel.json").read_text())
+    installed_at = Path(sys.prefix) / "share" / "jupyter" / "kernels" / "rlm"
+    manager = KernelManager()
+    manager._kernel_spec = KernelSpec(
+        resource_dir=str(installed_at), **shipped
+    )  # as KernelSpecManager makes it
+    argv = manager.format_kernel_cmd()
+    interpreter = Path(os.path.normpath(argv[0]))
+    assert interpreter == Path(sys.prefix) / "bin" / "python3"
+    assert os.access(interpreter, os.X_OK), interpreter
+    probe = _run([str(interpreter), "-c", "import sys; print(sys.prefix)"], dict(os.environ))
+    assert probe.stdout.strip() == sys.prefix
 
 
 def test_nbclient_runs_a_notebook_on_rlm() -> None:

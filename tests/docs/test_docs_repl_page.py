@@ -1,4 +1,4 @@
-"""The README's RLM section runs as written: every code block of `## The RLM REPL`, in order, in one real
+"""The docs page `The RLM REPL` (docs/guide/repl.md) runs as written: every code block, in order, in one real
 `rlm` kernel whose working directory sees the repository's `notebooks/` (so the paths in the examples
 resolve), against the local LLM test server with a scripted root model for every run the examples start.
 
@@ -19,7 +19,7 @@ from tests.llm_server import LLMTestServer
 from tests.rootloop.script import Script, repl
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "guide" / "repl.md"  # the RLM REPL page of the docs site (was the README section)
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -28,8 +28,8 @@ SEEN = "seen = llm_query('Which classes are defined here?\\n' + context[:300])\n
 
 
 def section_blocks() -> list[tuple[str, str]]:
-    """(tag, code) of every fenced block in `## The RLM REPL`, in order, indentation removed."""
-    section = README.read_text(encoding="utf-8").split("\n## The RLM REPL\n", 1)[1].split("\n## ", 1)[0]
+    """(tag, code) of every fenced block of the docs page `The RLM REPL`, in order, indentation removed."""
+    section = GUIDE.read_text(encoding="utf-8")
     blocks = re.findall(r"^( *)```([a-z]*)\n(.*?)^\1```", section, re.S | re.M)
     out = []
     for indent, tag, code in blocks:
@@ -65,7 +65,7 @@ def section_kernel(
 
 def _run(kernel: KernelHarness, code: str) -> Execution:
     r = kernel.execute(code, timeout=240)
-    assert r.ok, f"README block failed:\n{code}\n{r}"
+    assert r.ok, f"docs block failed:\n{code}\n{r}"
     return r
 
 
@@ -174,7 +174,7 @@ def test_every_rlm_section_block_runs_as_written(
         os.chdir(work)
         try:
             scope: dict = {}
-            exec(compile(code, "<README>", "exec"), scope)  # noqa: S102 - the README's own example
+            exec(compile(code, "<docs/guide/repl.md>", "exec"), scope)  # noqa: S102 - the docs page's own example
             viewed = eval("rlm_kernel.view('run.jsonl')", scope)  # noqa: S307 - its last line, as a value
         finally:
             os.chdir(here)
@@ -209,6 +209,6 @@ def test_every_rlm_section_block_runs_as_written(
     for _tag, code in blocks:
         first = next(line for line in code.splitlines() if line.strip() and not line.startswith("#"))
         matches = [key for key in scenarios if first.startswith(key)]
-        assert len(matches) == 1, f"README block without a scenario in this test (or with two): {first!r}"
+        assert len(matches) == 1, f"docs block without a scenario in this test (or with two): {first!r}"
         scenarios.pop(matches[0])(code)
-    assert not scenarios, f"scenarios whose README block is gone: {sorted(scenarios)}"
+    assert not scenarios, f"scenarios whose docs block is gone: {sorted(scenarios)}"
