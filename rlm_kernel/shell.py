@@ -54,6 +54,7 @@ from rlm_kernel.sandbox import (
 from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.sandbox.data.figures import flush_figures
 from rlm_kernel.sandbox.errors import add_name_suggestion
+from rlm_kernel.sandbox.origin import model_code_running, register_model_filename
 from rlm_kernel.warnings_display import install_warning_format
 from rlm_kernel.widgets import widget_magics as widgets_magics
 
@@ -76,6 +77,17 @@ class RLMCompiler(XCachingCompiler):
         super().__init__(*args, **kwargs)
         self.current_filename = "<cell>"
         self.cell_filenames: set[str] = set(MAGIC_BODY_FILENAMES)
+
+    def get_code_name(self, raw_code: str, code: str, number: int) -> str:
+        """A person's cell is named by its source (ipykernel's hash). An agent's cell (sent through
+        `rlm-kernel mcp`, run inside `model_code()`) gets a fresh name, recorded as model-written when it is
+        compiled: what it defines stays untrusted wherever it runs later (sandbox/origin.py)."""
+        if model_code_running():
+            self._agent_cells += 1
+            return f"<agent cell {number}>#{self._agent_cells}"
+        return super().get_code_name(raw_code, code, number)
+
+    _agent_cells = 0
 
     def ast_parse(self, source: str, filename: str = "<unknown>", symbol: str = "exec") -> ast.AST:
         # IPython parses %time/%timeit bodies without a filename; they have no source lines of their own
@@ -167,6 +179,8 @@ class RLMShell(ZMQInteractiveShell):
             node = magics.rewrite_magics(node)
             ast.fix_missing_locations(node)
             filename = getattr(self.compile, "current_filename", "<cell>")
+            if filename.startswith("<agent cell ") and model_code_running():
+                register_model_filename(filename)  # an agent's cell is model-written code (RLMCompiler)
             if policy_disabled():  # RLM_UNSAFE_DISABLE_POLICY=1 (tests of the OS layer only): plain Python
                 register_sandboxed_filename(filename)  # still the person's cell: magics work as syntax
                 return node

@@ -264,3 +264,22 @@ async def test_rlm_over_mcp_replays_the_run_a_notebook_recorded(server: LLMTestS
     assert not result.is_error, text_of(result)
     assert result.structured_content["answer"] == "48213", result.structured_content
     assert len(server.requests) == recorded  # every call came from the recording
+
+
+async def test_what_an_agent_defines_stays_untrusted_in_the_persons_cells(
+    server: LLMTestServer, workdir: Path
+) -> None:
+    """Trust follows who wrote the code (issue 26 class 2): a function an agent defines over MCP, called
+    later by the person's own cell, still cannot do what only the person's code may."""
+    with KernelHarness(env=llm_env(server), cwd=str(workdir)) as notebook:
+        async with stdio_client(server, workdir, "--existing", notebook.km.connection_file) as client:
+            made = await client.call_tool(
+                "run_cell",
+                {"code": "def summarise(path):\n    return load_context(path, allow_secrets=True)"},
+            )
+            assert not made.is_error, text_of(made)
+        called = notebook.execute("summarise('.env')")
+        assert not called.ok and "model-written" in called.all_text, called
+        assert "sk-should-never-be-read" not in called.all_text
+        own = notebook.execute("load_context('.env', allow_secrets=True)\nlen(context) > 0")
+        assert own.ok and own.result == "True", own  # the person's own cell keeps its privilege
