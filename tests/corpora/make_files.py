@@ -49,7 +49,8 @@ def _epub(path: Path) -> None:
         '<spine><itemref idref="c1"/><itemref idref="c2"/></spine></package>'
     )
     container = (
-        '<?xml version="1.0"?><container xmlns="urn:oasis:names:tc:opendocument:xmlns:container" version="1.0">'
+        '<?xml version="1.0"?><container version="1.0" '
+        'xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
         '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
         "</rootfiles></container>"
     )
@@ -162,12 +163,13 @@ def make_corpus(root: Path) -> dict[str, str]:
     }
 
 
-def make_hostile(root: Path) -> dict[str, str]:
-    """Hostile files under `root`; returns {file name: a word its skip reason must hold}."""
+def make_hostile(root: Path, bomb_mb: int = 40) -> dict[str, str]:
+    """Hostile files under `root` (bombs expanding to `bomb_mb` MB); returns {file name: a word its skip
+    reason must hold}."""
     root.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(root / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("zeros.txt", b"\0" * (300 * 1024 * 1024))
-    (root / "bomb.txt.gz").write_bytes(gzip.compress(b"a" * (300 * 1024 * 1024), compresslevel=9))
+        zf.writestr("zeros.txt", b"\0" * (bomb_mb * 1024 * 1024))
+    (root / "bomb.txt.gz").write_bytes(gzip.compress(b"a" * (bomb_mb * 1024 * 1024), compresslevel=9))
     (root / "deep.html").write_text("<div>" * 100_000 + "x" + "</div>" * 100_000)
     make_pdf(root / "whole.pdf", [["a page of text"]] * 3)
     data = (root / "whole.pdf").read_bytes()
