@@ -142,8 +142,14 @@ def run_rlm_steps(
         depth=depth,
         model=options.model or run.model,
         answer_kind=kind,
+        citations=list(tracker.citations) if kind == "final" else [],
         _history=continuation.transcript(run.prior, run.first_message(), run),
     )
+    if depth == 1 and result.citations:
+        from rlm_kernel.llm.events import current_owner
+        from rlm_kernel.rootloop.provenance import ledger
+
+        ledger.cited(current_owner(), result.citations)
     continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded, tracker.gate))
     if display is not None:
         display.finish(result)

@@ -108,6 +108,10 @@ class RLMResult:
     model: str | None = None
     answer_kind: str | None = None
     """"final" (an accepted FINAL), "best_effort" (the last tool-free turn's answer) or None (no answer)."""
+    citations: list = field(default_factory=list)
+    """The answer's verified citations (FINAL cite= / answer["cite"]): dicts with quote, span, path, line,
+    end_line, where ("report.pdf, page 3, line 12") and page/chapter/message/cell/record when the file has
+    them."""
     _history: tuple = field(default=(), repr=False, compare=False)
 
     def __post_init__(self, _namespace: dict) -> None:
@@ -190,6 +194,7 @@ class RLMResult:
             "depth": self.depth,
             "model": self.model,
             **asdict(self.usage),
+            **({"citations": [dict(c) for c in self.citations]} if self.citations else {}),
         }
         return [head] + [{"type": "turn", **asdict(t), "usage": asdict(t.usage)} for t in self.trajectory]
 
@@ -230,6 +235,10 @@ class RLMResult:
         cells.append(
             v4.new_markdown_cell(
                 f"## Answer ({self.termination})\n\n{self.message}\n\n{self.answer_text or ''}"
+                + "".join(
+                    f"\n\n{i}. *{c.get('where')}*: \u201c{c.get('quote')}\u201d"
+                    for i, c in enumerate(self.citations, start=1)
+                )
             )
         )
         nb = v4.new_notebook(
