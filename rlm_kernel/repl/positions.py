@@ -88,9 +88,13 @@ def locate_span(
     place = locate_offset(context, files, layouts, start)
     last = locate_offset(context, files, layouts, max(start, end - 1))
     place["end"] = end
-    place["end_line"] = last["line"] if last["path"] == place["path"] else place["line"]
+    if last["path"] == place["path"]:
+        place["end_line"] = last["line"]
+    else:  # the span runs on into later files
+        place["end_line"], place["end_path"] = place["line"], last["path"]
+        place["end_path_line"] = last["line"]
     for key, value in last.items():
-        if key not in ("path", "line", "offset") and value != place.get(key):
+        if key not in ("path", "line", "offset", "end_path", "end_path_line") and value != place.get(key):
             place[f"end_{key}"] = value
     return place
 
@@ -103,4 +107,6 @@ def describe(place: Mapping[str, object]) -> str:
             parts.append(f"{key} {place[key]}")
     line, end_line = place.get("line"), place.get("end_line")
     parts.append(f"line {line}" if not end_line or end_line == line else f"lines {line}-{end_line}")
+    if place.get("end_path"):
+        parts.append(f"to {place['end_path']}, line {place.get('end_path_line')}")
     return ", ".join(parts)

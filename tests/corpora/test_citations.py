@@ -133,3 +133,22 @@ def test_check_refuses_bad_citation_shapes() -> None:
     assert len(out.rejected) == 4 and not out.accepted
     assert "neither a quote" in out.rejected[0] and "not inside context" in out.rejected[1]
     assert citations.check(list(range(60)), loaded).rejected[0].startswith("cite= takes at most")
+
+
+def test_map_reduce_parts_carry_their_location(client_on_server, corpus) -> None:
+    from rlm_kernel.analysis.map_reduce import map_reduce
+    from rlm_kernel.repl import located
+
+    client_on_server.reply_with(lambda rec: "ok")
+    located.call(
+        "map_reduce",
+        map_reduce,
+        (corpus.value, "Summarise: {chunk}", "Join: {results}"),
+        {"n_chunks": 3},
+        True,
+        corpus,
+    )
+    maps = [r.prompt for r in client_on_server.requests if "Summarise:" in r.prompt]
+    assert len(maps) == 3 and all("[from docs/" in p for p in maps)
+    first = next(p for p in maps if "=== docs/book.epub ===" in p)
+    assert "[from docs/book.epub, chapter 1, line 1, to docs/" in first  # runs on into later files

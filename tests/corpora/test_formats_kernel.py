@@ -106,3 +106,16 @@ def test_one_document_and_an_explicit_kind(corpus_kernel, tmp_path: Path) -> Non
     assert not ex.ok and "unknown kind" in ex.all_text and "parquet" in ex.all_text
     ok(kernel, "%context docs/memo.docx")
     assert probe(kernel, "'twelve crates of saffron' in context")
+
+
+def test_find_relevant_hits_carry_their_location(corpus_kernel) -> None:
+    kernel, _, _ = corpus_kernel
+    ok(kernel, "load_context('docs')", timeout=300)
+    hits = probe(kernel, "find_relevant(context, 'cobalt mine', top_k=1, where=True)")
+    [(chunk, score, place)] = hits
+    assert "cobalt mine" in chunk and score > 0
+    start = probe(kernel, f"context.find({json.dumps(chunk)})")
+    assert place == probe(kernel, f"locate(({start}, {start + len(chunk)}))")  # where the chunk lies
+    assert probe(kernel, "len(find_relevant(context, 'cobalt mine', top_k=1)[0])") == 2  # unchanged default
+    ex = kernel.execute("find_relevant('some other text', 'cobalt', where=True)")
+    assert not ex.ok and "loaded `context` only" in ex.all_text
