@@ -198,33 +198,70 @@ def _corpus(
     skipped: list[str] = []
     parsed: dict[str, list[tuple[str, Extracted]]] = {}
     caps = Caps.from_env()
-    for path in paths:
-        name = _display_path(path)
+    for index, path in enumerate(paths):
         try:
-            real = check_allowed(path)
-        except ContextError:
-            skipped.append(f"{name} (a link to outside the allowed roots)")
-            continue
-        if not allow_secrets and (is_secret_file(path) or is_secret_file(real)):
-            skipped.append(f"{name} ({_SECRET_NOTE})")
-            continue
-        try:
-            kind_of = format_of(path, name, fmt)
-        except OSError as err:
-            skipped.append(f"{name} ({err.strerror or err})")
-            continue
-        if kind_of == "binary":
-            skipped.append(f"{name} (binary)")
-            continue
-        if kind_of not in TEXT_FORMATS:
-            extraction = extract_file(path, name, kind_of, caps, encoding, errors)
-            skipped += extraction.skipped
-            if progress is not None:
-                progress(name, _size(path), len(skipped))
-            if not extraction.files:
-                continue
-            parsed[name] = extraction.files
-        readable.append((path, name, kind_of))
+            _check_one(path, fmt, caps, encoding, errors, allow_secrets, readable, skipped, parsed, progress)
+        except KeyboardInterrupt:
+            left = len(paths) - index
+            skipped.append(f"{left:,} file(s) not read: the load was interrupted (load again to read them)")
+            if not readable:
+                raise
+            break
+    return _join(readable, parsed, skipped, source, kind, encoding, errors, progress)
+
+
+def _check_one(
+    path: Path,
+    fmt: str,
+    caps: Caps,
+    encoding: str,
+    errors: str,
+    allow_secrets: bool,
+    readable: list[tuple[Path, str, str]],
+    skipped: list[str],
+    parsed: dict[str, list[tuple[str, Extracted]]],
+    progress: Callable[[str, int, int], None] | None,
+) -> None:
+    """Check one file of a corpus: readable text goes into `readable`, a parsed document into `parsed` too,
+    anything refused or failed into `skipped` with its reason."""
+    name = _display_path(path)
+    try:
+        real = check_allowed(path)
+    except ContextError:
+        skipped.append(f"{name} (a link to outside the allowed roots)")
+        return
+    if not allow_secrets and (is_secret_file(path) or is_secret_file(real)):
+        skipped.append(f"{name} ({_SECRET_NOTE})")
+        return
+    try:
+        kind_of = format_of(path, name, fmt)
+    except OSError as err:
+        skipped.append(f"{name} ({err.strerror or err})")
+        return
+    if kind_of == "binary":
+        skipped.append(f"{name} (binary)")
+        return
+    if kind_of not in TEXT_FORMATS:
+        extraction = extract_file(path, name, kind_of, caps, encoding, errors)
+        skipped.extend(extraction.skipped)
+        if progress is not None:
+            progress(name, _size(path), len(skipped))
+        if not extraction.files:
+            return
+        parsed[name] = extraction.files
+    readable.append((path, name, kind_of))
+
+
+def _join(
+    readable: list[tuple[Path, str, str]],
+    parsed: dict[str, list[tuple[str, Extracted]]],
+    skipped: list[str],
+    source: str,
+    kind: str,
+    encoding: str,
+    errors: str,
+    progress: Callable[[str, int, int], None] | None,
+) -> LoadedContext:
     files: dict[str, tuple[int, int]] = {}
     layouts: dict[str, FileLayout] = {}
     first_pass = [True]
