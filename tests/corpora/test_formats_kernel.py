@@ -119,3 +119,17 @@ def test_find_relevant_hits_carry_their_location(corpus_kernel) -> None:
     assert probe(kernel, "len(find_relevant(context, 'cobalt mine', top_k=1)[0])") == 2  # unchanged default
     ex = kernel.execute("find_relevant('some other text', 'cobalt', where=True)")
     assert not ex.ok and "loaded `context` only" in ex.all_text
+
+
+def test_load_corpus_reads_the_same_formats(corpus_kernel) -> None:
+    kernel, want, bad = corpus_kernel
+    ok(kernel, "corpus = load_corpus('docs', partition_mb=0.01)", timeout=300)
+    files = probe(kernel, "list(corpus.files)")
+    for name in want:
+        assert f"docs/{name}" in files, (name, files)
+    skipped = probe(kernel, "list(corpus.skipped)")
+    for name in bad:
+        assert any(f"hostile/{name} (" in s for s in skipped), (name, skipped)
+    hits = probe(kernel, "find_relevant(corpus, 'cobalt mine', top_k=1)")
+    assert "The cobalt mine closed in 1921." in hits[0][0]
+    assert "saffron" in probe(kernel, "find_relevant(corpus, 'saffron barge', top_k=1)")[0][0]
