@@ -1,5 +1,6 @@
 """Progress of a long corpus load: files, bytes and skipped so far, as one updating display (an HTML progress
-bar with a plain-text twin, the line a frontend without HTML shows), shown once a load passes one second."""
+bar with a plain-text twin, the line a frontend without HTML shows), shown once a load passes one second and
+20 files (so that small loads, as in the tutorials, show the same output however busy the machine is)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 __all__ = ["LoadProgress"]
 
 _AFTER = 1.0  # seconds before anything is shown: short loads stay quiet
+_MIN_FILES = 20  # files read before anything is shown: a handful of files never shows progress
 _EVERY = 0.25  # seconds between updates
 
 
@@ -29,7 +31,7 @@ class LoadProgress:
         self.bytes += max(int(size), 0)
         self.skipped = skipped
         now = time.monotonic()
-        if now - self.started < _AFTER or now - self.shown_at < _EVERY:
+        if self.files < _MIN_FILES or now - self.started < _AFTER or now - self.shown_at < _EVERY:
             return
         self.shown_at = now
         self._show(f"loading … {name[-60:]}")
