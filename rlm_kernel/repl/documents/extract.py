@@ -32,7 +32,7 @@ def format_of(path: Path, name: str, kind: str = "auto") -> str:
     with open(path, "rb") as f:
         head = f.read(_HEAD)
     if head.startswith(b"PK\x03\x04") and not name.lower().endswith((".docx", ".epub")):
-        return sniff(name, head, path.read_bytes())
+        return sniff(name, head, path)
     return sniff(name, head)
 
 

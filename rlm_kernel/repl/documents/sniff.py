@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from pathlib import Path
 
 __all__ = ["FORMATS", "TEXT_FORMATS", "sniff"]
 
@@ -38,21 +39,25 @@ _EXTENSIONS = {
 }
 
 
-def _zip_kind(data: bytes) -> str:
+def _zip_kind(data: bytes | Path) -> str:
+    """docx, epub or zip, from the central directory and at most 40 bytes of the `mimetype` member."""
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        with zipfile.ZipFile(str(data) if isinstance(data, Path) else io.BytesIO(data)) as zf:
             names = set(zf.namelist()[:2000])
             if "word/document.xml" in names:
                 return "docx"
-            if "mimetype" in names and zf.read("mimetype")[:40].strip() == b"application/epub+zip":
-                return "epub"
+            if "mimetype" in names:
+                with zf.open("mimetype") as f:
+                    if f.read(40).strip() == b"application/epub+zip":
+                        return "epub"
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, KeyError, NotImplementedError):
         pass
     return "zip"
 
 
-def sniff(name: str, head: bytes, whole: bytes | None = None) -> str:
-    """The format of a file called `name` whose first bytes are `head` (`whole`: all of it, for zips)."""
+def sniff(name: str, head: bytes, whole: bytes | Path | None = None) -> str:
+    """The format of a file called `name` whose first bytes are `head` (`whole`: its bytes or its path, to
+    tell a zip from a DOCX or an EPUB)."""
     lower = name.lower()
     ext = lower[lower.rfind(".") :] if "." in lower.rsplit("/", 1)[-1] else ""
     if head.startswith(b"%PDF-"):
