@@ -53,3 +53,33 @@ def test_a_long_load_shows_progress_and_an_interrupt_keeps_what_was_read(many_pd
         ex = ok(kernel, "len(load_context('pdfs/doc0001.pdf').files)")  # and the kernel loads on
     finally:
         kernel.shutdown()
+
+
+def test_a_thousand_mixed_files_with_twenty_hostile_ones(tmp_path: Path) -> None:
+    from tests.corpora.make_files import make_corpus, make_hostile
+
+    seeds, bad = tmp_path / "seeds", tmp_path / "bad"
+    make_corpus(seeds)
+    hostile = make_hostile(bad, bomb_mb=24)
+    corpus = tmp_path / "big"
+    corpus.mkdir()
+    good = [p for p in sorted(seeds.iterdir()) if p.is_file()]
+    for i in range(980):
+        seed = good[i % len(good)]
+        (corpus / f"{i:04}-{seed.name}").write_bytes(seed.read_bytes())
+    bad_files = [bad / name for name in hostile]
+    for i in range(20):
+        seed = bad_files[i % len(bad_files)]
+        (corpus / f"x{i:02}-{seed.name}").write_bytes(seed.read_bytes())
+    kernel = KernelHarness(cwd=str(tmp_path), env={"RLM_CORPUS_MAX_EXPANDED_MB": "8"})
+    try:
+        ok(kernel, "import json")
+        ok(kernel, "s = load_context('big')", timeout=600)
+        skipped = probe(kernel, "list(s.skipped)")
+        assert len(skipped) == 20 and all(line.startswith("big/x") for line in skipped), skipped
+        files = probe(kernel, "len(context_files)")
+        archives = sum(1 for i in range(980) if good[i % len(good)].name in ("bundle.zip",))
+        assert files == 980 + archives  # a zip of two members gives two files
+        assert kernel.is_alive()
+    finally:
+        kernel.shutdown()
