@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from rlm_kernel.repl import positions
 from rlm_kernel.sandbox.coerce import CoercionError, plain_data
 
-__all__ = ["PROMPT", "CitationCheck", "check", "feedback", "render_html", "render_text"]
+__all__ = ["MISSING", "PROMPT", "CitationCheck", "check", "feedback", "render_html", "render_text"]
 
 MAX_CITATIONS = 50
 MAX_QUOTE_CHARS = 2000
@@ -20,6 +20,13 @@ PROMPT = (
     "sentences) or a (start, end) span of offsets into `context`. The kernel checks every citation against "
     "`context` (whitespace aside) and tells you which do not occur; locate(quote) shows the file, page and "
     "line of a quote."
+)
+
+
+MISSING = (
+    "{how}(...) rejected: this run asks for citations (--cite) and the answer gave none. Find the text that "
+    "supports it in `context` (print it), then answer again with FINAL(answer, cite=['<an exact quote>']); "
+    "this is said once: an answer without citations is accepted next time."
 )
 
 

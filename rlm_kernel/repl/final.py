@@ -31,10 +31,14 @@ def _text_of(answer: object) -> str:
 def cited(state: ReplState, cite: object, how: str) -> list[dict] | None:
     """The verified citations of `cite`, or None when the answer must wait: some could not be verified and
     the root has not been told yet (told once; after that the verified ones are kept)."""
+    run = state.run
     if cite is None:
+        if run is not None and state.options.cite and not run.cite_feedback_given:
+            run.cite_feedback_given = True  # asked for citations (--cite): told once, then accepted without
+            run.rejections.append(citemod.MISSING.format(how=how))
+            return None
         return []
     result = citemod.check(cite, state.protected.get("__loaded_context__"))
-    run = state.run
     if result.rejected and run is None:
         raise ReplError(
             f"{how}: {len(result.rejected)} citation(s) could not be verified: "

@@ -71,11 +71,16 @@ def before(ns: dict) -> tuple:
 
 
 def check(
-    ns: dict, tracker: RunTracker, code: str, previous: tuple = (None, False, None), loaded: object = None
+    ns: dict,
+    tracker: RunTracker,
+    code: str,
+    previous: tuple = (None, False, None),
+    loaded: object = None,
+    cite_wanted: bool = False,
 ) -> None:
     """After a block: accept `answer["content"]` when the block made `answer["ready"] is True` and the gate
     agrees; `answer["cite"]` (quotes or spans) is checked against the loaded context `loaded` as FINAL's
-    cite= is (repl.citations)."""
+    cite= is (repl.citations); with `cite_wanted` (--cite) an answer without citations is sent back once."""
     box = ns.get(NAME)
     if type(box) is not dict or dict.get(box, "ready") is not True:
         return
@@ -114,6 +119,11 @@ def check(
             )
             return
         tracker.citations = checked.accepted
+    elif cite_wanted and not tracker.cite_feedback_given:
+        tracker.cite_feedback_given = True
+        dict.__setitem__(box, "ready", False)
+        tracker.rejections.append(citations.MISSING.format(how='answer["ready"] = True'))
+        return
     else:
         tracker.citations = []
     tracker.final, tracker.final_set = text, True

@@ -152,3 +152,22 @@ def test_map_reduce_parts_carry_their_location(client_on_server, corpus) -> None
     assert len(maps) == 3 and all("[from docs/" in p for p in maps)
     first = next(p for p in maps if "=== docs/book.epub ===" in p)
     assert "[from docs/book.epub, chapter 1, line 1, to docs/" in first  # runs on into later files
+
+
+def test_under_cite_an_answer_without_citations_is_sent_back_once(client_on_server, corpus) -> None:
+    script = Script(
+        root=[
+            repl(COUNT + "FINAL(str(n))"),
+            repl(COUNT + f"FINAL(str(n), cite=[{QUOTE!r}])"),
+        ]
+    )
+    result = run(client_on_server, corpus, script, cite=True)
+    assert "asks for citations (--cite)" in result.trajectory[0].feedback
+    assert result.iterations == 2 and result.citations[0]["page"] == 2
+    # told once: then an answer without citations is accepted
+    script = Script(root=[repl(COUNT + "FINAL(str(n))"), repl(COUNT + "FINAL(str(n))")])
+    result = run(client_on_server, corpus, script, cite=True)
+    assert result.termination == "final" and result.iterations == 2 and result.citations == []
+    # without --cite nothing is asked
+    result = run(client_on_server, corpus, Script(root=[repl(COUNT + "FINAL(str(n))")]))
+    assert result.iterations == 1
