@@ -40,19 +40,24 @@ class Partition:
 @dataclass(frozen=True, eq=False)
 class Corpus:
     """A corpus of text files read partition by partition (from `load_corpus`); pass it to `find_relevant`
-    and `map_reduce` in place of a string. Attributes: source, files (names), partitions (count), bytes."""
+    and `map_reduce` in place of a string. Attributes: source, files (names), partitions (count), bytes,
+    skipped (reasons)."""
 
     source: str
     files: tuple[str, ...]
     partitions: int
     bytes: int
+    skipped: tuple[str, ...] = ()
+    """Files not in the corpus, each with its reason (a document that failed to parse, a binary file)."""
 
     def __repr__(self) -> str:
         more = f", … ({len(self.files) - 5} more)" if len(self.files) > 5 else ""
         shown = ", ".join(self.files[:5]) + more
         return (
             f"Corpus({self.source!r}: {len(self.files)} file(s), {self.bytes:,} bytes in "
-            f"{self.partitions} partition(s): {shown})"
+            f"{self.partitions} partition(s): {shown}"
+            + (f"; skipped {len(self.skipped)}: {'; '.join(self.skipped[:5])}" if self.skipped else "")
+            + ")"
         )
 
 

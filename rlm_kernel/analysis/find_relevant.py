@@ -41,6 +41,8 @@ def find_relevant(
     (ties broken by the keyword score).
     A Corpus is indexed partition by partition (on the Dask cluster when RLM_DASK_SCHEDULER is set) and the
     partitions' best chunks are merged by score; each partition is scored on its own.
+    With where=True (the loaded `context` only), each hit is (chunk, score, place): place is locate()'s
+    dict for the chunk ({"path", "line", "end_line", "page", …, "where": "report.pdf, page 2, lines 1-40"}).
     """
     if isinstance(content, Corpus):
         return _find_in_corpus(content, query, top_k, use_llm_scoring)

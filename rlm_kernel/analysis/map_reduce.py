@@ -5,6 +5,8 @@ Map calls use the batched path with role "map", reduce calls role "synthesis" (w
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rlm_kernel.analysis.corpus import Corpus, partition_parts, partitions_of, plain_int
 from rlm_kernel.analysis.errors import AnalysisInputError, MapReduceError
 from rlm_kernel.analysis.executor import imap
@@ -37,7 +39,12 @@ def combine(results: list[str], first_index: int = 0) -> str:
 
 
 def map_reduce(
-    content: str | Corpus, map_prompt: str, reduce_prompt: str, n_chunks: int = 4, model: str = "auto"
+    content: str | Corpus,
+    map_prompt: str,
+    reduce_prompt: str,
+    n_chunks: int = 4,
+    model: str = "auto",
+    part_label: Callable[[int, int], str] | None = None,
 ) -> str:
     """Apply `map_prompt` to each of `n_chunks` parts of `content` in parallel, then `reduce_prompt`.
 
@@ -52,6 +59,8 @@ def map_reduce(
     `content` may be a Corpus from `load_corpus`: each partition is cut as a string would be (into
     n_chunks / partitions parts at least) by the Dask cluster when RLM_DASK_SCHEDULER is set, and its map
     calls are made from the kernel before the next partition is read, so the corpus is never in memory whole.
+    With where=True (the loaded `context` only), each part starts with the line
+    `[from report.pdf, page 2, lines 1-40]`: where it comes from, for the model to cite.
     """
     if isinstance(content, Corpus):
         return _map_reduce_corpus(content, map_prompt, reduce_prompt, n_chunks, model)
@@ -60,7 +69,8 @@ def map_reduce(
         return ""
     n = max(n_chunks, -(-len(content) // MAX_CHUNK_CHARS))
     spans = load("rlm_kernel.analysis.chunking").split_even(content, n, max_part=MAX_CHUNK_CHARS)
-    prompts = [fill(map_prompt, "{chunk}", content[a:b]) for a, b in spans]
+    label = part_label or (lambda a, b: "")
+    prompts = [fill(map_prompt, "{chunk}", label(a, b) + content[a:b]) for a, b in spans]
     try:
         results = complete_batch(
             prompts, model=model, role="map", label=f"map_reduce: map ({len(prompts)} parts)"

@@ -20,7 +20,8 @@ __all__ = ["context_magic", "parse_rlm_line", "rlm_cell_magic"]
 CONTEXT_DOC = "%context [source]: load the context from a path, directory or glob; alone, summarise it"
 RLM_DOC = (
     "%%rlm [--model M] [--child-model M] [--max-iterations N] [--max-depth D] [--budget-usd X] [--shared] "
-    "[--continue] [--tools F,G] [--returns T] [--system NAME] [--system-extra NAME] [--no-best-effort]: "
+    "[--continue] [--tools F,G] [--returns T] [--system NAME] [--system-extra NAME] [--no-best-effort] "
+    "[--cite]: "
     "run the root loop on the question in the cell body; the result is kept in `rlm_result`"
 )
 
@@ -46,6 +47,7 @@ def _parser() -> _Parser:
     p.add_argument("--system", default=None)
     p.add_argument("--system-extra", default=None)
     p.add_argument("--no-best-effort", action="store_true")
+    p.add_argument("--cite", action="store_true")
     return p
 
 
@@ -56,7 +58,7 @@ def parse_rlm_line(line: str) -> dict[str, object]:
     except ValueError as err:
         raise UsageError(f"%%rlm: cannot parse the options line ({err})") from None
     args = vars(_parser().parse_args(argv))
-    flags = ("shared", "continue", "no_best_effort")
+    flags = ("shared", "continue", "no_best_effort", "cite")
     options = {k: v for k, v in args.items() if v is not None and k not in flags}
     options.update({k: True for k in flags if args[k]})
     return options

@@ -1,6 +1,9 @@
 """Loading the REPL's `context`: a string, a file, a directory or a glob, from allowed roots only.
 
-A corpus is its files joined with `=== path ===` markers; `files` maps each path to its (start, end) offsets.
+A corpus is its files joined with `=== path ===` markers; `files` maps each path to its (start, end) offsets
+and `layouts` each path to where its pages, messages, cells or records start (`repl.positions`). Files in
+other formats than text (PDF, HTML, DOCX, EPUB, notebooks, mail, tables, archives) are parsed by
+`repl.documents` under its caps; a file that fails is skipped with its reason.
 """
 
 from __future__ import annotations
@@ -8,12 +11,17 @@ from __future__ import annotations
 import glob as globmod
 import html
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from rlm_kernel.repl.documents.caps import Caps
+from rlm_kernel.repl.documents.extract import FORMATS, extract_file, format_of, text_positions
+from rlm_kernel.repl.documents.extracted import Extracted
+from rlm_kernel.repl.documents.sniff import TEXT_FORMATS
 from rlm_kernel.repl.errors import ContextError
+from rlm_kernel.repl.positions import FileLayout
 from rlm_kernel.repl.textfile import BIG_FILE, DecodeRefused, assemble, read_text
 from rlm_kernel.sandbox.roots import ROOTS_ENV, START_DIR, allowed_roots
 
@@ -28,6 +36,7 @@ __all__ = [
 
 _SKIP_DIRS = {"__pycache__", "node_modules"}
 _GLOB_CHARS = set("*?[")
+_KINDS = frozenset({"auto", "text", "file", "dir", "glob", "data"})
 PREVIEW_CHARS = 500
 _start_dir = START_DIR
 
@@ -109,7 +118,10 @@ class ContextSummary:
             if len(self.files) > 20:
                 lines.append(f"  … and {len(self.files) - 20} more")
         if self.skipped:
-            lines.append(f"skipped {len(self.skipped)}: " + "; ".join(self.skipped[:5]))
+            lines.append(f"skipped {len(self.skipped)}:")
+            lines += [f"  {reason}" for reason in self.skipped[:50]]
+            if len(self.skipped) > 50:
+                lines.append(f"  … and {len(self.skipped) - 50} more (all in the summary's .skipped)")
         return lines
 
     def __repr__(self) -> str:
@@ -134,6 +146,7 @@ class LoadedContext:
     source: str
     files: Mapping[str, tuple[int, int]] = field(default_factory=lambda: MappingProxyType({}))
     skipped: tuple[str, ...] = ()
+    layouts: Mapping[str, FileLayout] = field(default_factory=lambda: MappingProxyType({}))
 
     def summary(self) -> ContextSummary:
         value = self.value
@@ -160,40 +173,104 @@ def _looks_binary(path: Path) -> bool:
         return b"\0" in f.read(8192)
 
 
+def _layout(extracted: Extracted, start: int) -> FileLayout:
+    marks = tuple((start + offset, number) for offset, _, number in extracted.marks)
+    return FileLayout(extracted.format, extracted.unit, marks, extracted.header_lines)
+
+
 def _corpus(
-    paths: list[Path], source: str, kind: str, encoding: str, errors: str, allow_secrets: bool = False
+    paths: list[Path],
+    source: str,
+    kind: str,
+    encoding: str,
+    errors: str,
+    allow_secrets: bool = False,
+    fmt: str = "auto",
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> LoadedContext:
-    """Join the readable text files of `paths` with `=== path ===` markers.
+    """Join the text of `paths` with `=== path ===` markers: text files as read, other formats parsed.
 
     Small corpora are joined in memory; from BIG_FILE bytes on, the files are read twice (measure, then write
-    into the final str) so the corpus never exists twice.
+    into the final str) so the corpus never exists twice (parsed documents are parsed once and kept).
+    `progress(name, size, skipped)` is called after each file is read or parsed.
     """
-    readable: list[tuple[Path, str]] = []
+    readable: list[tuple[Path, str, str]] = []
     skipped: list[str] = []
-    for path in paths:
-        name = _display_path(path)
+    parsed: dict[str, list[tuple[str, Extracted]]] = {}
+    caps = Caps.from_env()
+    for index, path in enumerate(paths):
         try:
-            real = check_allowed(path)
-        except ContextError:
-            skipped.append(f"{name} (a link to outside the allowed roots)")
-            continue
-        if not allow_secrets and (is_secret_file(path) or is_secret_file(real)):
-            skipped.append(f"{name} ({_SECRET_NOTE})")
-            continue
-        try:
-            if _looks_binary(path):
-                skipped.append(f"{name} (binary)")
-                continue
-        except OSError as err:
-            skipped.append(f"{name} ({err.strerror or err})")
-            continue
-        readable.append((path, name))
-    files: dict[str, tuple[int, int]] = {}
+            _check_one(path, fmt, caps, encoding, errors, allow_secrets, readable, skipped, parsed, progress)
+        except KeyboardInterrupt:
+            left = len(paths) - index
+            skipped.append(f"{left:,} file(s) not read: the load was interrupted (load again to read them)")
+            if not readable:
+                raise
+            break
+    return _join(readable, parsed, skipped, source, kind, encoding, errors, progress)
 
-    def pieces() -> Iterator[str]:
-        files.clear()
-        pos = 0
-        for path, name in readable:
+
+def _check_one(
+    path: Path,
+    fmt: str,
+    caps: Caps,
+    encoding: str,
+    errors: str,
+    allow_secrets: bool,
+    readable: list[tuple[Path, str, str]],
+    skipped: list[str],
+    parsed: dict[str, list[tuple[str, Extracted]]],
+    progress: Callable[[str, int, int], None] | None,
+) -> None:
+    """Check one file of a corpus: readable text goes into `readable`, a parsed document into `parsed` too,
+    anything refused or failed into `skipped` with its reason."""
+    name = _display_path(path)
+    try:
+        real = check_allowed(path)
+    except ContextError:
+        skipped.append(f"{name} (a link to outside the allowed roots)")
+        return
+    if not allow_secrets and (is_secret_file(path) or is_secret_file(real)):
+        skipped.append(f"{name} ({_SECRET_NOTE})")
+        return
+    try:
+        kind_of = format_of(path, name, fmt)
+    except OSError as err:
+        skipped.append(f"{name} ({err.strerror or err})")
+        return
+    if kind_of == "binary":
+        skipped.append(f"{name} (binary)")
+        return
+    if kind_of not in TEXT_FORMATS:
+        extraction = extract_file(path, name, kind_of, caps, encoding, errors)
+        skipped.extend(extraction.skipped)
+        if progress is not None:
+            progress(name, _size(path), len(skipped))
+        if not extraction.files:
+            return
+        parsed[name] = extraction.files
+    readable.append((path, name, kind_of))
+
+
+def _join(
+    readable: list[tuple[Path, str, str]],
+    parsed: dict[str, list[tuple[str, Extracted]]],
+    skipped: list[str],
+    source: str,
+    kind: str,
+    encoding: str,
+    errors: str,
+    progress: Callable[[str, int, int], None] | None,
+) -> LoadedContext:
+    files: dict[str, tuple[int, int]] = {}
+    layouts: dict[str, FileLayout] = {}
+    first_pass = [True]
+
+    def pieces() -> Iterator[tuple[str, Extracted]]:
+        for path, name, kind_of in readable:
+            if name in parsed:
+                yield from parsed[name]
+                continue
             try:
                 text = read_text(path, encoding=encoding, errors=errors)
             except DecodeRefused:
@@ -206,21 +283,35 @@ def _corpus(
                 if note not in skipped:
                     skipped.append(note)
                 continue
+            if progress is not None and first_pass[0]:
+                progress(name, len(text), len(skipped))
+            yield name, text_positions(text, kind_of)
+
+    def texts() -> Iterator[str]:
+        files.clear()
+        layouts.clear()
+        pos = 0
+        for name, extracted in pieces():
+            text = extracted.text
             marker = f"=== {name} ===\n"
             files[name] = (pos + len(marker), pos + len(marker) + len(text))
+            layouts[name] = _layout(extracted, pos + len(marker))
             pos += len(marker) + len(text) + 2
             yield marker
             yield text
             yield "\n\n"
+        first_pass[0] = False
 
-    total_bytes = sum(_size(path) for path, _ in readable)
-    value = assemble(pieces) if total_bytes >= BIG_FILE else None
+    total_bytes = sum(_size(path) for path, _, _ in readable)
+    value = assemble(texts) if total_bytes >= BIG_FILE else None
     if value is None:
-        value = "".join(pieces())
+        value = "".join(texts())
     if not files:
         detail = f" (skipped: {'; '.join(skipped[:5])})" if skipped else ""
         raise ContextError(f"no readable text files in {source}{detail}")
-    return LoadedContext(value, kind, source, MappingProxyType(dict(files)), tuple(skipped))
+    return LoadedContext(
+        value, kind, source, MappingProxyType(dict(files)), tuple(skipped), MappingProxyType(dict(layouts))
+    )
 
 
 def _size(path: Path) -> int:
@@ -260,17 +351,26 @@ def load(
     encoding: str = "utf-8",
     errors: str = "strict",
     allow_secrets: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> LoadedContext:
     """Load a context from `source`.
 
     kind: "auto" (a one-line string naming a path or a glob pattern is loaded from disk, any other string
-    is the text itself, a list/dict is data), or one of "text", "file", "dir", "glob", "data".
+    is the text itself, a list/dict is data), or one of "text", "file", "dir", "glob", "data", or a format
+    name ("pdf", "html", "docx", …: `documents.sniff.FORMATS`) to read the file, or every file, as.
+    Formats are sniffed by content and extension otherwise; `progress(name, size, skipped)` follows a corpus.
     Secret files (`is_secret_file`) are refused, or skipped with a note in a directory or glob, unless
     `allow_secrets` (which only the person's own cells may pass: the `load_context` helper checks).
     A cell's values must already be exact built-ins (`source_from_cell`).
     """
-    if type(kind) is not str or kind not in {"auto", "text", "file", "dir", "glob", "data"}:
-        raise ContextError(f"unknown kind {kind!r}; use 'auto', 'text', 'file', 'dir', 'glob' or 'data'")
+    if type(kind) is not str or (kind not in _KINDS and kind not in FORMATS):
+        raise ContextError(
+            f"unknown kind {kind!r}; use 'auto', 'text', 'file', 'dir', 'glob' or 'data', or a format to "
+            f"read the file(s) as: {', '.join(sorted(FORMATS - {'text'}))}"
+        )
+    fmt = kind if kind in FORMATS and kind != "text" else "auto"
+    if fmt != "auto":
+        kind = "auto"
     if isinstance(source, Path):
         source = str(source)
     if type(source) is not str:
@@ -286,7 +386,7 @@ def load(
         return LoadedContext(source, "data", "a string")
     expanded = os.path.expanduser(source)
     if kind == "glob" or (kind == "auto" and _GLOB_CHARS & set(source) and not Path(expanded).exists()):
-        return _load_glob(source, expanded, encoding, errors, allow_secrets)
+        return _load_glob(source, expanded, encoding, errors, allow_secrets, fmt, progress)
     path = check_allowed(expanded)
     if not path.exists():
         raise ContextError(
@@ -298,7 +398,7 @@ def load(
             raise ContextError(f"{source!r} is a directory; use kind='dir'")
         if not allow_secrets and is_secret_file(path):
             raise ContextError(f"refused {source!r}: it is inside a .git directory ({_SECRET_NOTE})")
-        return _corpus(_walk(path), source, "directory", encoding, errors, allow_secrets)
+        return _corpus(_walk(path), source, "directory", encoding, errors, allow_secrets, fmt, progress)
     if kind == "dir":
         raise ContextError(f"{source!r} is not a directory")
     if not path.is_file():
@@ -306,6 +406,17 @@ def load(
             f"{source!r} is not a regular file (a device, socket or pipe); load a file instead"
         )
     _refuse_secret(source, path, allow_secrets)
+    try:
+        file_format = format_of(path, _display_path(path), fmt)
+    except OSError as err:
+        raise ContextError(f"cannot read {source!r}: {err.strerror or err}") from None
+    if file_format == "binary":
+        raise ContextError(
+            f"{source!r} is a binary file in no format load_context reads; formats: "
+            f"{', '.join(sorted(FORMATS))} (pass kind='pdf', … to name one)"
+        )
+    if file_format not in TEXT_FORMATS:
+        return _corpus([path], source, "file", encoding, errors, allow_secrets, file_format, progress)
     try:
         text = read_text(path, encoding=encoding, errors=errors)
     except DecodeRefused as err:
@@ -317,11 +428,21 @@ def load(
         ) from None
     except OSError as err:
         raise ContextError(f"cannot read {source!r}: {err.strerror or err}") from None
-    return LoadedContext(text, "file", source, MappingProxyType({_display_path(path): (0, len(text))}))
+    name = _display_path(path)
+    layout = _layout(text_positions(text, file_format), 0) if file_format != "text" else FileLayout()
+    return LoadedContext(
+        text, "file", source, MappingProxyType({name: (0, len(text))}), (), MappingProxyType({name: layout})
+    )
 
 
 def _load_glob(
-    source: str, expanded: str, encoding: str, errors: str, allow_secrets: bool = False
+    source: str,
+    expanded: str,
+    encoding: str,
+    errors: str,
+    allow_secrets: bool = False,
+    fmt: str = "auto",
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> LoadedContext:
     pattern = expanded if os.path.isabs(expanded) else str(Path.cwd() / expanded)
     matches = sorted(Path(p) for p in globmod.glob(pattern, recursive=True))
@@ -331,7 +452,7 @@ def _load_glob(
         raise ContextError(f"the pattern {source!r} matches no files")
     if not any(_allowed(p) for p in files):
         check_allowed(files[0])  # raises, naming the rule
-    return _corpus(files, source, "glob", encoding, errors, allow_secrets)
+    return _corpus(files, source, "glob", encoding, errors, allow_secrets, fmt, progress)
 
 
 def _fixed_prefix(pattern: str) -> str:

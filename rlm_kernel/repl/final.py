@@ -8,6 +8,7 @@ import html
 from IPython import get_ipython
 
 from rlm_kernel.output import kernel_display
+from rlm_kernel.repl import citations as citemod
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import ReplState
@@ -27,7 +28,31 @@ def _text_of(answer: object) -> str:
     return exact_str(repr(answer), "repr() of the answer")
 
 
-def _finish(state: ReplState, ns: dict, answer: object, how: str) -> None:
+def cited(state: ReplState, cite: object, how: str) -> list[dict] | None:
+    """The verified citations of `cite`, or None when the answer must wait: some could not be verified and
+    the root has not been told yet (told once; after that the verified ones are kept)."""
+    run = state.run
+    if cite is None:
+        if run is not None and state.options.cite and not run.cite_feedback_given:
+            run.cite_feedback_given = True  # asked for citations (--cite): told once, then accepted without
+            run.rejections.append(citemod.MISSING.format(how=how))
+            return None
+        return []
+    result = citemod.check(cite, state.protected.get("__loaded_context__"))
+    if result.rejected and run is None:
+        raise ReplError(
+            f"{how}: {len(result.rejected)} citation(s) could not be verified: "
+            + "; ".join(result.rejected[:10])
+            + ". Quote text exactly as it appears in `context`, or give (start, end) spans inside it"
+        )
+    if result.rejected and run is not None and not run.cite_feedback_given:
+        run.cite_feedback_given = True
+        run.rejections.append(citemod.feedback(result, how))
+        return None
+    return result.accepted
+
+
+def _finish(state: ReplState, ns: dict, answer: object, how: str, cite: object = None) -> None:
     text = _text_of(answer)
     if state.run is not None:
         gate = state.run.gate
@@ -36,17 +61,28 @@ def _finish(state: ReplState, ns: dict, answer: object, how: str) -> None:
             # fed back once, with the turn's notes (not also printed into the block's output)
             state.run.rejections.append(rejection(how, state.run.successes > 0))
             return
+        verified = cited(state, cite, how)
+        if verified is None:
+            return
         state.run.final, state.run.final_set = text, True
         state.run.final_value = answer
+        state.run.citations = verified
         return
+    with translated(state, how, error=ReplError, model_call=False):
+        verified = cited(state, cite, how) or []
     ns["final_answer"] = text
-    _display_final(text)
+    if cite is not None:
+        ns["final_citations"] = verified
+    _display_final(text, verified)
 
 
-def FINAL(state: ReplState, ns: dict, answer: object) -> None:  # noqa: N802 - the RLM reference name
+def FINAL(state: ReplState, ns: dict, answer: object, cite: object = None) -> None:  # noqa: N802 - the RLM reference name
     """Give the final answer. In a root-loop run this ends the run (once a sub-model call has succeeded);
-    in a notebook cell it displays the answer prominently and stores it in `final_answer`."""
-    _finish(state, ns, answer, "FINAL")
+    in a notebook cell it displays the answer prominently and stores it in `final_answer`.
+    cite=[...]: quotes (str) or (start, end) spans of `context` backing the answer; each is checked
+    against `context` (whitespace aside) and located (file, page, line): `rlm_result.citations`, or
+    `final_citations` in a notebook cell."""
+    _finish(state, ns, answer, "FINAL", cite)
 
 
 def FINAL_VAR(state: ReplState, ns: dict, name: str) -> object:  # noqa: N802 - the RLM reference name
@@ -64,21 +100,23 @@ def FINAL_VAR(state: ReplState, ns: dict, name: str) -> object:  # noqa: N802 - 
     return state.mark_shown(value)
 
 
-def _display_final(text: str) -> None:
+def _display_final(text: str, citations: list[dict] | None = None) -> None:
+    cites_text = f"\n{citemod.render_text(citations)}" if citations else ""
+    cites_html = citemod.render_html(citations) if citations else ""
     if get_ipython() is None:
-        print(f"FINAL ANSWER: {text}")
+        print(f"FINAL ANSWER: {text}{cites_text}")
         return
     body = html.escape(text)
     # the kernel's own display (styled: no cell output can be, output/sanitise.py), saying where it came from
     kernel_display(
         {
-            "text/plain": f"FINAL ANSWER:\n{text}",
+            "text/plain": f"FINAL ANSWER:\n{text}{cites_text}",
             "text/html": (
                 "<div style='border:2px solid #2e7d32;border-radius:6px;padding:8px 12px;margin:4px 0'>"
                 "<div style='font-weight:bold;color:#2e7d32'>FINAL ANSWER</div>"
                 "<div style='font-size:0.85em;color:#57606a'>rlm kernel · FINAL() called in this cell"
                 " (not a run's gated answer); kept in final_answer</div>"
-                f"<div style='white-space:pre-wrap;font-size:1.1em'>{body}</div></div>"
+                f"<div style='white-space:pre-wrap;font-size:1.1em'>{body}</div>{cites_html}</div>"
             ),
         }
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from rlm_kernel.repl import final, loading, queries, recursion, variables
+from rlm_kernel.repl import final, loading, locating, queries, recursion, variables
 from rlm_kernel.repl.names import HELPER_NAMES
 from rlm_kernel.repl.state import ReplState
 from rlm_kernel.sandbox.origin import register_trampoline
@@ -33,6 +33,7 @@ HELPERS: dict[str, Callable] = {
     "FINAL": final.FINAL,
     "FINAL_VAR": final.FINAL_VAR,
     "rlm_run": recursion.rlm_run,
+    "locate": locating.locate,
 }
 assert tuple(HELPERS) == HELPER_NAMES  # noqa: S101 - one table, checked at import
 

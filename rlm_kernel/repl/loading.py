@@ -8,6 +8,7 @@ import os
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl import corpus as corpusmod
 from rlm_kernel.repl.errors import ContextError
+from rlm_kernel.repl.load_progress import LoadProgress
 from rlm_kernel.repl.state import ReplState
 from rlm_kernel.repl.translate import translated
 from rlm_kernel.sandbox.coerce import CoercionError, exact_float, exact_str, plain_data
@@ -79,6 +80,9 @@ def load_context(
     default, or RLM_CONTEXT_ROOTS) are read. kind: auto, text, file, dir, glob or data.
     Secret files (.env*, .netrc, .pypirc, .git-credentials, *.pem, *.key, ssh keys, .git/) are refused
     (skipped in a directory or glob) unless your own cell passes allow_secrets=True; model code cannot.
+    PDF, HTML, DOCX, EPUB, .ipynb, .eml/.mbox, CSV/TSV/JSON/JSONL/Parquet and .gz/.zip/.tar files are read
+    as text with their pages, messages, cells or records kept (kind="pdf", … forces a format): locate(i)
+    says where an offset, span or quote is. A file that fails or exceeds a cap is skipped with its reason.
     """
     with translated(state, "load_context", error=ContextError, model_call=False):
         source = context_source(source)
@@ -97,15 +101,23 @@ def load_context(
                 state.protected.get("load_context"),
                 "allow_secrets",
             )
+        shown = LoadProgress() if state.run is None else None  # a person's load: progress once it is long
         try:
             loaded = ctxmod.load(
-                source, kind=kind, encoding=encoding, errors=errors, allow_secrets=allow_secrets
+                source,
+                kind=kind,
+                encoding=encoding,
+                errors=errors,
+                allow_secrets=allow_secrets,
+                progress=shown,
             )
         except MemoryError:
             raise ContextError(
                 "not enough memory to load this context under the kernel's memory limit (RLM_MEMORY_MB); "
                 "load fewer or smaller files"
             ) from None
+        if shown is not None:
+            shown.done()
     add_context(state, ns, loaded, append)
     return loaded.summary()
 

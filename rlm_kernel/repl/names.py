@@ -17,5 +17,6 @@ HELPER_NAMES = (
     "FINAL",
     "FINAL_VAR",
     "rlm_run",
+    "locate",
 )
 CONTEXT_NAMES = ("context", "ctx", "context_files")

@@ -15,6 +15,7 @@ from rlm_kernel.analysis.corpus import Corpus
 from rlm_kernel.callscope import call_scope
 from rlm_kernel.errors import RLMError
 from rlm_kernel.llm.session import current_session
+from rlm_kernel.repl import located
 from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.errors import ContextError, QueryBatchError, QueryError, ReplError
 from rlm_kernel.repl.helpers import build_helpers
@@ -71,8 +72,9 @@ def _wrap_analysis(name: str, fn: Callable, state: ReplState) -> Callable:
                 exact_str(k, f"{name}: keyword"): _plain_or_corpus(v, f"{name}: {k}")
                 for k, v in kwargs.items()
             }
+            where = kwargs.pop("where", False) if name in located.LOCATED else False
             with call_scope(run=calls) if run is not None else contextlib.nullcontext():
-                value = fn(*args, **kwargs)
+                value = located.call(name, fn, args, kwargs, where, state.protected.get("__loaded_context__"))
         except CoercionError as err:
             raise ReplError(f"{name}: {err}") from None
         except RLMError as err:

@@ -101,6 +101,8 @@ class RunOptions:
     """((name, notebook function), ...) bound into the run's namespace, listed in the prompt (rlm/tools)."""
     returns: object = None
     """The answer's type (rlm/answer_types), or None for text."""
+    cite: bool = False
+    """Ask the root for citations (`%%rlm --cite`; repl.citations)."""
 
     def with_(self, **changes: object) -> RunOptions:
         unknown = set(changes) - set(self.__dataclass_fields__)
@@ -118,6 +120,8 @@ class RunOptions:
             not isinstance(self.budget_usd, int | float) or self.budget_usd <= 0
         ):
             raise ValueError(f"budget_usd must be a positive number of dollars, got {self.budget_usd!r}")
+        if type(self.cite) is not bool:
+            raise ValueError(f"cite must be True or False, got {self.cite!r}")
         if type(self.best_effort) is not bool:
             raise ValueError(f"best_effort must be True or False, got {self.best_effort!r}")
         for name in ("system_prompt", "system_prompt_extra"):
@@ -172,6 +176,9 @@ class RunTracker:
     budget_error: str | None = None
     interrupted: bool = False
     gate: FinalGate = field(default_factory=FinalGate)
+    citations: list[dict] = field(default_factory=list)
+    """The accepted answer's verified citations (repl.citations), with their locations."""
+    cite_feedback_given: bool = False
 
     def note_llm_calls(
         self, kind: str, label: str, completions: list[Any], errors: dict[int, str], seconds: float

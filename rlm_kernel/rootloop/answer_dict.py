@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from rlm_kernel.repl import citations
 from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import RunTracker
 from rlm_kernel.rootloop.answer_types import text_of
@@ -69,9 +70,17 @@ def before(ns: dict) -> tuple:
     return (id(box), dict.get(box, "ready") is True, id(dict.get(box, "content")))
 
 
-def check(ns: dict, tracker: RunTracker, code: str, previous: tuple = (None, False, None)) -> None:
+def check(
+    ns: dict,
+    tracker: RunTracker,
+    code: str,
+    previous: tuple = (None, False, None),
+    loaded: object = None,
+    cite_wanted: bool = False,
+) -> None:
     """After a block: accept `answer["content"]` when the block made `answer["ready"] is True` and the gate
-    agrees."""
+    agrees; `answer["cite"]` (quotes or spans) is checked against the loaded context `loaded` as FINAL's
+    cite= is (repl.citations); with `cite_wanted` (--cite) an answer without citations is sent back once."""
     box = ns.get(NAME)
     if type(box) is not dict or dict.get(box, "ready") is not True:
         return
@@ -95,5 +104,27 @@ def check(ns: dict, tracker: RunTracker, code: str, previous: tuple = (None, Fal
             )
         )
         return
+    cite = dict.get(box, "cite")
+    if cite is not None:
+        checked = citations.check(cite, loaded)
+        if checked.rejected and not tracker.cite_feedback_given:
+            tracker.cite_feedback_given = True
+            dict.__setitem__(box, "ready", False)
+            tracker.rejections.append(
+                citations.feedback(checked, "answer").replace(
+                    "answer(...) rejected",
+                    'answer["ready"] = True rejected (answer["ready"] is False again)',
+                    1,
+                )
+            )
+            return
+        tracker.citations = checked.accepted
+    elif cite_wanted and not tracker.cite_feedback_given:
+        tracker.cite_feedback_given = True
+        dict.__setitem__(box, "ready", False)
+        tracker.rejections.append(citations.MISSING.format(how='answer["ready"] = True'))
+        return
+    else:
+        tracker.citations = []
     tracker.final, tracker.final_set = text, True
     tracker.final_value = content

@@ -149,9 +149,15 @@ def run_rlm_steps(
         model=options.model or run.model,
         answer_kind=kind,
         model_bound=dict(run.bindings.done) if shared else {},
+        citations=list(tracker.citations) if kind == "final" else [],
         _history=continuation.transcript(run.prior, run.first_message(), run),
     )
     own(result)  # its display is the kernel's run viewer (a copy a cell makes of it is not: output/trust.py)
+    if depth == 1 and result.citations:
+        from rlm_kernel.llm.events import current_owner
+        from rlm_kernel.rootloop.provenance import ledger
+
+        ledger.cited(current_owner(), result.citations)
     continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded, tracker.gate))
     if display is not None:
         display.finish(result)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import rlm_kernel.rootloop.answer_types as answer_types
 import rlm_kernel.rootloop.tools as tools
 from rlm_kernel import magics
+from rlm_kernel.repl import citations
 from rlm_kernel.repl.state import RunOptions
 from rlm_kernel.rootloop.prompt import system_prompt, window_tokens
 
@@ -29,6 +30,8 @@ def build(
         parts.append(tools.describe(options.tools))
     if options.returns is not None:
         parts.append(answer_types.prompt_line(options.returns))
+    if options.cite:
+        parts.append(citations.PROMPT)
     if options.system_prompt_extra:
         parts.append(options.system_prompt_extra.strip())
     return "\n\n".join(parts) + "\n"

@@ -4,7 +4,8 @@ The ledger listens to the LLM layer's events (`finish` and `cached`, tagged with
 `owner`) and keeps, per cell, the models, tokens, cost, cache hits and cache keys of its calls. The kernel's
 display hook and publisher stamp every output of a cell that made model calls with
 `metadata["rlm"] = {"calls", "cache_hits", "models", "input_tokens", "output_tokens", "cost_usd",
-"cache_keys"}` (what the cell had spent when the output was sent). `%rlm provenance` lists the cells.
+"cache_keys"}` (what the cell had spent when the output was sent; "citations" too, the verified citations
+of a run's answer, when it gave any). `%rlm provenance` lists the cells.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ class CellCalls:
     output_tokens: int = 0
     cost_usd: float = 0.0
     cache_keys: list[str] = field(default_factory=list)
+    citations: list[dict] = field(default_factory=list)
 
     def metadata(self) -> dict[str, Any]:
+        extra = {"citations": [dict(c) for c in self.citations]} if self.citations else {}
         return {
             "calls": self.calls,
             "cache_hits": self.cache_hits,
@@ -41,6 +44,7 @@ class CellCalls:
             "output_tokens": self.output_tokens,
             "cost_usd": round(self.cost_usd, 8),
             "cache_keys": list(self.cache_keys),
+            **extra,
         }
 
 
@@ -93,6 +97,14 @@ class Ledger:
             if cell.execution_count is None:
                 cell.execution_count = execution_count
 
+    def cited(self, owner: str | None, citations: list[dict]) -> None:
+        """Remember the verified citations of the answer cell `owner` gave (its `metadata["rlm"]`)."""
+        if not owner or not citations:
+            return
+        with self._lock:
+            cell = self._cells.setdefault(owner, CellCalls(execution_count=_running_count()))
+            cell.citations = [dict(c) for c in citations[:50]]
+
     def for_cell(self, owner: str | None) -> dict[str, Any] | None:
         """The `rlm` metadata for cell `owner`, or None when it made no model calls (yet)."""
         if not owner:
@@ -106,7 +118,14 @@ class Ledger:
     def cells(self) -> list[CellCalls]:
         with self._lock:
             return [
-                CellCalls(**{**c.__dict__, "models": dict(c.models), "cache_keys": list(c.cache_keys)})
+                CellCalls(
+                    **{
+                        **c.__dict__,
+                        "models": dict(c.models),
+                        "cache_keys": list(c.cache_keys),
+                        "citations": list(c.citations),
+                    }
+                )
                 for c in self._cells.values()
                 if c.calls or c.cache_hits
             ]

@@ -113,6 +113,10 @@ class RLMResult:
     each with what it did ("new", "rebound your variable", "shadowed a builtin: removed", …;
     `rootloop.bindings`). Their values are model-made: functions and objects among them keep the model's
     trust wherever they run."""
+    citations: list = field(default_factory=list)
+    """The answer's verified citations (FINAL cite= / answer["cite"]): dicts with quote, span, path, line,
+    end_line, where ("report.pdf, page 3, line 12") and page/chapter/message/cell/record when the file has
+    them."""
     _history: tuple = field(default=(), repr=False, compare=False)
 
     def __post_init__(self, _namespace: dict) -> None:
@@ -195,6 +199,7 @@ class RLMResult:
             "depth": self.depth,
             "model": self.model,
             **asdict(self.usage),
+            **({"citations": [dict(c) for c in self.citations]} if self.citations else {}),
         }
         return [head] + [{"type": "turn", **asdict(t), "usage": asdict(t.usage)} for t in self.trajectory]
 
@@ -242,6 +247,10 @@ class RLMResult:
             v4.new_markdown_cell(
                 f"## Answer ({self.termination})\n\n{self.message}\n\n"
                 + model_markdown(self.answer_text or "")
+                + "".join(
+                    model_markdown(f"\n\n{i}. {c.get('where')}: \u201c{c.get('quote')}\u201d")
+                    for i, c in enumerate(self.citations, start=1)
+                )
             )
         )
         nb = v4.new_notebook(

@@ -108,6 +108,20 @@ def _turn_html(turn: dict) -> str:
     return "".join(parts)
 
 
+def _citations_html(head: dict) -> str:
+    """The answer's verified citations: each quote with its file, page and line (all escaped)."""
+    cites = head.get("citations") or []
+    if not isinstance(cites, list) or not cites:
+        return ""
+    rows = "".join(
+        f"<li><span class='m'>{_e(c.get('where', ''))}</span> "
+        f"<q>{_e(_cut(str(c.get('quote', '')), 600))}</q></li>"
+        for c in cites
+        if isinstance(c, dict)
+    )
+    return f"<div class='m'>citations:</div><ol class='rlm-citations'>{rows}</ol>"
+
+
 def _run_html(tree: dict, child: bool = False) -> str:
     head = tree.get("run") or {}
     turns = tree.get("turns") or []
@@ -127,7 +141,7 @@ def _run_html(tree: dict, child: bool = False) -> str:
         f"<div class='m'>rlm kernel · {'answer accepted by the FINAL gate' if final else 'no gated answer'}"
         "</div>"
         f"<div>{_e(head.get('message', ''))}</div>"
-        f"<div style='white-space:pre-wrap'>{_e(shown)}</div></div>",
+        f"<div style='white-space:pre-wrap'>{_e(shown)}</div>{_citations_html(head)}</div>",
     ]
     opened = "" if child else " open"
     cls = "child" if child else "run"
@@ -162,6 +176,9 @@ def tree_text(tree: dict, indent: str = "") -> str:
             if isinstance(c.get("run"), dict):
                 lines.append(tree_text(c["run"], indent + "      "))
     lines.append(f"{indent}answer: {head.get('answer')}")
+    for i, c in enumerate(head.get("citations") or [], start=1):
+        if isinstance(c, dict):
+            lines.append(f"{indent}  [{i}] {c.get('where')}: \u201c{c.get('quote')}\u201d")
     return "\n".join(lines)
 
 

@@ -25,6 +25,7 @@ EXPECTED = [
     "05-autonomous-root",
     "06-reproducible-research",
     "07-tables-and-plots",
+    "08-corpora-and-citations",
 ]
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]-*.ipynb"))
 

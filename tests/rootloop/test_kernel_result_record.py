@@ -11,6 +11,7 @@ from tests.rootloop.test_kernel_rlm import script
 FIELDS = [
     "answer",
     "answer_kind",
+    "citations",
     "depth",
     "message",
     "model",
