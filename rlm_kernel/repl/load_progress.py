@@ -49,17 +49,18 @@ class LoadProgress:
         }
 
     def _show(self, note: str) -> None:
-        try:
-            from IPython import get_ipython
-            from IPython.display import display
-        except ImportError:  # pragma: no cover
-            return
+        from IPython import get_ipython
+
+        from rlm_kernel.output import kernel_display, kernel_update
+
         if get_ipython() is None:
             return
+        # the kernel's own display (its markup is kept; a cell's is sanitised: rlm_kernel/output); file names
+        # in it come from the corpus and are escaped in _bundle
         if self.handle is None:
-            self.handle = display(self._bundle(note), raw=True, display_id=True)
+            self.handle = kernel_display(self._bundle(note), display_id=True)
         else:
-            self.handle.update(self._bundle(note), raw=True)
+            kernel_update(self._bundle(note), self.handle.display_id)
 
     def done(self, note: str = "loaded") -> None:
         """The final figures, if anything was shown."""
