@@ -27,14 +27,16 @@ def _text_of(answer: object) -> str:
     return exact_str(repr(answer), "repr() of the answer")
 
 
-def _finish(state: ReplState, ns: dict, answer: object, how: str) -> None:
+def _finish(state: ReplState, ns: dict, answer: object, how: str, name: str | None = None) -> None:
     text = _text_of(answer)
     if state.run is not None:
         gate = state.run.gate
-        computed = how == "FINAL_VAR" or not gate.literal_in_block
-        if not gate.accepts(text, computed):
+        computed = gate.final_drawn if name is None else name in gate.flow.names
+        why = gate.problem(text, computed, answer)
+        if why is not None:
             # fed back once, with the turn's notes (not also printed into the block's output)
-            state.run.rejections.append(rejection(how, state.run.successes > 0))
+            blind = state.run.successes > 0 and not gate.context_calls
+            state.run.rejections.append(rejection(how, blind, why))
             return
         state.run.final, state.run.final_set = text, True
         state.run.final_value = answer
@@ -60,7 +62,7 @@ def FINAL_VAR(state: ReplState, ns: dict, name: str) -> object:  # noqa: N802 - 
                 f"FINAL_VAR: there is no variable named {name!r}; set it first or use FINAL(value)"
             )
     value = ns[name]
-    _finish(state, ns, value, "FINAL_VAR")
+    _finish(state, ns, value, "FINAL_VAR", name)
     return state.mark_shown(value)
 
 

@@ -50,16 +50,6 @@ def _assigns(code: str, key: str) -> bool:
     return bool(_assignments(code, key))
 
 
-def _sets_literal_content(code: str) -> bool:
-    """Whether the block assigns a literal to `answer["content"]` (the model's words, not a computation)."""
-    for value in _assignments(code, "content"):
-        if isinstance(value, ast.Constant) or (
-            isinstance(value, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in value.values)
-        ):
-            return True
-    return False
-
-
 def before(ns: dict) -> tuple:
     """What `answer` is before a block runs: a block ends the run only if it set `ready` (a dict left ready
     by an earlier run, e.g. before a follow-up, does not end the next one)."""
@@ -86,11 +76,16 @@ def check(ns: dict, tracker: RunTracker, code: str, previous: tuple = (None, Fal
             f'answer["content"] could not be read as text ({type(err).__name__}); set it to a str'
         )
         return
-    computed = not _sets_literal_content(code)
-    if not tracker.gate.accepts(text, computed):
+    flow = tracker.gate.flow
+    computed = any(flow.drawn(v) for v in _assignments(code, "content")) or (
+        not _assignments(code, "content") and NAME in flow.names
+    )
+    why = tracker.gate.problem(text, computed, content)
+    if why is not None:
         dict.__setitem__(box, "ready", False)
+        blind = tracker.successes > 0 and not tracker.gate.context_calls
         tracker.rejections.append(
-            rejection("FINAL", tracker.successes > 0).replace(
+            rejection("FINAL", blind, why).replace(
                 "FINAL(...) rejected", 'answer["ready"] = True rejected (answer["ready"] is False again)', 1
             )
         )

@@ -106,6 +106,10 @@ def run_rlm_steps(
         )
         preload.populate(ns, state, loaded)
     tools.install(ns, None if shared else state.protected, options.tools)
+    # a tool's result is evidence, and so are a --shared notebook's own variables (the author's data)
+    tracker.gate.flow.sources.update(name for name, _ in options.tools)
+    if shared:
+        tracker.gate.flow.sources.update(n for n in ns if isinstance(n, str) and not n.startswith("_"))
     if earlier is None:
         answer_dict.install(ns, shared)
     display = LiveDisplay(question) if live else None
@@ -114,6 +118,7 @@ def run_rlm_steps(
     tracker.gate.question = question
     if not tracker.gate.source_for(loaded.value).strip():
         tracker.gate.code_read_context = True  # nothing loaded: every block works on the question itself
+        tracker.gate.no_context = True
     try:
         # calls made in the run without an explicit budget (map_reduce, find_relevant) are charged to it
         # and noted in its trajectory: the call scope carries both to the LLM layer
