@@ -27,7 +27,7 @@ def _text_of(answer: object) -> str:
     return exact_str(repr(answer), "repr() of the answer")
 
 
-def _finish(state: ReplState, ns: dict, answer: object, how: str, name: str | None = None) -> None:
+def _finish(state: ReplState, ns: dict, answer: object, how: str, name: str | None = None) -> str:
     text = _text_of(answer)
     if state.run is not None:
         gate = state.run.gate
@@ -37,12 +37,13 @@ def _finish(state: ReplState, ns: dict, answer: object, how: str, name: str | No
             # fed back once, with the turn's notes (not also printed into the block's output)
             blind = state.run.successes > 0 and not gate.context_calls
             state.run.rejections.append(rejection(how, blind, why))
-            return
+            return text
         state.run.final, state.run.final_set = text, True
         state.run.final_value = answer
-        return
+        return text
     ns["final_answer"] = text
     _display_final(text)
+    return text
 
 
 def FINAL(state: ReplState, ns: dict, answer: object) -> None:  # noqa: N802 - the RLM reference name
@@ -51,19 +52,20 @@ def FINAL(state: ReplState, ns: dict, answer: object) -> None:  # noqa: N802 - t
     _finish(state, ns, answer, "FINAL")
 
 
-def FINAL_VAR(state: ReplState, ns: dict, name: str) -> object:  # noqa: N802 - the RLM reference name
+def FINAL_VAR(state: ReplState, ns: dict, name: str) -> str:  # noqa: N802 - the RLM reference name
     """Give the value of the variable called `name` (a string) as the final answer, like FINAL; returns
-    that value (shown once: as the last expression of a cell it is not displayed again)."""
+    the answer's text, str(value) (shown once: as the last expression of a cell it is not displayed
+    again)."""
     with translated(state, "FINAL_VAR", error=ReplError, model_call=False):
         if type(name) is not str:
-            raise ReplError("FINAL_VAR takes the variable's name as a string, e.g. FINAL_VAR('answer')")
+            raise ReplError("FINAL_VAR takes the variable's name as a string, e.g. FINAL_VAR('result')")
         if name.startswith("_") or not name.isidentifier() or name not in ns:
             raise ReplError(
                 f"FINAL_VAR: there is no variable named {name!r}; set it first or use FINAL(value)"
             )
     value = ns[name]
-    _finish(state, ns, value, "FINAL_VAR", name)
-    return state.mark_shown(value)
+    # the answer's text, as the reference's FINAL_VAR returned it
+    return state.mark_shown(_finish(state, ns, value, "FINAL_VAR", name))  # type: ignore[return-value]
 
 
 def _display_final(text: str) -> None:

@@ -269,7 +269,7 @@ class FinalGate:
             return why
         if not answer.strip() or (type(value) in (list, dict, tuple, set) and not value):
             return "the answer is empty"
-        if computed and (self.code_read_context or self.context_calls):
+        if computed:  # drawn from the context (or a tool) by the data flow
             return None
         if self.no_context and self.context_calls:
             return None

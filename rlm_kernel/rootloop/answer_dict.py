@@ -14,7 +14,7 @@ from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import RunTracker
 from rlm_kernel.rootloop.answer_types import text_of
 
-__all__ = ["NAME", "before", "check", "install"]
+__all__ = ["NAME", "before", "check", "install", "renew"]
 
 NAME = "answer"
 
@@ -22,6 +22,14 @@ NAME = "answer"
 def install(ns: dict, shared: bool) -> None:
     """Give a run's namespace the `answer` dict (a shared notebook's own `answer` is left alone)."""
     if not shared or NAME not in ns:
+        ns[NAME] = {"content": None, "ready": False}
+
+
+def renew(ns: dict, shared: bool) -> None:
+    """A follow-up run starts with a fresh `answer` dict (in a shared namespace, only when `answer` is
+    still the reference-style dict: the notebook's own `answer` is left alone)."""
+    box = ns.get(NAME)
+    if not shared or (type(box) is dict and set(box) == {"content", "ready"}):
         ns[NAME] = {"content": None, "ready": False}
 
 

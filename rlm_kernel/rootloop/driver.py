@@ -107,11 +107,13 @@ def run_rlm_steps(
         preload.populate(ns, state, loaded)
     tools.install(ns, None if shared else state.protected, options.tools)
     # a tool's result is evidence, and so are a --shared notebook's own variables (the author's data)
-    tracker.gate.flow.sources.update(name for name, _ in options.tools)
+    tracker.gate.flow.sources.update(tool[0] for tool in options.tools)
     if shared:
         tracker.gate.flow.sources.update(n for n in ns if isinstance(n, str) and not n.startswith("_"))
     if earlier is None:
         answer_dict.install(ns, shared)
+    else:
+        answer_dict.renew(ns, earlier.shared)
     display = LiveDisplay(question) if live else None
     shown_budget = RunBudgetDisplay(budget) if live else None
     run = TurnLoop(question, loaded, ns, state, options, display, continue_from)
@@ -149,6 +151,7 @@ def run_rlm_steps(
         answer_kind=kind,
         _history=continuation.transcript(run.prior, run.first_message(), run),
     )
+    continuation.add_history(ns, state, result.history)  # history_N for follow-ups and shared runs
     continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded, tracker.gate))
     if display is not None:
         display.finish(result)

@@ -151,8 +151,8 @@ def _read_hint(run: Any, turn: Turn) -> str:
         kind = next(c.kind for c in turn.calls if c.ok and c.saw_context)
         return (
             f"Your {kind} call was given part of `context` and answered, but no variable holds its "
-            f"answer. If it answers the question, run the call as `answer = {kind}(...)` and end with "
-            "FINAL_VAR('answer')."
+            f"answer. If it answers the question, run the call as `reply = {kind}(...)` and end with "
+            "FINAL_VAR('reply')."
         )
     kind = next(c.kind for c in turn.calls if c.ok and c.saw_context)
     found = getattr(run, "found", None)

@@ -62,6 +62,9 @@ class TurnLoop:
         if previous is not None:  # a follow-up (rlm/continuation)
             self.first = continuation.follow_up_message(question, previous)
             self.prior = continuation.prior_messages(previous)
+        note = continuation.counts_note(state)  # context_N and history_N, as the reference says
+        if note:
+            self.first = f"{self.first}\n\n{note}"
         self.raw_final: object = None
         self.found: tuple[int, str] | None = None  # (turn, output) that code found for the question
         self.history: list[dict] = []
