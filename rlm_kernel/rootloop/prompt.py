@@ -136,12 +136,27 @@ COMMON_WORDS = frozenset(
 
 
 def keyword_of(question: str) -> str:
-    """The search word the prompt's example shows: the question's longest uncommon word (lower case), so the
-    example a small model copies searches for something real; "keyword" when the question has none."""
+    """The search word the prompt's example shows, lower case, so the example a small model copies searches
+    for something real: a term the question quotes (`name`, "name"), else its most distinctive word (an
+    identifier, an upper-case word or one with digits before a plain one, then the longest); "keyword"
+    when the question has none.
+
+    Measured with the coder model (issue 27): it copied the example's `line.lower()` and searched it for
+    "ERROR" (no hits); with the question's own word lower case in the example, the copy finds it."""
+    quoted = re.findall(r"`([^`]{3,60})`|\"([^\"]{3,60})\"", question or "")
+    for pair in quoted:
+        term = (pair[0] or pair[1]).strip()
+        if term:
+            return term.lower()
     words = [w for w in _WORD.findall(question or "") if w.lower() not in COMMON_WORDS]
     if not words:
         return "keyword"
-    return max(words, key=len).lower()
+
+    def rank(word: str) -> tuple[bool, int]:
+        special = "_" in word or any(c.isdigit() for c in word) or (word.isupper() and len(word) > 1)
+        return special, len(word)
+
+    return max(words, key=rank).lower()
 
 
 def chunk_chars(window_tokens: int, answer_tokens: int = 1024) -> int:

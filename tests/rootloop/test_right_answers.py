@@ -172,6 +172,9 @@ def test_the_prompt_says_code_first_and_offers_the_analysis_helpers() -> None:
     assert size == 35000 and f"n_chunks=len(context) // {size} + 1" in text
     assert f"context[i:i + {size}]" in text and "context[i:i + 101000]" not in system_prompt(128_000)
     assert "if 'secret' in line.lower()" in text and keyword_of("How many are there?") == "keyword"
+    # the example's word is the question's most distinctive one, lower case (the model copies `.lower()`)
+    assert keyword_of("How many log lines have the level ERROR?") == "error"
+    assert keyword_of("Which file defines `_fold_mime_parameters`?") == "_fold_mime_parameters"
     assert "FINAL(answer)" not in text  # `answer` is the preloaded reference-style dict
 
 
