@@ -201,3 +201,24 @@ def test_the_data_flow_follows_values_drawn_from_context() -> None:
     assert not {"b", "city"} & flow.names
     flow.add_block("m = 42")  # a literal again: no longer drawn from the context
     assert "m" not in flow.names
+
+
+# -- the ablation's targets ----------
+
+
+def test_the_ablation_summary_counts_the_issue_targets() -> None:
+    from benchmarks.rootloop_ablation import summary
+
+    def row(stdout: str, answer: str, score: float, termination: str = "final", accepted: bool = True):
+        turns = [{"stdout": stdout}]
+        return {"expected": "7034-DELTA", "turns": turns, "answer": answer, "score": score,
+                "termination": termination, "accepted": accepted}  # fmt: skip
+
+    rows = {
+        "found, ended with it": row("code is 7034-DELTA", "7034-DELTA", 1.0),
+        "found, wrong answer accepted": row("code is 7034-delta", "{'content': None}", 0.0),
+        "not found, best effort": row("nothing", "1234", 0.0, "max_iterations", False),
+    }
+    got = summary(rows)
+    assert (got["runs"], got["found_by_code"], got["ended_with_it"]) == (3, 2, 1)
+    assert (got["accepted"], got["right_accepted"], got["mean_score"]) == (2, 1, 0.333)
