@@ -16,7 +16,7 @@ from rlm_kernel.rootloop.prompt import COMMON_WORDS
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
 
-__all__ = ["assigned_names", "feedback", "found_by_code", "hints", "near_miss"]
+__all__ = ["assigned_names", "case_mismatch", "feedback", "found_by_code", "hints", "near_miss"]
 
 _ANSWER_LIKE_CHARS = 200
 _ANSWER_LIKE_LINES = 4
@@ -77,6 +77,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
             "nothing new. If its output answers the question, call FINAL now; otherwise do something "
             "different."
         )
+    case = case_mismatch(turn.code)
+    if case:
+        out.append(case)
     blind = [c.kind for c in turn.calls if c.ok and not c.saw_context]
     if blind:
         # Measured with the coder model: a hint with a code template is copied literally ('word' and all)
@@ -191,6 +194,37 @@ def near_miss(error: str) -> str:
     return f"`{wrong}` does not exist: did you mean {right}? End the run with {right}(...) — upper case."
 
 
+def case_mismatch(code: str) -> str:
+    """The hint for a search that can never match: an upper-case string looked up in lower-cased text
+    (`'ERROR' in line.lower()`). Measured with the coder model (issue 27, before and after the prompt
+    change): it searched that way, printed 0 hits and went on to guess."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return ""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant)):
+            continue
+        word = node.left.value
+        right = node.comparators[0] if node.comparators else None
+        lowered = (
+            isinstance(right, ast.Call)
+            and isinstance(right.func, ast.Attribute)
+            and right.func.attr in ("lower", "casefold")
+        )
+        if isinstance(word, str) and word != word.lower() and lowered and isinstance(node.ops[0], ast.In):
+            return (
+                f"Your search looks for {word!r} in lower-cased text ({right.func.attr}()), so it can never "
+                f"match: search for {word.lower()!r} in line.lower(), or for {word!r} in line."
+            )
+    return ""
+
+
+def _no_hits(lines: list[str]) -> bool:
+    """Whether the output only says the search found nothing (`0`, `[]`, `None`)."""
+    return all(line.strip() in ("0", "[]", "None", "{}", "set()", "''", "-1") for line in lines)
+
+
 def found_by_code(run: Any, turn: Turn) -> bool:
     """Whether this turn's short output came from code that searched `context` for the question's words
     (a string of the code shares a word with the question) with no sub-call: what code found."""
@@ -199,6 +233,8 @@ def found_by_code(run: Any, turn: Turn) -> bool:
     printed = turn.stdout.strip()
     lines = [line for line in printed.splitlines() if line.strip()]
     if not printed or len(printed) > _ANSWER_LIKE_CHARS or len(lines) > _ANSWER_LIKE_LINES:
+        return False
+    if _no_hits(lines):  # a search that found nothing is not an answer (coder model: then it guessed)
         return False
     words = {w.lower() for w in re.findall(r"\w{3,}", run.question)} - COMMON_WORDS
     try:

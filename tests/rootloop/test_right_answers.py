@@ -222,3 +222,17 @@ def test_the_ablation_summary_counts_the_issue_targets() -> None:
     got = summary(rows)
     assert (got["runs"], got["found_by_code"], got["ended_with_it"]) == (3, 2, 1)
     assert (got["accepted"], got["right_accepted"], got["mean_score"]) == (2, 1, 0.333)
+
+
+def test_a_search_that_cannot_match_is_named_and_no_hits_is_not_an_answer(
+    client_on_server: LLMTestServer,
+) -> None:
+    # the count run, before and after the prompt change: `'ERROR' in line.lower()` printed 0 hits
+    search = "hits = [l for l in context.splitlines() if 'FAILED' in l.lower()]\n"
+    search += "print(len(hits)); print(hits[:10])"
+    script = Script(root=[repl(search)])
+    result = run(client_on_server, script, "How many records are FAILED?", COUNTED, max_iterations=1)
+    feedback = result.trajectory[0].feedback
+    assert result.trajectory[0].stdout == "0\n[]\n"
+    assert "looks for 'FAILED' in lower-cased text (lower()), so it can never match" in feedback
+    assert "end the run now" not in feedback  # nothing found is not the answer
