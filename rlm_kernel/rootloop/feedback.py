@@ -121,10 +121,14 @@ def hints(run: Any, turn: Turn) -> list[str]:
             # code that searched for the question's own words: after `print(len(context))` a hint to end was
             # followed by re-running the block (measured earlier).
             run.found = (turn.index, printed)
+            # The question is restated: measured on the two-fact join, the first hop's line ("badge 35415 was
+            # issued to Marta Quist") was ended with as the answer to "which room's door ...".
             out.append(
-                "Your code's output comes from `context` and it searched for the question's words: if it "
-                f"answers the question, end the run now — reply with just:\n```repl\nFINAL({_example(lines)})"
-                "\n```\nNo sub-model call is needed for what code found."
+                "Your code's output comes from `context` and it searched for the question's words. Does it "
+                f"answer exactly this question: {truncate(run.question, 300)!r}? If it does, end the run now "
+                f"— reply with just:\n```repl\nFINAL({_example(lines)})\n```\nNo sub-model call is needed "
+                "for what code found. If the question asks for something the output does not show yet, "
+                "search `context` for it next (e.g. for a name or number the output gave)."
             )
         elif any(t.stdout.strip() == printed for t in earlier):
             # Only once the root prints the same output again: a first short output is as often a step

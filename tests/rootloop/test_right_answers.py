@@ -236,3 +236,22 @@ def test_a_search_that_cannot_match_is_named_and_no_hits_is_not_an_answer(
     assert result.trajectory[0].stdout == "0\n[]\n"
     assert "looks for 'FAILED' in lower-cased text (lower()), so it can never match" in feedback
     assert "end the run now" not in feedback  # nothing found is not the answer
+
+
+def test_the_best_effort_answer_is_read_from_a_final_in_a_block(client_on_server: LLMTestServer) -> None:
+    # the count run ended with the best-effort answer '```repl\nFINAL("2")\n```', the block as text
+    script = Script(root=[repl("print(len(context))"), repl('FINAL("2")')])
+    result = run(client_on_server, script, "How many failed?", COUNTED, max_iterations=1, best_effort=True)
+    assert result.termination == "max_iterations" and result.answer_kind == "best_effort"
+    assert result.answer == "2"
+
+
+def test_the_found_hint_restates_the_question(client_on_server: LLMTestServer) -> None:
+    # the join run ended with its first hop's line as the answer to "which room's door ..."
+    lines = "\n".join(["x"] * 50 + ["badge 35415 was issued to Marta Quist"] + ["y"] * 50)
+    search = "hits = [l for l in context.splitlines() if 'marta' in l.lower()]\nprint(hits)"
+    question = "Which room's door did Marta Quist's badge open?"
+    result = run(client_on_server, Script(root=[repl(search)]), question, lines, max_iterations=1)
+    feedback = result.trajectory[0].feedback
+    assert f"Does it answer exactly this question: {question!r}?" in feedback
+    assert "search `context` for it next" in feedback
