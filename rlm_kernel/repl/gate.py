@@ -5,9 +5,10 @@ A FINAL is accepted when its answer is *drawn from the context* (the seed contra
 1. a value code computed from `context`: `FINAL(n)`, `FINAL_VAR('n')` or a prose `FINAL(n)` where `n` was
    assigned from an expression over `context` or over names drawn from it (`repl.derived` follows the
    blocks' data flow), or `FINAL(expression)` over such names;
-2. text code printed from `context`: the answer (or, for an answer with numbers, every number in it, or else
-   every content word of it) appears in the output of a block that ran after code first read `context` (a
-   block that only prints literal text, `print("The answer is 7")`, computes nothing and does not count);
+2. text code printed from `context`: the answer (or every content word of it — its numbers and the words
+   that are neither stop words nor the question's) appears in the output of a block that ran after code
+   first read `context` (a block that only prints literal text, `print("The answer is 7")`, computes
+   nothing and does not count);
 3. what a sub-call (`llm_query*`, `rlm_query*`) answered when its prompt contained part of `context`: the
    answer appears in that answer as in rule 2 (a call without any of the context, e.g.
    `llm_query(question)`, is a guess and does not count).
@@ -96,15 +97,23 @@ def answer_in_output(answer: str, output: str) -> bool:
     text = _normal(answer)
     if not text or not output:
         return False
-    if re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", output):
-        return True
-    if len(text) > 2 * _WINDOW and shares_text(text, output):
+    if verbatim_in(text, output):
         return True
     numbers = [n.replace(",", "") for n in _NUMBER.findall(text)]
     plain = output.replace(",", "")
     return bool(numbers) and all(
         re.search(r"(?<![\w.])" + re.escape(n) + r"(?![\w])", plain) for n in numbers
     )
+
+
+def verbatim_in(answer: str, output: str) -> bool:
+    """Whether the answer's text is in `output` at word boundaries, or (a long answer) a long piece of it."""
+    text = _normal(answer)
+    if not text or not output:
+        return False
+    if re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", output):
+        return True
+    return len(text) > 2 * _WINDOW and shares_text(text, output)
 
 
 def block_facts(code: str) -> tuple[bool, bool]:
@@ -191,12 +200,17 @@ _STOP_WORDS = frozenset(
     "those there here answer final result value which what who whom whose where when how many much does did "
     "do has have had i you we they he she them his her our your their as so than then also only".split()
 )
+_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3})")
 _WORD = re.compile(r"[A-Za-z0-9_][\w.-]*\w|\w")
 
 
 def _words_in(answer: str, evidence: str, question: str) -> bool:
-    """Whether every content word of `answer` (not a stop word, not a word of the question) is a word of
-    `evidence`, and there is at least one."""
+    """Whether every content word of `answer` (not a stop word, not a word of the question; numbers
+    included, without thousands separators) is a word of `evidence`, and there is at least one.
+
+    Measured with the coder model (issue 27, protocol/join): "The badge 35415 was issued to Marta Quist in
+    the images room." had every number printed by code and was accepted; "images" was its own guess."""
+    answer, evidence = _DIGIT_COMMA.sub("", answer), _DIGIT_COMMA.sub("", evidence)
     asked = {w.lower() for w in _WORD.findall(question)}
     words = {w.lower() for w in _WORD.findall(answer)} - _STOP_WORDS - asked
     if not words:
@@ -274,7 +288,7 @@ class FinalGate:
         if self.no_context and self.context_calls:
             return None
         evidence = self.output + "\n" + self.heard
-        if answer_in_output(answer, evidence) or _words_in(answer, evidence, self.question):
+        if verbatim_in(answer, evidence) or _words_in(answer, evidence, self.question):
             return None
         return NOT_DRAWN
 

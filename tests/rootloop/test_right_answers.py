@@ -255,3 +255,23 @@ def test_the_found_hint_restates_the_question(client_on_server: LLMTestServer) -
     feedback = result.trajectory[0].feedback
     assert f"Does it answer exactly this question: {question!r}?" in feedback
     assert "search `context` for it next" in feedback
+
+
+def test_an_answer_with_printed_numbers_but_invented_words_is_refused(
+    client_on_server: LLMTestServer,
+) -> None:
+    # protocol/join: "... in the images room." had its number printed by code and was accepted; "images" was
+    # the model's own guess
+    lines = "\n".join(["x"] * 50 + ["badge 35415 was issued to Marta Quist"] + ["y"] * 50)
+    search = "hits = [l for l in context.splitlines() if 'marta' in l.lower()]\nprint(hits)"
+    script = Script(
+        root=[
+            repl(search),
+            "FINAL(The badge 35415 was issued to Marta Quist in the images room.)",
+            "FINAL(Badge 35415 was issued to Marta Quist.)",
+        ]
+    )
+    question = "Which room's door did Marta Quist's badge open?"
+    result = run(client_on_server, script, question, lines, max_iterations=3)
+    assert "rejected" in result.trajectory[1].note
+    assert result.termination == "final" and result.answer == "Badge 35415 was issued to Marta Quist."
