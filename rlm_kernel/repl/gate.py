@@ -99,6 +99,8 @@ def answer_in_output(answer: str, output: str) -> bool:
         return False
     if verbatim_in(text, output):
         return True
+    if len(text) > 2 * _WINDOW and shares_text(text, output):
+        return True
     numbers = [n.replace(",", "") for n in _NUMBER.findall(text)]
     plain = output.replace(",", "")
     return bool(numbers) and all(
@@ -107,13 +109,13 @@ def answer_in_output(answer: str, output: str) -> bool:
 
 
 def verbatim_in(answer: str, output: str) -> bool:
-    """Whether the answer's text is in `output` at word boundaries, or (a long answer) a long piece of it."""
+    """Whether the answer's text is in `output` at word boundaries (a long answer that only shares a piece
+    with it is judged by its words: "badge 35415 was issued to Marta Quist in the images room" shares a
+    long piece with the printed line and adds the guess "images", coder model, issue 27)."""
     text = _normal(answer)
     if not text or not output:
         return False
-    if re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", output):
-        return True
-    return len(text) > 2 * _WINDOW and shares_text(text, output)
+    return re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", output) is not None
 
 
 def block_facts(code: str) -> tuple[bool, bool]:

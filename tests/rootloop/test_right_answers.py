@@ -267,11 +267,12 @@ def test_an_answer_with_printed_numbers_but_invented_words_is_refused(
     script = Script(
         root=[
             repl(search),
-            "FINAL(The badge 35415 was issued to Marta Quist in the images room.)",
+            "FINAL(The badge 35415 was issued to Marta Quist in the images room.)",  # a long shared piece
+            repl('FINAL("badge 35415 was issued to Marta Quist in the images room")'),
             "FINAL(Badge 35415 was issued to Marta Quist.)",
         ]
     )
     question = "Which room's door did Marta Quist's badge open?"
-    result = run(client_on_server, script, question, lines, max_iterations=3)
-    assert "rejected" in result.trajectory[1].note
+    result = run(client_on_server, script, question, lines, max_iterations=4)
+    assert "rejected" in result.trajectory[1].note and "rejected" in result.trajectory[2].note
     assert result.termination == "final" and result.answer == "Badge 35415 was issued to Marta Quist."
