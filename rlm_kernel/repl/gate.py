@@ -6,9 +6,9 @@ A FINAL is accepted when its answer is *drawn from the context* (the seed contra
    assigned from an expression over `context` or over names drawn from it (`repl.derived` follows the
    blocks' data flow), or `FINAL(expression)` over such names;
 2. text code printed from `context`: the answer (or every content word of it — its numbers and the words
-   that are neither stop words nor the question's) appears in the output of a block that ran after code
-   first read `context` (a block that only prints literal text, `print("The answer is 7")`, computes
-   nothing and does not count);
+   that are neither stop words nor the question's; for an answer of up to six words, its numbers) appears
+   in the output of a block that ran after code first read `context` (a block that only prints literal
+   text, `print("The answer is 7")`, computes nothing and does not count);
 3. what a sub-call (`llm_query*`, `rlm_query*`) answered when its prompt contained part of `context`: the
    answer appears in that answer as in rule 2 (a call without any of the context, e.g.
    `llm_query(question)`, is a guess and does not count).
@@ -202,6 +202,9 @@ _STOP_WORDS = frozenset(
     "those there here answer final result value which what who whom whose where when how many much does did "
     "do has have had i you we they he she them his her our your their as so than then also only".split()
 )
+_SHORT_WORDS = 6
+"""Up to this many words, an answer whose numbers code printed is accepted with its framing words; a longer
+one needs every content word printed (the join's "... 35415 ... in the images room." invented "images")."""
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3})")
 _WORD = re.compile(r"[A-Za-z0-9_][\w.-]*\w|\w")
 
@@ -292,6 +295,8 @@ class FinalGate:
         evidence = self.output + "\n" + self.heard
         if verbatim_in(answer, evidence) or _words_in(answer, evidence, self.question):
             return None
+        if len(_WORD.findall(answer)) <= _SHORT_WORDS and answer_in_output(answer, evidence):
+            return None  # a short answer around printed numbers ("The count is 4")
         return NOT_DRAWN
 
     def accepts(self, answer: str, computed: bool, value: object = None) -> bool:
