@@ -46,6 +46,7 @@ def record(state: ReplState, call: ChildCall) -> None:
             state.run.successes += 1
             if call.saw_context:
                 state.run.gate.context_calls += 1
+                state.run.gate.hear(call.response or "")
 
 
 def sees_context(state: ReplState, *texts: object) -> bool:
@@ -55,6 +56,7 @@ def sees_context(state: ReplState, *texts: object) -> bool:
     loaded = state.protected.get("__loaded_context__")
     source = state.run.gate.source_for(getattr(loaded, "value", None))
     if not source.strip():  # nothing loaded: the question is the whole task, any call counts
+        state.run.gate.no_context = True
         return True
     besides = state.run.gate.question
     return any(isinstance(t, str) and shares_text(t, source, besides=besides) for t in texts)

@@ -52,28 +52,33 @@ def cited(state: ReplState, cite: object, how: str) -> list[dict] | None:
     return result.accepted
 
 
-def _finish(state: ReplState, ns: dict, answer: object, how: str, cite: object = None) -> None:
+def _finish(
+    state: ReplState, ns: dict, answer: object, how: str, name: str | None = None, cite: object = None
+) -> str:
     text = _text_of(answer)
     if state.run is not None:
         gate = state.run.gate
-        computed = how == "FINAL_VAR" or not gate.literal_in_block
-        if not gate.accepts(text, computed):
+        computed = gate.final_drawn if name is None else name in gate.flow.names
+        why = gate.problem(text, computed, answer)
+        if why is not None:
             # fed back once, with the turn's notes (not also printed into the block's output)
-            state.run.rejections.append(rejection(how, state.run.successes > 0))
-            return
+            blind = state.run.successes > 0 and not gate.context_calls
+            state.run.rejections.append(rejection(how, blind, why))
+            return text
         verified = cited(state, cite, how)
         if verified is None:
-            return
+            return text
         state.run.final, state.run.final_set = text, True
         state.run.final_value = answer
         state.run.citations = verified
-        return
+        return text
     with translated(state, how, error=ReplError, model_call=False):
         verified = cited(state, cite, how) or []
     ns["final_answer"] = text
     if cite is not None:
         ns["final_citations"] = verified
     _display_final(text, verified)
+    return text
 
 
 def FINAL(state: ReplState, ns: dict, answer: object, cite: object = None) -> None:  # noqa: N802 - the RLM reference name
@@ -82,22 +87,23 @@ def FINAL(state: ReplState, ns: dict, answer: object, cite: object = None) -> No
     cite=[...]: quotes (str) or (start, end) spans of `context` backing the answer; each is checked
     against `context` (whitespace aside) and located (file, page, line): `rlm_result.citations`, or
     `final_citations` in a notebook cell."""
-    _finish(state, ns, answer, "FINAL", cite)
+    _finish(state, ns, answer, "FINAL", cite=cite)
 
 
-def FINAL_VAR(state: ReplState, ns: dict, name: str) -> object:  # noqa: N802 - the RLM reference name
+def FINAL_VAR(state: ReplState, ns: dict, name: str) -> str:  # noqa: N802 - the RLM reference name
     """Give the value of the variable called `name` (a string) as the final answer, like FINAL; returns
-    that value (shown once: as the last expression of a cell it is not displayed again)."""
+    the answer's text, str(value) (shown once: as the last expression of a cell it is not displayed
+    again)."""
     with translated(state, "FINAL_VAR", error=ReplError, model_call=False):
         if type(name) is not str:
-            raise ReplError("FINAL_VAR takes the variable's name as a string, e.g. FINAL_VAR('answer')")
+            raise ReplError("FINAL_VAR takes the variable's name as a string, e.g. FINAL_VAR('result')")
         if name.startswith("_") or not name.isidentifier() or name not in ns:
             raise ReplError(
                 f"FINAL_VAR: there is no variable named {name!r}; set it first or use FINAL(value)"
             )
     value = ns[name]
-    _finish(state, ns, value, "FINAL_VAR")
-    return state.mark_shown(value)
+    # the answer's text, as the reference's FINAL_VAR returned it
+    return state.mark_shown(_finish(state, ns, value, "FINAL_VAR", name))  # type: ignore[return-value]
 
 
 def _display_final(text: str, citations: list[dict] | None = None) -> None:

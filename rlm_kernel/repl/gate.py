@@ -1,23 +1,25 @@
 """The FINAL gate: when a root's answer is accepted, and the checks it rests on.
 
-A FINAL is accepted once the run connects the answer to `context`, in one of three ways:
+A FINAL is accepted when its answer is *drawn from the context* (the seed contract), in one of three ways:
 
-1. a sub-call (`llm_query*`, `rlm_query*`) whose prompt contained part of `context` has succeeded in the run
-   (a call without any of the context, e.g. `llm_query(question)`, does not count);
-2. the answer was computed by code over the context: a block that reads `context` (or `ctx`) has run in the
-   run, and the answer is given by `FINAL(expression)` / `FINAL_VAR(name)` in code, or by a prose
-   `FINAL_VAR(name)` — not by a literal such as `FINAL("seven")`;
-3. the answer is what such code printed: its text (or, for an answer with numbers, every number in it)
-   appears in the output of a block that ran after code first read `context` (a block that only prints
-   literal text, `print("The answer is 7")`, computes nothing and does not count).
+1. a value code computed from `context`: `FINAL(n)`, `FINAL_VAR('n')` or a prose `FINAL(n)` where `n` was
+   assigned from an expression over `context` or over names drawn from it (`repl.derived` follows the
+   blocks' data flow), or `FINAL(expression)` over such names;
+2. text code printed from `context`: the answer (or every content word of it — its numbers and the words
+   that are neither stop words nor the question's; for an answer of up to six words, its numbers) appears
+   in the output of a block that ran after code first read `context` (a block that only prints literal
+   text, `print("The answer is 7")`, computes nothing and does not count);
+3. what a sub-call (`llm_query*`, `rlm_query*`) answered when its prompt contained part of `context`: the
+   answer appears in that answer as in rule 2 (a call without any of the context, e.g.
+   `llm_query(question)`, is a guess and does not count).
+
+Refused whatever the rules say: an empty answer, and the reference-style `answer` dict while it is not ready
+(`FINAL(answer)` with `answer == {"content": None, "ready": False}`).
 
 The run's question is never evidence, wherever the model finds it: a sub-call that only quotes it does not
-count for rule 1, and the question's lines printed by code do not count for rule 3. A sub-RLM's task lies
-inside its own `context` (`rlm_query(prompt)` makes the prompt the context), so its question quotes the
-task's lines (`repl.subtask`) and those lines are covered too.
-
-Rule 2 and 3 are for tasks code answers exactly (counts, filters, lookups); rule 1 for everything that needs
-reading or judgement. The system prompt states the same rule.
+count, and the question's lines printed by code do not count for rule 2. A sub-RLM's task lies inside its
+own `context` (`rlm_query(prompt)` makes the prompt the context), so its question quotes the task's lines
+(`repl.subtask`) and those lines are covered too. The system prompt states the same rule.
 """
 
 from __future__ import annotations
@@ -25,11 +27,16 @@ from __future__ import annotations
 import ast
 import re
 
+from rlm_kernel.repl.derived import CONTEXT_NAME, DataFlow
+
 __all__ = [
+    "NOT_DRAWN",
     "FinalGate",
     "answer_in_output",
     "block_facts",
+    "answer_dict_problem",
     "context_text",
+    "final_arguments",
     "names_from_sub_calls",
     "rejection",
     "shares_text",
@@ -38,7 +45,6 @@ __all__ = [
 
 _WINDOW = 24
 _MAX_WINDOWS = 160
-_CONTEXT_NAMES = frozenset({"context", "ctx", "context_files"})
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
@@ -91,7 +97,7 @@ def answer_in_output(answer: str, output: str) -> bool:
     text = _normal(answer)
     if not text or not output:
         return False
-    if re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", output):
+    if verbatim_in(text, output):
         return True
     if len(text) > 2 * _WINDOW and shares_text(text, output):
         return True
@@ -102,6 +108,16 @@ def answer_in_output(answer: str, output: str) -> bool:
     )
 
 
+def verbatim_in(answer: str, output: str) -> bool:
+    """Whether the answer's text is in `output` at word boundaries (a long answer that only shares a piece
+    with it is judged by its words: "badge 35415 was issued to Marta Quist in the images room" shares a
+    long piece with the printed line and adds the guess "images", coder model, issue 27)."""
+    text = _normal(answer)
+    if not text or not output:
+        return False
+    return re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", output) is not None
+
+
 def block_facts(code: str) -> tuple[bool, bool]:
     """(reads context, has a FINAL/FINAL_VAR with a literal argument) for one block of code.
 
@@ -110,7 +126,7 @@ def block_facts(code: str) -> tuple[bool, bool]:
     tree = _parse(code)
     if tree is None:
         return False, False
-    reads = any(isinstance(n, ast.Name) and n.id in _CONTEXT_NAMES for n in ast.walk(tree))
+    reads = any(isinstance(n, ast.Name) and CONTEXT_NAME.match(n.id) for n in ast.walk(tree))
     literal = False
     for node in ast.walk(tree):
         if (
@@ -124,11 +140,12 @@ def block_facts(code: str) -> tuple[bool, bool]:
     return reads, literal
 
 
-_SUB_CALLS = frozenset({"llm_query", "rlm_query"})
+_SUB_CALLS = frozenset({"llm_query", "rlm_query", "llm_query_batched", "rlm_query_batched"})
 
 
 def names_from_sub_calls(code: str) -> list[str]:
-    """The variables a block assigns from one sub-call (`answer = llm_query(...)`), in order."""
+    """The variables a block assigns from one sub-call (`answer = llm_query(...)`, `answers =
+    llm_query_batched(...)`), in order."""
     tree = _parse(code)
     names: list[str] = []
     for node in ast.walk(tree) if tree is not None else ():
@@ -180,16 +197,72 @@ def _is_literal(node: ast.AST) -> bool:
     return False
 
 
+_STOP_WORDS = frozenset(
+    "the a an is are was were be been of in on at to for from by with and or not no it its this that these "
+    "those there here answer final result value which what who whom whose where when how many much does did "
+    "do has have had i you we they he she them his her our your their as so than then also only".split()
+)
+_SHORT_WORDS = 6
+"""Up to this many words, an answer whose numbers code printed is accepted with its framing words; a longer
+one needs every content word printed (the join's "... 35415 ... in the images room." invented "images")."""
+_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3})")
+_WORD = re.compile(r"[A-Za-z0-9_][\w.-]*\w|\w")
+
+
+def _words_in(answer: str, evidence: str, question: str) -> bool:
+    """Whether every content word of `answer` (not a stop word, not a word of the question; numbers
+    included, without thousands separators) is a word of `evidence`, and there is at least one.
+
+    Measured with the coder model (issue 27, protocol/join): "The badge 35415 was issued to Marta Quist in
+    the images room." had every number printed by code and was accepted; "images" was its own guess."""
+    answer, evidence = _DIGIT_COMMA.sub("", answer), _DIGIT_COMMA.sub("", evidence)
+    asked = {w.lower() for w in _WORD.findall(question)}
+    words = {w.lower() for w in _WORD.findall(answer)} - _STOP_WORDS - asked
+    if not words:
+        return False
+    have = {w.lower() for w in _WORD.findall(evidence)}
+    return words <= have
+
+
+def answer_dict_problem(value: object) -> str | None:
+    """Why `value` cannot be an answer when it is the reference-style `answer` dict that is not ready."""
+    if type(value) is dict and set(value) == {"content", "ready"}:
+        if value.get("ready") is not True or value.get("content") is None:
+            return (
+                f"`answer` is the reference-style dict {value!r}, not your answer (the run preloads it): "
+                "end with FINAL(x) or FINAL_VAR('x') for a variable x of your own that holds the answer"
+            )
+    return None
+
+
+NOT_DRAWN = (
+    "this answer was not computed from `context`, printed by code that read it, or given by a sub-call "
+    "that saw part of it"
+)
+
+
 class FinalGate:
     """What one run has shown so far, and the decision for a FINAL (see the module docstring)."""
 
     def __init__(self) -> None:
         self.context_calls = 0
         self.code_read_context = False
-        self.literal_in_block = False
+        self.final_drawn = False
+        """Whether every FINAL(...) of the running block is given a value drawn from the context."""
         self.output = ""
+        self.heard = ""
+        """What the sub-calls that were given part of `context` answered."""
         self.question = ""
+        self.no_context = False
+        """Nothing is loaded: the question is the whole task, and a FINAL is accepted once a sub-call
+        answered or code computed it."""
+        self.flow = DataFlow()
         self._source: tuple[int, str] = (0, "")
+
+    @property
+    def literal_in_block(self) -> bool:
+        """Whether the running block gives FINAL a value not drawn from the context (older name)."""
+        return not self.final_drawn
 
     def source_for(self, value: object) -> str:
         """`context_text(value)`, converted once per context object."""
@@ -201,19 +274,60 @@ class FinalGate:
             self._source = (id(value), context_text(value))
         return self._source[1]
 
-    def accepts(self, answer: str, computed: bool) -> bool:
-        if self.context_calls:
-            return True
-        if computed and self.code_read_context:
-            return True
-        return self.code_read_context and answer_in_output(answer, self.output)
+    def before_block(self, code: str) -> None:
+        """Follow a block's data flow before it runs, and note whether its FINALs are given drawn values."""
+        self.flow.add_block(code)
+        finals = final_arguments(code)
+        self.final_drawn = bool(finals) and all(self.flow.drawn(a) for a in finals)
+
+    def problem(self, answer: str, computed: bool, value: object = None) -> str | None:
+        """Why this FINAL is refused (None: accepted). `computed`: its value is drawn from the context by
+        the data flow (rule 1)."""
+        why = answer_dict_problem(value)
+        if why is not None:
+            return why
+        if not answer.strip() or (type(value) in (list, dict, tuple, set) and not value):
+            return "the answer is empty"
+        if computed:  # drawn from the context (or a tool) by the data flow
+            return None
+        if self.no_context and self.context_calls:
+            return None
+        evidence = self.output + "\n" + self.heard
+        if verbatim_in(answer, evidence) or _words_in(answer, evidence, self.question):
+            return None
+        if len(_WORD.findall(answer)) <= _SHORT_WORDS and answer_in_output(answer, evidence):
+            return None  # a short answer around printed numbers ("The count is 4")
+        return NOT_DRAWN
+
+    def accepts(self, answer: str, computed: bool, value: object = None) -> bool:
+        return self.problem(answer, computed, value) is None
 
     def saw(self, text: str) -> None:
-        """Add a block's output (only output after code first read `context` counts for rule 3), without
+        """Add a block's output (only output after code first read `context` counts for rule 2), without
         the question's lines that code printed (`without_question`)."""
         if self.code_read_context and text:
             text = without_question(text, self.question)
             self.output = (self.output + "\n" + text)[-200_000:]
+
+    def hear(self, text: str) -> None:
+        """Add what a sub-call given part of `context` answered (rule 3)."""
+        if text:
+            self.heard = (self.heard + "\n" + without_question(text, self.question))[-200_000:]
+
+
+def final_arguments(code: str) -> list[ast.expr]:
+    """The first argument of every `FINAL(...)` call in a block."""
+    tree = _parse(code)
+    if tree is None:
+        return []
+    return [
+        node.args[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "FINAL"
+        and node.args
+    ]
 
 
 def without_question(output: str, question: str) -> str:
@@ -229,16 +343,14 @@ def without_question(output: str, question: str) -> str:
     )
 
 
-def rejection(how: str, had_calls: bool) -> str:
-    """The one message a rejected FINAL feeds back."""
-    why = (
-        "the sub-calls so far did not include any of `context`"
-        if had_calls
-        else "no sub-call with part of `context` has succeeded and no code has computed this answer"
-    )
+def rejection(how: str, blind_calls: bool, why: str | None = None) -> str:
+    """The one message a rejected FINAL feeds back (`why`: the gate's reason, see `FinalGate.problem`;
+    `blind_calls`: sub-calls succeeded but none was given part of `context`)."""
+    if why is None or why == NOT_DRAWN:
+        why = "the sub-calls so far did not include any of `context`" if blind_calls else NOT_DRAWN
     return (
-        f"{how}(...) rejected: {why}. It is accepted when (1) an llm_query/rlm_query call that was given "
-        "part of `context` succeeded (e.g. llm_query(question + chunk)), or (2) code that reads `context` "
-        "computed the answer: FINAL(variable) or FINAL_VAR('name') in a ```repl block, or an answer your "
-        "code printed."
+        f"{how}(...) rejected: {why}. A FINAL is accepted when its answer is drawn from `context`: a "
+        "value your code computed from `context` (n = ...context... then FINAL(n)), text your code printed "
+        "from `context` (write it as FINAL(that text)), or what an llm_query/rlm_query call given part of "
+        "`context` answered."
     )

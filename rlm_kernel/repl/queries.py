@@ -151,5 +151,7 @@ def llm_query_batched(state: ReplState, ns: dict, prompts: list[str], model: str
                 response=texts[0],
             ),
         )
+        if state.run is not None and state.run.calls and state.run.calls[-1].saw_context:
+            state.run.gate.hear("\n".join(texts[1:]))  # the first is heard by `record`
         call.value = texts
     return call.value

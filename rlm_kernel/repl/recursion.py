@@ -45,9 +45,15 @@ def _at_max_depth(state: ReplState) -> bool:
 def _child_steps(state: ReplState, prompt: str, model: str | None, best_effort: bool | None):  # -> RunSteps
     run_rlm_steps = root_loop(state, "rlm_query").run_rlm_steps
     depth = max(state.depth, 0) + 1
-    # a sub-RLM answers in text with the default prompt; tools carry on (rootloop/tools)
+    # a sub-RLM answers in text with the default prompt; tools carry on, or `sub_tools` (rootloop/tools)
+    sub_tools = state.options.sub_tools
     options = state.options.with_(
-        shared=False, budget_usd=None, returns=None, system_prompt=None, system_prompt_extra=None
+        shared=False,
+        budget_usd=None,
+        returns=None,
+        system_prompt=None,
+        system_prompt_extra=None,
+        tools=state.options.tools if sub_tools is None else sub_tools,
     )
     if best_effort is not None:
         options = options.with_(best_effort=best_effort)
@@ -229,9 +235,11 @@ def rlm_run(state: ReplState, ns: dict, question: str, context: object = None, *
 
     rlm_run(question, context=None, model=None, child_model=None, max_iterations=20, max_depth=2,
             budget_usd=None, shared=False, max_no_code_turns=3, output_chars=4000, best_effort=True,
-            tools=None, returns=None, system_prompt=None, system_prompt_extra=None,
+            tools=None, sub_tools=None, returns=None, system_prompt=None, system_prompt_extra=None,
             continue_from=None) -> RLMResult
-    tools: {name: function} of notebook functions the root may call; returns: the answer's type (int,
+    tools: {name: tool} the root may use (a notebook function, a callable object of a notebook class, or
+    plain data; an entry may be (tool, "description")); sub_tools: the same for sub-RLMs (default: tools;
+    {} for none); returns: the answer's type (int,
     float, bool, str, list[...], dict[...] or a notebook dataclass); continue_from: an earlier result to
     ask a follow-up in its conversation, namespace and budget.
     `context` defaults to this namespace's context. The result has answer, iterations, calls, tokens,

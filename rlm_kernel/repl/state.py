@@ -98,7 +98,10 @@ class RunOptions:
     system_prompt: str | None = None
     system_prompt_extra: str | None = None
     tools: tuple = ()
-    """((name, notebook function), ...) bound into the run's namespace, listed in the prompt (rlm/tools)."""
+    """((name, tool, description), ...) bound into the run's namespace, listed in the prompt
+    (rootloop/tools)."""
+    sub_tools: tuple | None = None
+    """What sub-RLMs get instead of `tools` (the reference's custom_sub_tools); None: the same tools."""
     returns: object = None
     """The answer's type (rlm/answer_types), or None for text."""
     cite: bool = False

@@ -23,8 +23,9 @@ def emit(state: ReplState, text: str) -> None:
 
 
 def SHOW_VARS(state: ReplState, ns: dict) -> str:  # noqa: N802 - the RLM reference name
-    """Print the variables you created, with their type and size (helpers and context excluded); returns
-    the same text (shown once: as the last expression of a cell it is not displayed again)."""
+    """Print the variables you created, with their type and size (helpers, context and the reference-style
+    `answer` dict excluded); returns the same text (shown once: as the last expression of a cell or under
+    `print(SHOW_VARS())` it is not shown again)."""
     hidden = set(HELPER_NAMES) | set(CONTEXT_NAMES) | set(state.protected) | {"final_answer"}
     rows = []
     for name, value in ns.items():
@@ -34,6 +35,7 @@ def SHOW_VARS(state: ReplState, ns: dict) -> str:  # noqa: N802 - the RLM refere
             or name in hidden
             or name in state.hidden
             or inspect.ismodule(value)
+            or (name == "answer" and type(value) is dict and set(value) == {"content", "ready"})
         ):
             continue
         try:

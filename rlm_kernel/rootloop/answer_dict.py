@@ -15,7 +15,7 @@ from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import RunTracker
 from rlm_kernel.rootloop.answer_types import text_of
 
-__all__ = ["NAME", "before", "check", "install"]
+__all__ = ["NAME", "before", "check", "install", "renew"]
 
 NAME = "answer"
 
@@ -23,6 +23,14 @@ NAME = "answer"
 def install(ns: dict, shared: bool) -> None:
     """Give a run's namespace the `answer` dict (a shared notebook's own `answer` is left alone)."""
     if not shared or NAME not in ns:
+        ns[NAME] = {"content": None, "ready": False}
+
+
+def renew(ns: dict, shared: bool) -> None:
+    """A follow-up run starts with a fresh `answer` dict (in a shared namespace, only when `answer` is
+    still the reference-style dict: the notebook's own `answer` is left alone)."""
+    box = ns.get(NAME)
+    if not shared or (type(box) is dict and set(box) == {"content", "ready"}):
         ns[NAME] = {"content": None, "ready": False}
 
 
@@ -49,16 +57,6 @@ def _assignments(code: str, key: str) -> list[ast.AST]:
 
 def _assigns(code: str, key: str) -> bool:
     return bool(_assignments(code, key))
-
-
-def _sets_literal_content(code: str) -> bool:
-    """Whether the block assigns a literal to `answer["content"]` (the model's words, not a computation)."""
-    for value in _assignments(code, "content"):
-        if isinstance(value, ast.Constant) or (
-            isinstance(value, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in value.values)
-        ):
-            return True
-    return False
 
 
 def before(ns: dict) -> tuple:
@@ -95,11 +93,16 @@ def check(
             f'answer["content"] could not be read as text ({type(err).__name__}); set it to a str'
         )
         return
-    computed = not _sets_literal_content(code)
-    if not tracker.gate.accepts(text, computed):
+    flow = tracker.gate.flow
+    computed = any(flow.drawn(v) for v in _assignments(code, "content")) or (
+        not _assignments(code, "content") and NAME in flow.names
+    )
+    why = tracker.gate.problem(text, computed, content)
+    if why is not None:
         dict.__setitem__(box, "ready", False)
+        blind = tracker.successes > 0 and not tracker.gate.context_calls
         tracker.rejections.append(
-            rejection("FINAL", tracker.successes > 0).replace(
+            rejection("FINAL", blind, why).replace(
                 "FINAL(...) rejected", 'answer["ready"] = True rejected (answer["ready"] is False again)', 1
             )
         )

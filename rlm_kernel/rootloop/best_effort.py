@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 import rlm_kernel.rootloop.answer_types as answer_types
-from rlm_kernel.rootloop.reply_parse import extract
+from rlm_kernel.rootloop.reply_parse import extract, find_prose_final
 from rlm_kernel.rootloop.steps import RunSteps
 from rlm_kernel.rootloop.trajectory import Turn, Usage
 
@@ -49,11 +49,14 @@ def _messages(run: object, ask: str) -> list[dict]:
 
 def _answer_of(reply: str, ns: dict) -> object:
     got = extract(reply)
-    if got.final is not None:
-        name = got.final.value
+    final = got.final
+    for block in got.blocks if final is None else ():  # no code runs: a FINAL in a block is read as text
+        final = find_prose_final(block) or final
+    if final is not None:
+        name = final.value
         if name.isidentifier() and not name.startswith("_") and name in ns:
             return ns[name]
-        return got.final.value
+        return final.value
     return (got.prose or reply).strip()
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from rlm_kernel import sandbox
 from rlm_kernel.repl import preload
-from rlm_kernel.repl.gate import block_facts, prints_only_literals
+from rlm_kernel.repl.gate import block_facts, names_from_sub_calls, prints_only_literals
 from rlm_kernel.rootloop import answer_dict
 from rlm_kernel.rootloop.trajectory import Turn
 from rlm_kernel.sandbox.origin import model_code
@@ -24,10 +24,10 @@ def execute_blocks(run: Any, blocks: tuple[str, ...], turn: Turn, notes: list[st
     assert tracker is not None
     outputs: list[str] = []
     for i, code in enumerate(blocks, 1):
-        reads, literal = block_facts(code)
+        reads, _ = block_facts(code)
         if reads:
             tracker.gate.code_read_context = True
-        tracker.gate.literal_in_block = literal
+        tracker.gate.before_block(code)
         armed = answer_dict.before(run.ns)
         before = len(tracker.calls)
         stdout, value, error = execute(run, code, turn.index)
@@ -38,6 +38,8 @@ def execute_blocks(run: Any, blocks: tuple[str, ...], turn: Turn, notes: list[st
         # what a context-free sub-call said is the sub-model's guess, not evidence from the context (a
         # sub-RLM printed such a refusal and had it accepted as its FINAL by gate rule 3)
         blind = any(c.ok and not c.saw_context for c in tracker.calls[before:])
+        if any(c.ok and c.saw_context for c in tracker.calls[before:]):
+            tracker.gate.flow.names.update(names_from_sub_calls(code))  # what they answered is evidence
         if not prints_only_literals(code) and not blind:
             tracker.gate.saw(stdout + ("\n" + value if value is not None else ""))
         label = f"[block {i} of {len(blocks)}]\n" if len(blocks) > 1 else ""

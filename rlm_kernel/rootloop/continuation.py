@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "Session",
+    "add_history",
+    "counts_note",
     "check",
     "remember",
     "session_of",
@@ -124,6 +126,46 @@ def join_users(messages: list[dict]) -> list[dict]:
         else:
             out.append({"role": m["role"], "content": m["content"]})
     return out
+
+
+_HISTORY_COUNT = "__history_count__"
+
+
+def add_history(ns: dict, state: object, messages: list[dict]) -> int:
+    """Keep a finished run's conversation in its namespace as the next `history_N` (the first also as
+    `history`), as the reference library keeps its persistent runs' histories; returns N."""
+    protected = state.protected  # type: ignore[attr-defined]
+    count = protected.get(_HISTORY_COUNT)
+    count = count if isinstance(count, int) else 0
+    copies = [{"role": str(m.get("role", "")), "content": str(m.get("content", ""))} for m in messages]
+    ns[f"history_{count}"] = copies
+    if count == 0 and "history" not in ns:  # a notebook's own `history` is left alone
+        ns["history"] = copies
+    protected[_HISTORY_COUNT] = count + 1
+    return count
+
+
+def counts_note(state: object) -> str:
+    """What the root is told about the contexts and histories loaded (as the reference's user prompt)."""
+    protected = getattr(state, "protected", {})
+    contexts = protected.get("__context_count__")
+    histories = protected.get(_HISTORY_COUNT)
+    notes = []
+    if isinstance(contexts, int) and contexts > 1:
+        notes.append(
+            f"Note: {contexts} contexts are loaded (context_0 through context_{contexts - 1}; `context` is "
+            "context_0)."
+        )
+    if isinstance(histories, int) and histories == 1:
+        notes.append(
+            "Note: 1 earlier conversation is in the `history` variable (a list of role/content dicts)."
+        )
+    elif isinstance(histories, int) and histories > 1:
+        notes.append(
+            f"Note: {histories} earlier conversations are in history_0 through history_{histories - 1} "
+            "(lists of role/content dicts; `history` is history_0)."
+        )
+    return "\n".join(notes)
 
 
 def history_of(result: object) -> list[dict]:

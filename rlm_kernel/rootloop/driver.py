@@ -108,8 +108,14 @@ def run_rlm_steps(
         )
         preload.populate(ns, state, loaded)
     tools.install(ns, None if shared else state.protected, options.tools)
+    # a tool's result is evidence, and so are a --shared notebook's own variables (the author's data)
+    tracker.gate.flow.sources.update(tool[0] for tool in options.tools)
+    if shared:
+        tracker.gate.flow.sources.update(n for n in ns if isinstance(n, str) and not n.startswith("_"))
     if earlier is None:
         answer_dict.install(ns, shared)
+    else:
+        answer_dict.renew(ns, earlier.shared)
     display = LiveDisplay(question) if live else None
     shown_budget = RunBudgetDisplay(budget) if live else None
     run = TurnLoop(question, loaded, ns, state, options, display, continue_from)
@@ -118,6 +124,7 @@ def run_rlm_steps(
     tracker.gate.question = question
     if not tracker.gate.source_for(loaded.value).strip():
         tracker.gate.code_read_context = True  # nothing loaded: every block works on the question itself
+        tracker.gate.no_context = True
     try:
         # calls made in the run without an explicit budget (map_reduce, find_relevant) are charged to it
         # and noted in its trajectory: the call scope carries both to the LLM layer
@@ -158,6 +165,7 @@ def run_rlm_steps(
         from rlm_kernel.rootloop.provenance import ledger
 
         ledger.cited(current_owner(), result.citations)
+    continuation.add_history(ns, state, result.history)  # history_N for follow-ups and shared runs
     continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded, tracker.gate))
     if display is not None:
         display.finish(result)

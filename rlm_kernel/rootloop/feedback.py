@@ -6,14 +6,17 @@ Functions of the running run (a `rootloop.turn_loop.TurnLoop`: its options, turn
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Any
 
-from rlm_kernel.repl.gate import names_from_sub_calls, prints_only_literals
+from rlm_kernel.repl.gate import answer_in_output, names_from_sub_calls, prints_only_literals
 from rlm_kernel.repl.subtask import quotes_task
+from rlm_kernel.rootloop.prompt import COMMON_WORDS
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
 
-__all__ = ["feedback", "hints"]
+__all__ = ["assigned_names", "case_mismatch", "feedback", "found_by_code", "hints", "near_miss"]
 
 _ANSWER_LIKE_CHARS = 200
 _ANSWER_LIKE_LINES = 4
@@ -51,7 +54,10 @@ def feedback(
         notes = [f"Ignored {kinds}: only {ran} blocks ran. Put all code in ```repl blocks."] + notes
     notes = list(dict.fromkeys(notes))  # one copy of each note
     left = run.options.max_iterations - turn.index
-    tail = f"\n\n{left} turn(s) left. Continue with a ```repl block, or end with FINAL(answer)."
+    tail = (
+        f"\n\n{left} turn(s) left. Continue with a ```repl block, or end with FINAL(...) giving the answer "
+        "your code found."
+    )
     text = body + ("\n\n" + "\n".join(notes) if notes else "") + tail
     return text + ("\n\n" + "\n\n".join(dict.fromkeys(hints)) if hints else "")
 
@@ -59,6 +65,9 @@ def feedback(
 def hints(run: Any, turn: Turn) -> list[str]:
     """Nudges for a turn that did not end the run: a repeated block, output that looks like the answer."""
     out: list[str] = []
+    near = near_miss(turn.error or "")
+    if near:
+        out.append(near)
     if turn.code is None:
         return out
     earlier = [t for t in run.turns if t is not turn and t.code is not None]
@@ -68,6 +77,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
             "nothing new. If its output answers the question, call FINAL now; otherwise do something "
             "different."
         )
+    case = case_mismatch(turn.code)
+    if case:
+        out.append(case)
     blind = [c.kind for c in turn.calls if c.ok and not c.saw_context]
     if blind:
         # Measured with the coder model: a hint with a code template is copied literally ('word' and all)
@@ -103,6 +115,21 @@ def hints(run: Any, turn: Turn) -> list[str]:
                 "You printed your answer as text, but printing does not end the run. Submit it — reply "
                 f"with just:\n```repl\nFINAL({printed[:300]!r})\n```"
             )
+        elif found_by_code(run, turn):
+            # Measured with the coder model (issue 27): turn 1's search printed `the secret code is 48213`
+            # and, with no hint, the root went on to ask sub-models, which invented another answer. Only for
+            # code that searched for the question's own words: after `print(len(context))` a hint to end was
+            # followed by re-running the block (measured earlier).
+            run.found = (turn.index, printed)
+            # The question is restated: measured on the two-fact join, the first hop's line ("badge 35415 was
+            # issued to Marta Quist") was ended with as the answer to "which room's door ...".
+            out.append(
+                "Your code's output comes from `context` and it searched for the question's words. Does it "
+                f"answer exactly this question: {truncate(run.question, 300)!r}? If it does, end the run now "
+                f"— reply with just:\n```repl\nFINAL({_example(lines)})\n```\nNo sub-model call is needed "
+                "for what code found. If the question asks for something the output does not show yet, "
+                "search `context` for it next (e.g. for a name or number the output gave)."
+            )
         elif any(t.stdout.strip() == printed for t in earlier):
             # Only once the root prints the same output again: a first short output is as often a step
             # (a length, a count of hits) as the answer, and a small model told "reply with just
@@ -110,10 +137,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
             # length: a sub-RLM that printed its count above the matching lines (230 characters) re-ran
             # the block until told this, then ended with FINAL(4) (coder model, measured).
             one = len(lines) == 1 and short
-            example = repr(lines[0].strip()) if one else "answer"
             out.append(
                 "Printing an answer does not end the run. If this output answers the question, reply "
-                f"with just:\n```repl\nFINAL({example})\n```\n"
+                f"with just:\n```repl\nFINAL({_example(lines) if one else _holder(run, turn)})\n```\n"
                 "(or FINAL_VAR('name') for a variable holding the answer)."
             )
     return out
@@ -132,12 +158,125 @@ def _read_hint(run: Any, turn: Turn) -> str:
         kind = next(c.kind for c in turn.calls if c.ok and c.saw_context)
         return (
             f"Your {kind} call was given part of `context` and answered, but no variable holds its "
-            f"answer. If it answers the question, run the call as `answer = {kind}(...)` and end with "
-            "FINAL_VAR('answer')."
+            f"answer. If it answers the question, run the call as `reply = {kind}(...)` and end with "
+            "FINAL_VAR('reply')."
         )
     kind = next(c.kind for c in turn.calls if c.ok and c.saw_context)
+    found = getattr(run, "found", None)
+    said = "\n".join(c.response for c in turn.calls if c.ok and c.saw_context)
+    if found is not None and not answer_in_output(found[1], said):
+        # Measured with the coder model (issue 27): told "If that answer answers the question, end the run
+        # now", the root accepted a sub-model's invented timestamp over the code it had run in turn 1.
+        return (
+            f"Your {kind} call answered, but its answer does not contain what your code found in `context` "
+            f"at turn {found[0]}:\n{found[1][:300]}\nCode output over `context` is exact and a sub-model can "
+            "be wrong: if that output answers the question, end with it — reply with just:\n```repl\n"
+            f"FINAL({found[1].strip()[:300]!r})\n```"
+        )
     return (
         f"Your {kind} call was given part of `context` and answered. If that answer answers the "
-        f"question, end the run now — reply with just:\n```repl\n{end}\n```\nOtherwise ask about "
-        "another part of `context`."
+        f"question and agrees with what your code found, end the run — reply with just:\n```repl\n{end}"
+        "\n```\nOtherwise ask about another part of `context`."
     )
+
+
+_FINAL_NAMES = {"final": "FINAL", "finalvar": "FINAL_VAR", "finalanswer": "FINAL", "finalans": "FINAL"}
+_NAME_ERROR = re.compile(r"NameError: name '(\w+)' is not defined")
+
+
+def near_miss(error: str) -> str:
+    """The hint for a NameError on a near-miss of FINAL/FINAL_VAR (`Final`, `final_var`, `FINALVAR`...):
+    CPython's "Did you mean" misses the all-lower-case ones, and the coder model wrote `Final(...)` six
+    times in one run without learning that `FINAL` exists (issue 27)."""
+    m = _NAME_ERROR.search(error)
+    if not m:
+        return ""
+    wrong = m.group(1)
+    right = _FINAL_NAMES.get(wrong.lower().replace("_", ""))
+    if right is None or wrong == right:
+        return ""
+    return f"`{wrong}` does not exist: did you mean {right}? End the run with {right}(...) — upper case."
+
+
+def case_mismatch(code: str) -> str:
+    """The hint for a search that can never match: an upper-case string looked up in lower-cased text
+    (`'ERROR' in line.lower()`). Measured with the coder model (issue 27, before and after the prompt
+    change): it searched that way, printed 0 hits and went on to guess."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return ""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant)):
+            continue
+        word = node.left.value
+        right = node.comparators[0] if node.comparators else None
+        lowered = (
+            isinstance(right, ast.Call)
+            and isinstance(right.func, ast.Attribute)
+            and right.func.attr in ("lower", "casefold")
+        )
+        if isinstance(word, str) and word != word.lower() and lowered and isinstance(node.ops[0], ast.In):
+            return (
+                f"Your search looks for {word!r} in lower-cased text ({right.func.attr}()), so it can never "
+                f"match: search for {word.lower()!r} in line.lower(), or for {word!r} in line."
+            )
+    return ""
+
+
+def _no_hits(lines: list[str]) -> bool:
+    """Whether the output only says the search found nothing (`0`, `[]`, `None`)."""
+    return all(line.strip() in ("0", "[]", "None", "{}", "set()", "''", "-1") for line in lines)
+
+
+def found_by_code(run: Any, turn: Turn) -> bool:
+    """Whether this turn's short output came from code that searched `context` for the question's words
+    (a string of the code shares a word with the question) with no sub-call: what code found."""
+    if turn.calls or turn.error:
+        return False
+    printed = turn.stdout.strip()
+    lines = [line for line in printed.splitlines() if line.strip()]
+    if not printed or len(printed) > _ANSWER_LIKE_CHARS or len(lines) > _ANSWER_LIKE_LINES:
+        return False
+    if _no_hits(lines):  # a search that found nothing is not an answer (coder model: then it guessed)
+        return False
+    words = {w.lower() for w in re.findall(r"\w{3,}", run.question)} - COMMON_WORDS
+    try:
+        tree = ast.parse(turn.code or "")
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip():
+            if {w.lower() for w in re.findall(r"\w{3,}", node.value)} & words:
+                return True
+    return False
+
+
+def _example(lines: list[str]) -> str:
+    """FINAL's argument in a hint: the one printed line, quoted; else a placeholder naming nothing."""
+    return repr(lines[0].strip()) if len(lines) == 1 else '"<the part of the output that answers>"'
+
+
+def _holder(run: Any, turn: Turn) -> str:
+    """FINAL's argument for a long output: a variable the block assigned whose value was printed (a name
+    that exists in this run, never the preloaded `answer` dict), else a placeholder."""
+    for name in reversed(assigned_names(turn.code or "")):
+        value = run.ns.get(name)
+        if type(value) in (str, int, float) and str(value) and str(value) in turn.stdout:
+            return name
+    return '"<the part of the output that answers>"'
+
+
+def assigned_names(code: str) -> list[str]:
+    """The plain names a block assigns, in order."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    return [
+        t.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    ]

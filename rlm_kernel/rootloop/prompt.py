@@ -6,13 +6,19 @@ the configured sub-model's real window and the FINAL gate's rule (see `gate`).
 
 from __future__ import annotations
 
+import json
+import re
+
 from rlm_kernel.llm.config import register_setting
 
 __all__ = [
     "DEFAULT_WINDOW_TOKENS",
+    "COMMON_WORDS",
     "SYSTEM_PROMPT",
+    "chunk_chars",
     "context_message",
     "describe_context",
+    "keyword_of",
     "register_window_setting",
     "system_prompt",
     "window_line",
@@ -36,42 +42,50 @@ slices — NEVER print the whole context or other huge values.
 Available in the namespace:
 - `context` (alias `ctx`): the data (usually a str). `context_files`: for a corpus, path -> (start, end)
   offsets; a corpus joins its files with `=== path ===` marker lines.
+- `find_relevant(context, "words of the question", top_k=5)` -> [(chunk, score), ...]: the ~50-line
+  sections that best match the words, best first.
+- `extract_functions(source_text)` -> [{"name", "signature", "start_line", "end_line"}, ...]: the
+  functions defined in Python (or JS/TS/Go) source text.
+- `map_reduce(context, "Do X in this text:\\n{chunk}", "Combine these answers:\\n{results}",
+  n_chunks=len(context) // {size} + 1)` -> str: one sub-call per chunk, then one that combines them.
 - `llm_query(prompt, model=None, max_tokens=None, system=None) -> str`: one sub-model call. {window}
-  Give it the question together with the chunk of `context` it needs — it sees nothing else.
+  Give it the question together with the chunk of `context` it needs — it sees nothing else. Keep each
+  chunk under about {size:,} characters: `[context[i:i + {size}] for i in range(0, len(context), {size})]`.
 - `llm_query_batched(prompts, model=None) -> list[str]`: many independent calls at once, in input order;
 {failures}
 - `rlm_query(prompt, model=None) -> str`: a recursive sub-RLM whose `context` is `prompt`, for
   sub-problems that are themselves big or need several steps. `rlm_query_batched(prompts, model=None)`.
 - `SHOW_VARS()` lists your variables; `repl_set(name, value)` / `repl_get(name, default=None)`.
-- `FINAL(answer)` ends the run with `answer`; `FINAL_VAR(name)` ends it with the value of variable `name`.
+- `FINAL(value)` ends the run with `value`; `FINAL_VAR("name")` ends it with the value of the variable
+  called name.
 Only the sandbox's Python subset is allowed: no imports except the allowed modules (re, json, math,
 collections, itertools, statistics, …), no file or network access, no names starting with an underscore.
 
-Strategies (combine them):
-1. Preview and search with code first: `len(context)`, `context[:2000]`, `context_files`, and searches
-   for the words of the question, e.g.
+Strategies:
+1. Use code first whenever code can answer: search, filter, count, parse, compare. Search for the words
+   of the question, e.g.
    ```repl
-   hits = [line for line in context.splitlines() if "keyword" in line.lower()]
+   hits = [line for line in context.splitlines() if {keyword} in line.lower()]
    print(len(hits)); print(hits[:10])
    ```
+   What your code prints from `context` is evidence: when it answers the question, end the run with it
+   at once — no sub-model call is needed for what code found.
 {delegate}
-2. Chunk + batched map-reduce: split the context into chunks (by file, section or size), ask one question
-   per chunk with `llm_query_batched`, keep the answers in a variable, then combine them with `llm_query`.
-3. Recursive decomposition: hand a sub-problem with its slice of the data to `rlm_query`.
-4. Programmatic computation + model interpretation: compute exactly in Python what code can compute
-   (counts, filters, joins, arithmetic); use model calls only for what needs reading or judgement.
+2. Use sub-model calls (llm_query, map_reduce, rlm_query) only for what needs reading or judgement
+   (meaning, sentiment, a summary), always with the part of `context` they need.
+3. A sub-model can be wrong: if its answer disagrees with what your code found in `context`, trust the
+   code's output.
 
-Ending the run: call `FINAL(answer)` or `FINAL_VAR(name)` inside the block, or write `FINAL(answer)` /
-`FINAL_VAR(name)` on its own line outside the block. Your answer must rest on the context, so a FINAL
-is ACCEPTED only when one of these holds:
-(a) the answer was computed by code that reads `context`, e.g. `n = sum(...context...)` then
-    `FINAL(n)` — for what code answers exactly (counts, filters, lookups) no sub-model call is needed;
-(b) the answer is what such code printed (write it as FINAL(answer) once you see it);
-(c) an llm_query/rlm_query call that was given part of `context` has succeeded — for what needs
-    reading or judgement. A call without any of the context (e.g. llm_query(question)) does not count.
-As soon as the output answers the question, call FINAL — printing an answer does not end the run, and
-running the same code again tells you nothing new. Build a long
-answer in a variable and finish with FINAL_VAR.
+Ending the run: call `FINAL(value)` or `FINAL_VAR("name")` inside the block, or write `FINAL(...)` on
+its own line outside the block, with the answer as the output showed it. The answer must be drawn from
+`context`, so a FINAL is ACCEPTED only when it is
+(a) a value your code computed from `context`, e.g. `n = sum(...context...)` then `FINAL(n)`;
+(b) text your code printed from `context` (copy it into FINAL(...) once you see it); or
+(c) what an llm_query/rlm_query call that was given part of `context` answered. A call without any of
+    the context (e.g. llm_query(question)) is a guess and does not count.
+An answer you type yourself that no output shows is rejected. Printing an answer does not end the run,
+and running the same code again tells you nothing new. Build a long answer in a variable and finish
+with FINAL_VAR("name").
 """
 
 
@@ -104,18 +118,51 @@ def window_line(window_tokens: int, answer_tokens: int = 1024) -> str:
 
 
 _DELEGATE_CORPUS = """\
-   Then give a sub-model the question WITH the part of `context` you found (a file, or the text around
-   a hit), e.g.
+   To read one file with a sub-model, give it the question WITH that file's text, e.g.
    ```repl
-   start, end = context_files["data/notes.txt"]  # or around a hit: i = context.find("keyword")
-   answer = llm_query("Question: ...\\n\\nText:\\n" + context[start:end])
-   print(answer)
+   start, end = context_files[{path}]
+   print(llm_query("Question: ...\\n\\nText:\\n" + context[start:end]))
    ```"""
+# Every name an example shows exists in the run: measured with the coder model, a corpus example with a
+# made-up path was copied verbatim (`context_files["data/notes.txt"]`, a KeyError), so the example names the
+# run's own first file, and a run over one text has no delegation example.
 
-# Over one text (a sub-RLM's prompt) the prompt has no delegation example: measured with the coder model, a
-# corpus example there was copied verbatim (`context_files["data/notes.txt"]`, a KeyError) and one slicing
-# around a hit was copied with its "Question: ..." placeholder, on a counting task code answers exactly.
-_DELEGATE_TEXT = ""
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+COMMON_WORDS = frozenset(
+    "the and for are was were how many much what which who whose where when does did this that these those "
+    "with from into there their about text context file files line lines code answer number value give "
+    "find tell list name named final task read asks starts rest print show".split()
+)
+
+
+def keyword_of(question: str) -> str:
+    """The search word the prompt's example shows, lower case, so the example a small model copies searches
+    for something real: a term the question quotes (`name`, "name"), else its most distinctive word (an
+    identifier, an upper-case word or one with digits before a plain one, then the longest); "keyword"
+    when the question has none.
+
+    Measured with the coder model (issue 27): it copied the example's `line.lower()` and searched it for
+    "ERROR" (no hits); with the question's own word lower case in the example, the copy finds it."""
+    quoted = re.findall(r"`([^`]{3,60})`|\"([^\"]{3,60})\"", question or "")
+    for pair in quoted:
+        term = (pair[0] or pair[1]).strip()
+        if term:
+            return term.lower()
+    words = [w for w in _WORD.findall(question or "") if w.lower() not in COMMON_WORDS]
+    if not words:
+        return "keyword"
+
+    def rank(word: str) -> tuple[bool, int]:
+        special = "_" in word or any(c.isdigit() for c in word) or (word.isupper() and len(word) > 1)
+        return special, len(word)
+
+    return max(words, key=rank).lower()
+
+
+def chunk_chars(window_tokens: int, answer_tokens: int = 1024) -> int:
+    """A sub-call chunk's size in characters: about four fifths of what one call reads, in thousands."""
+    room = max(window_tokens - answer_tokens - 500, 256) * _CHARS_PER_TOKEN
+    return max(1000, int(room * 0.8) // 1000 * 1000)
 
 
 def system_prompt(
@@ -123,13 +170,22 @@ def system_prompt(
     answer_tokens: int = 1024,
     corpus: bool = True,
     errors: str = "raise",
+    example_file: str | None = None,
+    question: str = "",
 ) -> str:
-    """The root's system prompt, stating the configured sub-model's real window; a `corpus` (a context loaded
-    from files) gets an example of delegating one file to a sub-model; `errors` (the `errors_in_model_code`
-    setting) says how failed calls surface."""
+    """The root's system prompt, stating the configured sub-model's window and the chunk size it allows;
+    a `corpus` (a context loaded from files) whose file `example_file` is named gets an example of
+    delegating that file to a sub-model (no example without a real name); the search example looks for a
+    word of `question`; `errors` (the `errors_in_model_code` setting) says how failed calls surface."""
     text = _TEMPLATE.replace("{window}", window_line(window_tokens, answer_tokens))
+    size = chunk_chars(window_tokens, answer_tokens)
+    text = text.replace("{size:,}", f"{size:,}").replace("{size}", str(size))
+    text = text.replace("{keyword}", repr(keyword_of(question)))
     text = text.replace("{failures}", _FAILURES.get(errors, _FAILURES["raise"]))
-    return text.replace("{delegate}\n", _DELEGATE_CORPUS + "\n" if corpus else _DELEGATE_TEXT)
+    delegate = ""
+    if corpus and example_file:
+        delegate = _DELEGATE_CORPUS.replace("{path}", json.dumps(example_file)) + "\n"
+    return text.replace("{delegate}\n", delegate)
 
 
 SYSTEM_PROMPT = system_prompt()

@@ -16,14 +16,21 @@ PROMPT_HELP = "print the root's default system prompt (for the configured model'
 
 
 def build(
-    options: RunOptions, window: int, answer_tokens: int, corpus: bool = False, errors: str = "raise"
+    options: RunOptions,
+    window: int,
+    answer_tokens: int,
+    corpus: bool = False,
+    errors: str = "raise",
+    example_file: str | None = None,
+    question: str = "",
 ) -> str:
-    """The system prompt of a run with `options` (`corpus`: the context is several files; `errors`: the
-    `errors_in_model_code` setting)."""
+    """The system prompt of a run with `options` (`corpus`: the context is several files, `example_file`
+    one of them for the prompt's example; `errors`: the `errors_in_model_code` setting; `question`: the
+    run's, for the search example's word)."""
     base = (
         options.system_prompt
         if options.system_prompt is not None
-        else system_prompt(window, answer_tokens, corpus, errors)
+        else system_prompt(window, answer_tokens, corpus, errors, example_file, question)
     )
     parts = [base.rstrip()]
     if options.tools:

@@ -9,7 +9,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Extracted", "ProseFinal", "extract", "extract_blocks", "find_prose_final"]
+__all__ = ["Extracted", "ProseFinal", "extract", "extract_blocks", "find_prose_final", "near_final"]
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = ("python", "py", "python3")
@@ -150,6 +150,18 @@ def find_prose_final(reply: str) -> ProseFinal | None:
                 text = text[len(quote) : -len(quote)]
                 break
         return ProseFinal("FINAL", text.strip())
+    return None
+
+
+_NEAR_FINAL = re.compile(_LEAD + r"(final(?:_?var|_?answer)?)\(", re.MULTILINE | re.IGNORECASE)
+
+
+def near_final(prose: str) -> str | None:
+    """The name of a near-miss FINAL written outside code (`Final(...)`, `final_var(...)`,
+    `FINAL_ANSWER(...)`) at the start of a line, or None (a real FINAL/FINAL_VAR is not a near miss)."""
+    for m in _NEAR_FINAL.finditer(prose or ""):
+        if m.group(1) not in ("FINAL", "FINAL_VAR"):
+            return m.group(1)
     return None
 
 

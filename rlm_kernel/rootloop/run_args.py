@@ -1,6 +1,6 @@
-"""The run options that are not plain data — `tools=`, `returns=`, `continue_from=` — checked and converted
-for `rlm_run`, and the `%%rlm` options that name notebook variables (`--tools`, `--returns`, `--system`,
-`--system-extra`, `--continue`) resolved in the notebook's namespace."""
+"""The run options that are not plain data — `tools=`, `sub_tools=`, `returns=`, `continue_from=` — checked
+and converted for `rlm_run`, and the `%%rlm` options that name notebook variables (`--tools`, `--returns`,
+`--system`, `--system-extra`, `--continue`) resolved in the notebook's namespace."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import rlm_kernel.rootloop.tools as tools
 
 __all__ = ["SPECIAL", "from_magic", "split"]
 
-SPECIAL = ("tools", "returns", "continue_from")
+SPECIAL = ("tools", "sub_tools", "returns", "continue_from")
 _BUILTIN_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "list": list, "dict": dict}
 
 
@@ -20,6 +20,8 @@ def split(options: dict, reserved: set[str]) -> tuple[dict, dict, object]:
     special: dict[str, object] = {}
     if "tools" in options and options["tools"] is not None:
         special["tools"] = tools.check_tools(options["tools"], reserved)
+    if "sub_tools" in options and options["sub_tools"] is not None:
+        special["sub_tools"] = tools.check_tools(options["sub_tools"], reserved)
     if "returns" in options and options["returns"] is not None:
         special["returns"] = answer_types.check_type(options["returns"])
     previous = options.get("continue_from")

@@ -1,9 +1,15 @@
-"""Tools: notebook functions a run exposes to its root and sub-RLMs (`rlm_run(tools=...)`, `%%rlm --tools`).
+"""Tools: what a run exposes to its root and sub-RLMs (`rlm_run(tools=..., sub_tools=...)`, `%%rlm --tools`).
 
-A tool is a plain function defined in a notebook cell, so its body is sandboxed code like every cell: the
-root calls it from its blocks, under the same policy and limits. The system prompt lists each tool with a
-signature and docstring read from the function's code object (no cell code runs to describe it). Names the
-REPL reserves (`llm_query`, `FINAL`, `context`, …) and builtins are refused with a clear error.
+A tool is, as in the reference library's `custom_tools`, one of
+- a plain function defined in a notebook cell, so its body is sandboxed code like every cell: the root
+  calls it from its blocks, under the same policy and limits;
+- a callable object: an instance of a class defined in a notebook cell whose `__call__` is such a function;
+- a value: plain data (str, numbers, lists, dicts, ... — copied into the run, as `rlm_run` copies options).
+An entry may be `(tool, "description")`, as the reference allows. The system prompt lists each tool with a
+signature and docstring read from the function's code object (no cell code runs to describe it), or a value's
+type and size. `sub_tools=` (the reference's `custom_sub_tools`) sets what sub-RLMs get instead (default:
+the same tools; `{}` for none). Names the REPL reserves (`llm_query`, `FINAL`, `context`, …) and builtins
+are refused with a clear error.
 """
 
 from __future__ import annotations
@@ -54,8 +60,40 @@ def _check_name(name: object, reserved: frozenset[str] | set[str]) -> str:
     return name
 
 
+def _call_function(obj: object) -> types.FunctionType | None:
+    """The notebook function that calling `obj` runs (its class's `__call__`), or None; looked up without
+    running any of the object's code."""
+    try:
+        call = inspect.getattr_static(type(obj), "__call__", None)
+    except Exception:  # noqa: BLE001 - a class whose lookup fails is not a tool
+        return None
+    return call if _is_notebook_function(call) else None
+
+
+def _entry(name: str, entry: object) -> tuple[object, str | None]:
+    """(the tool, its description or None) from one dict entry; ToolError for what cannot be a tool."""
+    from rlm_kernel.sandbox.coerce import CoercionError, plain_data
+
+    description = None
+    if type(entry) is tuple and len(entry) == 2 and type(entry[1]) is str:
+        entry, description = entry
+    if _is_notebook_function(entry) or _call_function(entry) is not None:
+        return entry, description
+    if callable(entry):
+        raise ToolError(_not_function(entry, name))
+    try:
+        plain_data(entry, f"tool {name!r}")  # checked here; copied into each run's namespace (`install`)
+        return entry, description
+    except CoercionError as err:
+        raise ToolError(
+            f"tools: {name!r} must be a notebook function, a callable object of a class defined in the "
+            f"notebook, or plain data (str, numbers, lists, dicts): {err}"
+        ) from None
+
+
 def check_tools(value: object, reserved: frozenset[str] | set[str] = frozenset()) -> tuple:
-    """`value` (a dict name → function, or a list of functions) as ((name, function), ...), or ToolError."""
+    """`value` (a dict name → tool, or a list of functions) as ((name, tool, description or None), ...), or
+    ToolError."""
     if type(value) is dict:
         pairs = list(value.items())
     elif type(value) is list or type(value) is tuple:
@@ -70,15 +108,13 @@ def check_tools(value: object, reserved: frozenset[str] | set[str] = frozenset()
         )
     if len(pairs) > _MAX_TOOLS:
         raise ToolError(f"tools: at most {_MAX_TOOLS} tools per run, got {len(pairs)}")
-    out: dict[str, object] = {}
+    out: dict[str, tuple[object, str | None]] = {}
     for name, fn in pairs:
         name = _check_name(name, reserved)
-        if not _is_notebook_function(fn):
-            raise ToolError(_not_function(fn, name))
         if name in out:
             raise ToolError(f"tools: the name {name!r} is given twice")
-        out[name] = fn
-    return tuple(out.items())
+        out[name] = _entry(name, fn)
+    return tuple((name, tool, doc) for name, (tool, doc) in out.items())
 
 
 def _not_function(fn: object, name: str | None = None) -> str:
@@ -86,7 +122,8 @@ def _not_function(fn: object, name: str | None = None) -> str:
     kind = type(fn).__name__ if type(type(fn)) is type else "object"
     return (
         f"tools: {what} must be a function defined with `def` or `lambda` in a notebook cell, got {kind} "
-        "(helpers, builtins and module functions cannot be tools; wrap one in a def if you need it)"
+        "(helpers, builtins and module functions cannot be tools; wrap one in a def if you need it; a "
+        "callable object must be of a class defined in the notebook, a value plain data)"
     )
 
 
@@ -162,19 +199,36 @@ def _doc(fn: types.FunctionType) -> str:
     return text if len(text) <= _DOC_CHARS else text[:_DOC_CHARS] + "…"
 
 
+def _describe_value(value: object) -> str:
+    kind = type(value).__name__
+    try:
+        size = f", len {len(value):,}"  # type: ignore[arg-type]
+    except TypeError:
+        size = ""
+    return f"a {kind} value{size}"
+
+
 def describe(tools: tuple) -> str:
     """The system prompt's section listing the tools."""
-    lines = ["Tools (functions from the notebook you can call in your ```repl blocks):"]
-    for name, fn in tools:
-        doc = _doc(fn).replace("\n", "\n    ")
-        lines.append(f"- `{signature(name, fn)}`\n    {doc}")
+    lines = ["Tools (functions and values from the notebook you can use in your ```repl blocks):"]
+    for name, tool, description in tools:
+        if type(tool) is types.FunctionType:  # check_tools let only notebook functions through
+            doc = description or _doc(tool)
+            lines.append(f"- `{signature(name, tool)}`\n    " + doc.replace("\n", "\n    "))
+        elif (call := _call_function(tool)) is not None:
+            head = signature(name, call).replace("(self, ", "(", 1).replace("(self)", "()", 1)
+            doc = description or _doc(call)
+            lines.append(f"- `{head}`\n    " + doc.replace("\n", "\n    "))
+        else:
+            text = f"- `{name}`: {_describe_value(tool)}"
+            lines.append(text + (f"\n    {description}" if description else ""))
     return "\n".join(lines)
 
 
 def refuse_clobbering(ns: dict, tools: tuple) -> None:
     """A `--shared` run binds the tools into the notebook's namespace: refuse one that would replace another
     notebook variable."""
-    for name, fn in tools:
+    for name, fn, _ in tools:
         if name in ns and ns[name] is not fn:
             raise ToolError(
                 f"tools: the notebook already has a variable {name!r}; a --shared run would replace it "
@@ -183,8 +237,13 @@ def refuse_clobbering(ns: dict, tools: tuple) -> None:
 
 
 def install(ns: dict, protected: dict | None, tools: tuple) -> None:
-    """Bind the tools into a run's namespace (and into `protected`, so a block that rebinds one is undone)."""
-    for name, fn in tools:
+    """Bind the tools into a run's namespace (and into `protected`, so a block that rebinds one is undone);
+    a value is copied unless the run is `--shared` (`protected` None: the notebook's own namespace)."""
+    from rlm_kernel.sandbox.coerce import plain_data
+
+    for name, fn, _ in tools:
+        if protected is not None and not callable(fn):
+            fn = plain_data(fn, f"tool {name!r}")  # a run's own copy: its blocks cannot change the notebook's
         ns[name] = fn
         if protected is not None:
             protected[name] = fn

@@ -21,7 +21,7 @@ from rlm_kernel.rootloop.compaction import maybe_compact
 from rlm_kernel.rootloop.display import LiveDisplay
 from rlm_kernel.rootloop.feedback import feedback, hints
 from rlm_kernel.rootloop.prompt import context_message, window_tokens
-from rlm_kernel.rootloop.reply_parse import extract
+from rlm_kernel.rootloop.reply_parse import extract, near_final
 from rlm_kernel.rootloop.steps import RootRequest, RunSteps
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import RLMResult, Turn, Usage
@@ -64,7 +64,11 @@ class TurnLoop:
         if previous is not None:  # a follow-up (rlm/continuation)
             self.first = continuation.follow_up_message(question, previous)
             self.prior = continuation.prior_messages(previous)
+        note = continuation.counts_note(state)  # context_N and history_N, as the reference says
+        if note:
+            self.first = f"{self.first}\n\n{note}"
         self.raw_final: object = None
+        self.found: tuple[int, str] | None = None  # (turn, output) that code found for the question
         self.history: list[dict] = []
         self.model: str | None = None
         self.summary, self.compacted = "", 0  # see compaction.py
@@ -101,8 +105,15 @@ class TurnLoop:
         window = window_tokens(client.config)
         answer_tokens = int(getattr(client.config, "max_tokens", 1024) or 1024)
         errors = str(getattr(client.config, "errors_in_model_code", "raise"))
+        files = list(self.loaded.files)
         system = prompt_control.build(
-            self.options, window, answer_tokens, corpus=bool(self.loaded.files), errors=errors
+            self.options,
+            window,
+            answer_tokens,
+            corpus=bool(files),
+            errors=errors,
+            example_file=files[0] if files else None,
+            question=self.question,
         )
         if self.model is None:  # named in the trajectory even if no call ever answers
             from rlm_kernel.llm.tiers import resolve_model
@@ -140,12 +151,14 @@ class TurnLoop:
             if not names_variable:
                 return None, f"FINAL_VAR({value}) failed: there is no variable named {value!r}."
             self.raw_final = self.ns[value]
-            text, computed = answer_text(self.ns[value]), True
+            text, computed = answer_text(self.ns[value]), value in tracker.gate.flow.names
         else:
             self.raw_final = value
             text, computed = value, False
-        if not tracker.gate.accepts(text, computed):
-            return None, rejection(kind, tracker.successes > 0)
+        why = tracker.gate.problem(text, computed, self.raw_final if names_variable else None)
+        if why is not None:
+            blind = tracker.successes > 0 and not tracker.gate.context_calls
+            return None, rejection(kind, blind, why)
         return text, None
 
     # -- the loop --------------------------------------------------------------------------------------------
@@ -183,6 +196,11 @@ class TurnLoop:
                     raise KeyboardInterrupt
                 notes = rejections + notes
                 answer = tracker.final if tracker.final_set else None
+                if got.final is None and (wrong := near_final(got.prose)):
+                    notes.append(
+                        f"`{wrong}(...)` is not read as the end of the run: did you mean FINAL(...)? "
+                        "Write FINAL or FINAL_VAR in upper case."
+                    )
                 if answer is None and got.final is not None:
                     answer, problem = self.prose_final(got.final.kind, got.final.value, tracker)
                     if problem:

@@ -420,6 +420,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             if file is not None:
                 guarded_getattr(file, "write")(text)
                 return
+            if len(objects) == 1 and session.shown.consume(objects[0]):
+                return  # print(SHOW_VARS()): the helper printed it already (sandbox/shown.py)
             session.write_output(text)
             if self.kept < (limits.output_bytes or 1_000_000):
                 self.parts.append(text)

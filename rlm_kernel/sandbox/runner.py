@@ -14,7 +14,7 @@ import traceback
 from typing import Any
 
 from rlm_kernel.sandbox.data.figures import flush_figures
-from rlm_kernel.sandbox.errors import CellTimeout, SandboxError
+from rlm_kernel.sandbox.errors import CellTimeout, SandboxError, add_name_suggestion
 from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 from rlm_kernel.sandbox.limits import cell_limits, check_source_size
 from rlm_kernel.sandbox.origin import register_model_filename
@@ -116,6 +116,7 @@ def run_source(
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # noqa: BLE001 - report everything the block raised
+                add_name_suggestion(exc)  # "Did you mean: 'x'?", as a person's cell shows it (shell.py)
                 error = format_user_traceback(exc)
             flush_figures(session)  # figures the block left open: a line of text each, then closed
     except CellTimeout as exc:  # fired between the block and the end of cell_limits

@@ -2,7 +2,8 @@
 
 A helper that prints or displays something and also returns it marks the returned object in its session
 (`session.shown.mark(value)`); when the same object is then the cell's (or a root block's) last expression,
-the display hook and the block runner skip it. The mark holds for the cell that made it and is used up once
+the display hook and the block runner skip it, and so does `print` given just that object
+(`print(SHOW_VARS())` shows the listing once). The mark holds for the cell that made it and is used up once
 checked.
 """
 

@@ -96,7 +96,7 @@ def test_signature_from_the_code_object() -> None:
         pass
 
     assert tools.signature("g", g) == "g(x, *, y=…)"
-    described = tools.describe((("f", f), ("g", g)))
+    described = tools.describe((("f", f, None), ("g", g, None)))
     assert "- `f(a: int" in described and "Doc line." in described and "(no docstring)" in described
 
 

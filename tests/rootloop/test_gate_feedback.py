@@ -55,12 +55,15 @@ def test_a_guess_is_rejected_even_after_reading_context(client_on_server: LLMTes
             repl("print(context[:40])"),
             "FINAL(42)",  # never printed by code
             repl("FINAL('42')"),  # a literal, not computed
+            # a sub-call that saw the context opens no gate for a value it did not give (issue 27 item 4)
             repl("ok = llm_query('Is this about disks? ' + context[:200])\nFINAL('42')"),
-        ]
+            repl("size = llm_query('How big is the disk? ' + context[:200])\nFINAL(size)"),
+        ],
+        child=lambda rec: "12 GB" if "How big" in rec.last_user else "yes",
     )
     result = run(client_on_server, script)
-    assert result.termination == "final" and result.iterations == 4
-    assert "rejected" in result.trajectory[1].note and "rejected" in result.trajectory[2].note
+    assert result.termination == "final" and result.iterations == 5 and result.answer == "12 GB"
+    assert all("rejected" in result.trajectory[i].note for i in (1, 2, 3))
     assert result.trajectory[3].calls[0].saw_context is True
 
 
@@ -248,10 +251,9 @@ def test_long_output_printed_again_suggests_final(client_on_server: LLMTestServe
     result = run(client_on_server, script, max_iterations=2)
     first, second = result.trajectory
     assert len(second.stdout) > 200 and "Printing an answer does not end the run" not in first.feedback
-    assert (
-        "If this output answers the question, reply with just:\n```repl\nFINAL(answer)\n```"
-        in second.feedback
-    )
+    # never FINAL(answer): `answer` is the preloaded reference-style dict (issue 27 item 4)
+    assert "If this output answers the question, reply with just:\n```repl\nFINAL(" in second.feedback
+    assert "FINAL(answer)" not in second.feedback
 
 
 def test_text_printed_as_the_answer_is_suggested_as_final_at_once(client_on_server: LLMTestServer) -> None:
@@ -282,7 +284,7 @@ def test_a_sub_call_that_read_context_suggests_ending(client_on_server: LLMTestS
 def test_names_from_sub_calls() -> None:
     code = "x = 1\nanswer = llm_query('q' + context[:9])\nfor p in ps:\n    r = rlm_query(p)\ny = len(answer)"
     assert names_from_sub_calls(code) == ["answer", "r"]
-    assert names_from_sub_calls("a = llm_query_batched(ps)") == [] and names_from_sub_calls("a = (") == []
+    assert names_from_sub_calls("a = llm_query_batched(ps)") == ["a"] and names_from_sub_calls("a = (") == []
 
 
 # -- the prompt's window ----------
@@ -304,15 +306,21 @@ def test_the_prompt_states_the_configured_window(
 
 
 def test_the_delegation_example_is_for_corpora_only(client_on_server: LLMTestServer) -> None:
-    example = 'start, end = context_files["data/notes.txt"]'
-    assert example in system_prompt(corpus=True) and example not in system_prompt(corpus=False)
+    # the example names a real file of the run's corpus, never a made-up one (issue 27 item 4)
+    example = 'start, end = context_files["guide/intro.md"]'
+    assert example in system_prompt(corpus=True, example_file="guide/intro.md")
+    assert "context_files[" not in system_prompt(corpus=False, example_file="guide/intro.md")
+    assert "context_files[" not in system_prompt(corpus=True)  # no real name: no example
     run(client_on_server, Script(root=[repl("FINAL(len(context))")]))  # one text: no example
-    assert example not in client_on_server.requests[0].prompt
+    assert "context_files[" not in client_on_server.requests[0].prompt
     client_on_server.reset()
     client_on_server.reply_with(Script(root=[repl("FINAL(len(context))")]))
     corpus = Path(__file__).resolve().parents[2] / "notebooks" / "data" / "python-reference"
-    run_rlm("How long?", ctxmod.load(str(corpus)), options=RunOptions())  # a corpus: the example
-    assert example in client_on_server.requests[0].prompt
+    loaded = ctxmod.load(str(corpus))
+    run_rlm("How long?", loaded, options=RunOptions())  # a corpus: the example, with its first file
+    first = next(iter(loaded.files))
+    assert f"start, end = context_files[{json.dumps(first)}]" in client_on_server.requests[0].prompt
+    assert "data/notes.txt" not in client_on_server.requests[0].prompt
 
 
 def test_bad_window_setting_is_refused(

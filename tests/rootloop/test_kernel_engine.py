@@ -171,7 +171,7 @@ def test_reserved_and_unusable_tools_are_refused_clearly(served, kernel: KernelH
 # -- 4. prompt control and the two final-answer protocols ------------------------------------------------
 def test_default_prompt_is_printable(served, kernel: KernelHarness) -> None:
     text = ok(kernel, "%rlm prompt").all_text
-    assert ROOT_MARK in text and "The sub-model's window is" in text and "FINAL_VAR(name)" in text
+    assert ROOT_MARK in text and "The sub-model's window is" in text and 'FINAL_VAR("name")' in text
 
 
 def test_replaced_and_extended_prompts_reach_the_server(served, kernel: KernelHarness) -> None:
@@ -231,7 +231,8 @@ def test_malformed_final_forms_end_the_run(served, kernel: KernelHarness) -> Non
         "```repl\nw = llm_query('word: ' + context)\n```\nFINAL(four\nletters)": "four\nletters",
     }
     for reply, expected in forms.items():
-        script(served, Script(root=[reply]))
+        # what the sub-model answered is evidence; a FINAL nothing produced is not (issue 27)
+        script(served, Script(root=[reply], child=lambda rec, said=expected: said))
         ok(kernel, "r = rlm_run('How long?', context='abcd')")
         assert probe(kernel, "[r.termination, r.answer, r.iterations]") == ["final", expected, 1], reply
 

@@ -76,8 +76,9 @@ def test_final_rejected_before_child_call_both_forms(served, kernel: KernelHarne
                 "Easy.\nFINAL(42)",
                 repl("FINAL(42)"),
                 repl("v = llm_query('ok?')\nFINAL(42)"),  # a sub-call without the context does not count
-                repl("v = llm_query('ok? ' + context)\nFINAL(42)"),
-            ]
+                repl("v = llm_query('ok? ' + context)\nFINAL(42)"),  # what the sub-model said: 42
+            ],
+            child=lambda rec: "42",
         ),
     )
     ok(kernel, "import json\nr = rlm_run('What is it?', context='some text')")

@@ -1,0 +1,278 @@
+"""Issue 27 item 4: code that finds the answer ends the run with it, no detour; the gate accepts what is drawn
+from `context` and refuses what is not; hints name only what exists. Scripted roots reproduce the runs of
+the issue (the needle, the count of 537, `_fold_mime_parameters`, `Final(...)`) against the real sandbox and
+client on the local test server."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl.derived import DataFlow
+from rlm_kernel.repl.state import RunOptions
+from rlm_kernel.rootloop.driver import run_rlm
+from rlm_kernel.rootloop.prompt import chunk_chars, keyword_of, system_prompt
+from tests.llm_server import LLMTestServer
+from tests.rootloop.script import Script, repl
+
+_rng = random.Random(27)
+_LOG = [
+    f"2025-03-0{_rng.randint(1, 9)}T1{_rng.randint(0, 9)}:00:00Z {_rng.choice(['INFO', 'DEBUG', 'WARN'])} "
+    f"service={_rng.choice(['auth', 'cart', 'search'])} request served in {_rng.randint(1, 900)} ms"
+    for _ in range(600)
+]
+NEEDLE = _LOG[:400] + ["2025-03-04T12:00:00Z INFO the secret code is 48213"] + _LOG[400:]
+HAYSTACK = "\n".join(NEEDLE)
+COUNTED = "\n".join(
+    f"record {i}: {'status=failed' if (i * 7) % 11 < 5 else 'status=ok'}" for i in range(1, 1183)
+)
+FAILED = sum(1 for i in range(1, 1183) if (i * 7) % 11 < 5)
+
+
+def run(server: LLMTestServer, script: Script, question: str, context: object, **options: object):
+    server.reply_with(script)
+    options.setdefault("best_effort", False)
+    loaded = context if isinstance(context, ctxmod.LoadedContext) else ctxmod.load(context, kind="text")
+    return run_rlm(question, loaded, options=RunOptions(**options))
+
+
+# -- the runs of the issue ----------
+
+
+def test_needle_found_by_code_ends_with_that_answer(client_on_server: LLMTestServer) -> None:
+    search = "hits = [l for l in context.splitlines() if 'secret code' in l]\nprint(hits[0][-24:])"
+    script = Script(root=[repl(search), "The code is 48213.\nFINAL(48213)"])
+    result = run(client_on_server, script, "What is the secret code?", HAYSTACK, max_iterations=4)
+    assert result.termination == "final" and result.answer == "48213" and result.iterations == 2
+    first = result.trajectory[0]
+    assert first.stdout.strip() == "the secret code is 48213"
+    # the feedback says to end with what code found, and no sub-call was made (the issue's detour)
+    assert "reply with just:\n```repl\nFINAL('the secret code is 48213')\n```" in first.feedback
+    assert "No sub-model call is needed" in first.feedback
+    assert result.calls == 2  # the two root turns only
+    assert "you must call llm_query" not in client_on_server.requests[0].prompt.lower()
+
+
+def test_a_count_printed_by_code_is_the_answer(client_on_server: LLMTestServer) -> None:
+    count = "print(sum(1 for line in context.splitlines() if 'status=failed' in line))"
+    script = Script(root=[repl(count), f"FINAL({FAILED})"])
+    question = "How many records have status=failed?"
+    result = run(client_on_server, script, question, COUNTED, max_iterations=4)
+    assert result.termination == "final" and result.answer == str(FAILED) == "537"
+    assert f"FINAL('{FAILED}')" in result.trajectory[0].feedback
+
+
+def test_a_sub_model_contradicting_code_is_not_urged_as_the_end(client_on_server: LLMTestServer) -> None:
+    # the issue's needle run: after code found the code, a sub-call over the wrong part of the context
+    # invented a timestamp, and the feedback told the root to end with it
+    search = "hits = [l for l in context.splitlines() if 'secret code' in l]\nprint(hits[0][-24:])"
+    ask = "answer = llm_query('What is the secret code? ' + context[:1000])\nprint(answer)"
+    script = Script(
+        root=[repl(search), repl(ask), "FINAL(the secret code is 48213)"],
+        child=lambda rec: "2025-03-01T00:00:00Z",
+    )
+    result = run(client_on_server, script, "What is the secret code?", HAYSTACK, max_iterations=4)
+    second = result.trajectory[1]
+    assert "FINAL_VAR('answer')" not in second.feedback and "end the run now" not in second.feedback
+    assert "does not contain what your code found in `context` at turn 1" in second.feedback
+    assert "FINAL('the secret code is 48213')" in second.feedback
+    assert result.termination == "final" and result.answer == "the secret code is 48213"
+
+
+def test_final_of_the_preloaded_answer_dict_is_refused(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `_fold_mime_parameters`: the hint's template FINAL(answer) met the preloaded reference-style dict and
+    # the run ended with {'content': None, 'ready': False}
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
+    (tmp_path / "email").mkdir()
+    (tmp_path / "email" / "_header_value_parser.py").write_text(
+        "import re\n\n\ndef _fold_mime_parameters(part, lines, maxlen):\n    pass\n"
+    )
+    (tmp_path / "email" / "utils.py").write_text("def formataddr(pair):\n    return pair\n")
+    corpus = ctxmod.load(str(tmp_path / "email"))
+    find = (
+        "for path, (s, e) in context_files.items():\n"
+        "    if 'def _fold_mime_parameters' in context[s:e]:\n"
+        "        where = path\n"
+        "print(where)"
+    )
+    script = Script(
+        root=[repl(find), "FINAL(answer)", repl("FINAL(answer)"), "FINAL_VAR(where)"],
+    )
+    question = "Which file defines `_fold_mime_parameters`?"
+    result = run(client_on_server, script, question, corpus, max_iterations=4)
+    path = next(p for p in corpus.files if p.endswith("_header_value_parser.py"))
+    assert result.termination == "final" and result.answer == path
+    for turn in result.trajectory[1:3]:
+        assert "rejected: `answer` is the reference-style dict" in turn.note
+    assert "FINAL(answer)" not in result.trajectory[0].feedback
+    prompt = client_on_server.requests[0].prompt
+    assert f'context_files["{next(iter(corpus.files))}"]' in prompt and "data/notes.txt" not in prompt
+
+
+def test_near_miss_final_names_get_did_you_mean(client_on_server: LLMTestServer) -> None:
+    # the join run: `Final(...)` six times, fed back as a bare NameError
+    count = "n = sum('status=failed' in line for line in context.splitlines())\n"
+    script = Script(
+        root=[
+            repl(count + "Final(n)"),
+            repl("final_var('n')"),
+            "The answer:\nFinal(537)",
+            repl("FINALVAR('n')"),
+            repl("FINAL(n)"),
+        ]
+    )
+    result = run(client_on_server, script, "How many failed?", COUNTED, max_iterations=5)
+    assert result.termination == "final" and result.answer == str(FAILED)
+    first, second, prose, joined = result.trajectory[:4]
+    assert "Did you mean: 'FINAL'?" in first.error  # CPython's rule, as a person's cell shows it
+    assert "`Final` does not exist: did you mean FINAL?" in first.feedback
+    assert "`final_var` does not exist: did you mean FINAL_VAR?" in second.feedback
+    assert "`Final(...)` is not read as the end of the run: did you mean FINAL(...)?" in prose.feedback
+    assert "did you mean FINAL_VAR?" in joined.feedback
+
+
+def test_a_literal_or_empty_answer_is_refused_after_reading_context(client_on_server: LLMTestServer) -> None:
+    script = Script(
+        root=[
+            repl("print(len(context))"),
+            repl("city = 'Paris'\nFINAL(city)"),  # a value no output or sub-call produced
+            repl("FINAL_VAR('city')"),
+            repl("empty = [l for l in context.splitlines() if 'no such thing' in l]\nFINAL(empty)"),
+            repl("FINAL('')"),
+        ]
+    )
+    result = run(client_on_server, script, "Which city?", COUNTED, max_iterations=5)
+    assert result.termination == "max_iterations"
+    notes = [t.note for t in result.trajectory]
+    assert all("rejected" in n for n in notes[1:3]) and "was not computed from `context`" in notes[1]
+    assert "the answer is empty" in notes[3] and "the answer is empty" in notes[4]
+
+
+def test_a_value_from_a_sub_call_given_context_is_accepted(client_on_server: LLMTestServer) -> None:
+    ask = "part = context[:2000]\nmood = llm_query('What is the mood of these records? ' + part)"
+    script = Script(root=[repl(ask), "FINAL(The mood is calm.)"], child=lambda rec: "calm")
+    result = run(client_on_server, script, "What is the mood?", COUNTED, max_iterations=2)
+    assert result.termination == "final" and result.answer == "The mood is calm."
+
+
+# -- the prompt ----------
+
+
+def test_the_prompt_says_code_first_and_offers_the_analysis_helpers() -> None:
+    text = system_prompt(16384, question="What is the secret code?")
+    assert "Use code first whenever code can answer" in text and "must call" not in text
+    for helper in ("find_relevant(context,", "extract_functions(", "map_reduce(context,"):
+        assert helper in text
+    size = chunk_chars(16384)
+    assert size == 35000 and f"n_chunks=len(context) // {size} + 1" in text
+    assert f"context[i:i + {size}]" in text and "context[i:i + 101000]" not in system_prompt(128_000)
+    assert "if 'secret' in line.lower()" in text and keyword_of("How many are there?") == "keyword"
+    # the example's word is the question's most distinctive one, lower case (the model copies `.lower()`)
+    assert keyword_of("How many log lines have the level ERROR?") == "error"
+    assert keyword_of("Which file defines `_fold_mime_parameters`?") == "_fold_mime_parameters"
+    assert "FINAL(answer)" not in text  # `answer` is the preloaded reference-style dict
+
+
+# -- the data flow ----------
+
+
+def test_the_data_flow_follows_values_drawn_from_context() -> None:
+    flow = DataFlow()
+    flow.add_block(
+        "count = 0\n"
+        "for line in context.splitlines():\n"
+        "    if 'x' in line:\n"
+        "        count += 1\n"
+        "found = []\n"
+        "for line in ctx.split():\n"
+        "    found.append(line)\n"
+        "a = llm_query('q' + context[:10])\n"
+        "b = llm_query('q')\n"
+        "city = 'Paris'\n"
+        "n = len(context_0)\n"
+        "m = n * 2\n"
+    )
+    assert {"count", "found", "a", "n", "m", "line"} <= flow.names
+    assert not {"b", "city"} & flow.names
+    flow.add_block("m = 42")  # a literal again: no longer drawn from the context
+    assert "m" not in flow.names
+
+
+# -- the ablation's targets ----------
+
+
+def test_the_ablation_summary_counts_the_issue_targets() -> None:
+    from benchmarks.rootloop_ablation import summary
+
+    def row(stdout: str, answer: str, score: float, termination: str = "final", accepted: bool = True):
+        turns = [{"stdout": stdout}]
+        return {"expected": "7034-DELTA", "turns": turns, "answer": answer, "score": score,
+                "termination": termination, "accepted": accepted}  # fmt: skip
+
+    rows = {
+        "found, ended with it": row("code is 7034-DELTA", "7034-DELTA", 1.0),
+        "found, wrong answer accepted": row("code is 7034-delta", "{'content': None}", 0.0),
+        "not found, best effort": row("nothing", "1234", 0.0, "max_iterations", False),
+    }
+    got = summary(rows)
+    assert (got["runs"], got["found_by_code"], got["ended_with_it"]) == (3, 2, 1)
+    assert (got["accepted"], got["right_accepted"], got["mean_score"]) == (2, 1, 0.333)
+
+
+def test_a_search_that_cannot_match_is_named_and_no_hits_is_not_an_answer(
+    client_on_server: LLMTestServer,
+) -> None:
+    # the count run, before and after the prompt change: `'ERROR' in line.lower()` printed 0 hits
+    search = "hits = [l for l in context.splitlines() if 'FAILED' in l.lower()]\n"
+    search += "print(len(hits)); print(hits[:10])"
+    script = Script(root=[repl(search)])
+    result = run(client_on_server, script, "How many records are FAILED?", COUNTED, max_iterations=1)
+    feedback = result.trajectory[0].feedback
+    assert result.trajectory[0].stdout == "0\n[]\n"
+    assert "looks for 'FAILED' in lower-cased text (lower()), so it can never match" in feedback
+    assert "end the run now" not in feedback  # nothing found is not the answer
+
+
+def test_the_best_effort_answer_is_read_from_a_final_in_a_block(client_on_server: LLMTestServer) -> None:
+    # the count run ended with the best-effort answer '```repl\nFINAL("2")\n```', the block as text
+    script = Script(root=[repl("print(len(context))"), repl('FINAL("2")')])
+    result = run(client_on_server, script, "How many failed?", COUNTED, max_iterations=1, best_effort=True)
+    assert result.termination == "max_iterations" and result.answer_kind == "best_effort"
+    assert result.answer == "2"
+
+
+def test_the_found_hint_restates_the_question(client_on_server: LLMTestServer) -> None:
+    # the join run ended with its first hop's line as the answer to "which room's door ..."
+    lines = "\n".join(["x"] * 50 + ["badge 35415 was issued to Marta Quist"] + ["y"] * 50)
+    search = "hits = [l for l in context.splitlines() if 'marta' in l.lower()]\nprint(hits)"
+    question = "Which room's door did Marta Quist's badge open?"
+    result = run(client_on_server, Script(root=[repl(search)]), question, lines, max_iterations=1)
+    feedback = result.trajectory[0].feedback
+    assert f"Does it answer exactly this question: {question!r}?" in feedback
+    assert "search `context` for it next" in feedback
+
+
+def test_an_answer_with_printed_numbers_but_invented_words_is_refused(
+    client_on_server: LLMTestServer,
+) -> None:
+    # protocol/join: "... in the images room." had its number printed by code and was accepted; "images" was
+    # the model's own guess
+    lines = "\n".join(["x"] * 50 + ["badge 35415 was issued to Marta Quist"] + ["y"] * 50)
+    search = "hits = [l for l in context.splitlines() if 'marta' in l.lower()]\nprint(hits)"
+    script = Script(
+        root=[
+            repl(search),
+            "FINAL(The badge 35415 was issued to Marta Quist in the images room.)",  # a long shared piece
+            repl('FINAL("badge 35415 was issued to Marta Quist in the images room")'),
+            "FINAL(Badge 35415 was issued to Marta Quist.)",
+        ]
+    )
+    question = "Which room's door did Marta Quist's badge open?"
+    result = run(client_on_server, script, question, lines, max_iterations=4)
+    assert "rejected" in result.trajectory[1].note and "rejected" in result.trajectory[2].note
+    assert result.termination == "final" and result.answer == "Badge 35415 was issued to Marta Quist."
