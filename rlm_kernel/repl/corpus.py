@@ -34,7 +34,9 @@ def _candidates(source: str) -> list[Path]:
     if path.is_file():
         reason = ctxmod.secret_reason(expanded, path)
         if reason is not None:
-            raise ContextError(f"refused {source!r}: {reason}; load_corpus never reads secret files")
+            raise ContextError(
+                f"refused {source!r}: it is a secrets file ({reason}); load_corpus never reads those"
+            )
         return [path]
     raise ContextError(
         f"no such file or directory: {source!r} (looked for {path}{ctxmod._relative_note(expanded)}); "
