@@ -31,6 +31,7 @@ __all__ = [
     "SAFE_FUNC_NAMES",
     "check_func_spec",
     "check_savefig",
+    "plain_spec",
     "data_attribute",
     "function_taker",
     "is_data_class",
@@ -114,29 +115,50 @@ def is_data_class(cls: Any) -> bool:
     return found
 
 
-def check_func_spec(spec: Any, what: str, *, depth: int = 0) -> None:
-    """Refuse string function names outside SAFE_FUNC_NAMES anywhere in an agg/apply specification."""
+def plain_spec(spec: Any, what: str, *, depth: int = 0) -> Any:
+    """An exact copy of an agg/apply specification — str, list, tuple and dict, built by reading the cell's
+    object once (`list(keys())`, then each item) — so that the check and pandas see the same thing: a str
+    subclass whose `__str__` says 'sum', or a dict whose `values()` differs from its items, cannot show the
+    check one specification and pandas another. Other objects (functions, column labels) are kept."""
     if depth > 5:
         raise refusal(f"{what}: the function specification is nested too deeply")
     if isinstance(spec, str):
-        if str(spec) not in SAFE_FUNC_NAMES:
+        return str.__str__(spec)
+    if isinstance(spec, Mapping):
+        return {key: plain_spec(spec[key], what, depth=depth + 1) for key in list(spec.keys())}
+    if isinstance(spec, (list, tuple)):
+        items = [plain_spec(value, what, depth=depth + 1) for value in list(spec)]
+        return tuple(items) if isinstance(spec, tuple) else items
+    return spec
+
+
+def check_func_spec(spec: Any, what: str, *, depth: int = 0) -> None:
+    """Refuse string function names outside SAFE_FUNC_NAMES anywhere in an agg/apply specification (check
+    the `plain_spec` copy and pass that copy on)."""
+    if depth > 5:
+        raise refusal(f"{what}: the function specification is nested too deeply")
+    if isinstance(spec, str):
+        if str.__str__(spec) not in SAFE_FUNC_NAMES:
             raise refusal(
-                f"{what} with the name {str(spec)[:40]!r} is not available in the sandbox; pass a function "
-                f"or one of: {', '.join(sorted(SAFE_FUNC_NAMES)[:12])}, ..."
+                f"{what} with the name {str.__str__(spec)[:40]!r} is not available in the sandbox; pass a "
+                f"function or one of: {', '.join(sorted(SAFE_FUNC_NAMES)[:12])}, ..."
             )
         return
-    if isinstance(spec, Mapping):
-        for value in list(spec.values()):
+    if type(spec) is dict:
+        for value in spec.values():
             check_func_spec(value, what, depth=depth + 1)
-    elif isinstance(spec, (list, tuple)):
-        for value in list(spec):
+    elif type(spec) in (list, tuple):
+        for value in spec:
             check_func_spec(value, what, depth=depth + 1)
+    elif isinstance(spec, (Mapping, list, tuple)):
+        check_func_spec(plain_spec(spec, what, depth=depth), what, depth=depth)
 
 
 def _check_named(kwargs: dict[str, Any], what: str) -> None:
-    """Named aggregation: `agg(total=('col', 'sum'))` — the second item is a function spec."""
+    """Named aggregation: `agg(total=('col', 'sum'))` — the second item is a function spec (`kwargs` holds
+    plain copies already: see `function_taker`)."""
     for value in kwargs.values():
-        if isinstance(value, tuple) and len(value) == 2:
+        if type(value) is tuple and len(value) == 2:
             check_func_spec(value[1], what)
 
 
@@ -153,6 +175,12 @@ def function_taker(
     @functools.wraps(method)
     def checked(*args: Any, **kwargs: Any) -> Any:
         what = f"{name}()"
+        # one plain copy of every function specification, checked and then passed on (nothing read twice)
+        if position is not None and len(args) > position:
+            args = (*args[:position], plain_spec(args[position], what), *args[position + 1 :])
+        for key, value in list(kwargs.items()):
+            if key in _FUNC_PARAMS or (named and isinstance(value, tuple)):
+                kwargs[key] = plain_spec(value, what)
         if position is not None and len(args) > position:
             check_func_spec(args[position], what)
         for param in _FUNC_PARAMS:
@@ -175,8 +203,10 @@ def check_format_string(value: Any, what: str) -> None:
     format with the real str.format, outside the sandbox's attribute guard."""
     if not isinstance(value, str):
         return
+    if type(value) is not str:
+        raise refusal(f"{what}: pass the format as a plain str (str subclasses format themselves)")
     try:
-        fields = [field for _, field, _, _ in string.Formatter().parse(str(value)) if field]
+        fields = [field for _, field, _, _ in string.Formatter().parse(value) if field]
     except ValueError:
         return  # not a valid template: the library reports it
     if any("." in field or "[" in field for field in fields):
@@ -227,18 +257,37 @@ def _no_backend(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 SAVE_FORMATS = frozenset({"png", "svg", "pdf", "jpg", "jpeg"})
+# savefig's keywords that only shape the image; `backend=` ('module://name' imports a module), and any other
+# keyword (passed on to the canvas's print_* writer) are refused.
+SAVEFIG_KEYWORDS = frozenset(
+    "format dpi transparent metadata bbox_inches pad_inches facecolor edgecolor orientation "
+    "bbox_extra_artists".split()
+)
 
 
 def check_savefig(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """savefig only into an io.BytesIO/io.StringIO buffer, in a format rendered in-process."""
+    """savefig only into an io.BytesIO/io.StringIO buffer, in a format rendered in-process (the `format=`
+    given or rcParams['savefig.format']), with keywords that name no module or file."""
+    if len(args) > 1:
+        raise refusal("savefig takes the buffer as its only positional argument; pass the rest by name")
     target = args[0] if args else kwargs.get("fname")
     if type(target) not in _BUFFERS:
         raise refusal(
             "savefig to a path or file is not available in the sandbox; use plt.show() (the figure is shown "
             "inline) or fig.savefig(io.BytesIO(), format='png')"
         )
+    unknown = sorted(set(kwargs) - SAVEFIG_KEYWORDS - {"fname"})
+    if unknown:
+        raise refusal(
+            f"savefig({', '.join(f'{k}=' for k in unknown)}) is not available in the sandbox (backend= "
+            f"imports a module by name); available keywords: {', '.join(sorted(SAVEFIG_KEYWORDS))}"
+        )
     fmt = kwargs.get("format")
-    if fmt is not None and (type(fmt) is not str or fmt.lower() not in SAVE_FORMATS):
+    if fmt is None:
+        import matplotlib
+
+        fmt = matplotlib.rcParams["savefig.format"]
+    if type(fmt) is not str or fmt.lower() not in SAVE_FORMATS:
         raise refusal(
             f"savefig format {fmt!r} is not available; use one of {', '.join(sorted(SAVE_FORMATS))}"
         )
@@ -248,6 +297,11 @@ def _savefig(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def checked(*args: Any, **kwargs: Any) -> Any:
         check_savefig(args, kwargs)
+        fmt = kwargs.get("format")
+        if fmt is None:
+            import matplotlib
+
+            kwargs["format"] = matplotlib.rcParams["savefig.format"]  # the one checked
         return method(*args, **kwargs)
 
     return checked
