@@ -18,7 +18,6 @@ import datetime
 import decimal
 import difflib
 import enum
-import fractions
 import functools
 import hashlib
 import heapq
@@ -46,6 +45,7 @@ from rlm_kernel.sandbox.errors import refusal
 from rlm_kernel.sandbox.facade import Facade, Refused, is_cell_function, make_facade
 from rlm_kernel.sandbox.guards import WRITABLE_TYPES
 from rlm_kernel.sandbox.safe_decimal import CappedContext, localcontext
+from rlm_kernel.sandbox.safe_int import CappedFraction, decimal_to_int_check
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -140,7 +140,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     f["decimal"].update(Context=CappedContext, localcontext=localcontext)
     for name in ("BasicContext", "ExtendedContext", "DefaultContext"):
         f["decimal"].pop(name, None)  # shared mutable contexts
-    f["fractions"] = _pick(fractions, "Fraction")
+    f["fractions"] = {"Fraction": CappedFraction}
     f["random"] = _random_names(session)
     f["heapq"] = _pick(heapq, "heappush heappop heapify heapreplace heappushpop nlargest nsmallest merge")
     f["bisect"] = _pick(bisect, "bisect bisect_left bisect_right insort insort_left insort_right")
@@ -227,7 +227,20 @@ def _math_names(session: SandboxSession) -> dict[str, Any]:
         gcd=safe.gcd_like(math.gcd, "math.gcd", int_bits),
         lcm=safe.gcd_like(math.lcm, "math.lcm", int_bits),
     )
+    for name in ("floor", "ceil", "trunc"):
+        names[name] = _decimal_checked(getattr(math, name), f"math.{name}()")
     return names
+
+
+def _decimal_checked(fn: Callable[[Any], Any], what: str) -> Callable[[Any], Any]:
+    """math.floor/ceil/trunc: a Decimal argument's size checked before the C conversion to int."""
+
+    @functools.wraps(fn)
+    def checked(x: Any) -> Any:
+        decimal_to_int_check(x, what)
+        return fn(x)
+
+    return checked
 
 
 def _itertools_names() -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import collections
+import decimal
 import functools
 import re
 import string
@@ -31,6 +32,7 @@ from rlm_kernel.sandbox.errors import CellTimeout, refusal
 from rlm_kernel.sandbox.fastpath import RANGE_BITS
 from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
+from rlm_kernel.sandbox.safe_int import CELL_CLASSES, decimal_to_int_check
 from rlm_kernel.sandbox.safe_stdlib import counter_elements
 from rlm_kernel.sandbox.writes import WRITABLE_TYPES, AttrWriter, refused_write
 
@@ -108,6 +110,26 @@ def special_partial(obj: Any, name: str) -> Any:
 def special_elements(obj: Any, name: str) -> Any:
     if isinstance(obj, collections.Counter):
         return counter_elements(obj)
+    return _RAISE
+
+
+def special_mro(obj: Any, name: str) -> Any:
+    """`cls.mro()` names the checked classes cells see (`bool.mro()` would hand out the real int)."""
+    if isinstance(obj, type):
+        return lambda: [CELL_CLASSES.get(c, c) for c in type.mro(obj)]
+    return _RAISE
+
+
+def special_integer_ratio(obj: Any, name: str) -> Any:
+    """`Decimal.as_integer_ratio()` converts to integers in C: checked first (safe_int.py)."""
+    if isinstance(obj, decimal.Decimal):
+        real = obj.as_integer_ratio
+
+        def as_integer_ratio() -> tuple[int, int]:
+            decimal_to_int_check(obj, "as_integer_ratio()")
+            return real()
+
+        return as_integer_ratio
     return _RAISE
 
 
@@ -294,6 +316,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "register": special_register,
         "from_bytes": special_from_bytes,
         "elements": special_elements,
+        "mro": special_mro,
+        "as_integer_ratio": special_integer_ratio,
     }
     slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)
 
