@@ -34,6 +34,7 @@ from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
 from rlm_kernel.sandbox.safe_int import CELL_CLASSES, decimal_to_int_check
 from rlm_kernel.sandbox.safe_stdlib import counter_elements
+from rlm_kernel.sandbox.text_caps import TEXT_METHODS, text_method
 from rlm_kernel.sandbox.writes import WRITABLE_TYPES, AttrWriter, refused_write
 
 if TYPE_CHECKING:
@@ -295,12 +296,19 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             return caps.from_bytes(type(obj))
         return _RAISE
 
+    max_sequence = limits.max_sequence
+
+    def special_text(obj: Any, name: str) -> Any:
+        checked = text_method(obj, name, max_sequence)
+        return _RAISE if checked is None else checked
+
     def special_data(obj: Any, name: str) -> Any:
         value = data_attribute(obj, name, session.write_output)
         return _RAISE if value is NOT_HANDLED else check_value(value, f"attribute {name!r}")
 
     _SPECIAL: dict[str, Callable[[Any, str], Any]] = {
         **dict.fromkeys(DATA_NAMES, special_data),
+        **dict.fromkeys(TEXT_METHODS, special_text),
         "format": special_format,
         "format_map": special_format,
         "get_field": special_formatter,
