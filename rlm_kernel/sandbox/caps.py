@@ -16,7 +16,7 @@ import string
 from collections.abc import Callable
 from typing import Any
 
-from rlm_kernel.sandbox.data.attrs import is_data_class
+from rlm_kernel.sandbox.data.attrs import data_text_size, is_data_class
 from rlm_kernel.sandbox.errors import LimitExceeded
 from rlm_kernel.sandbox.limits import Limits
 from rlm_kernel.sandbox.safe_int import decimal_to_int_check
@@ -224,10 +224,19 @@ class Caps:
         limits = self.limits
         if not limits.max_sequence or isinstance(seq, _NUMBERS) or not hasattr(type(times), "__index__"):
             return
-        if is_data_class(type(seq)) or (
-            is_data_class(type(times)) and not isinstance(times, numbers.Integral)
-        ):
-            return  # arrays and frames multiply element-wise (memory bounded by RLIMIT_AS); np.int64 repeats
+        if is_data_class(type(seq)):
+            if hasattr(type(times), "__index__") and not is_data_class(type(times)):
+                n = operator.index(times)
+                text = data_text_size(seq) if n > 1 else 0  # string elements repeat element-wise
+                if text * n > limits.max_sequence:
+                    raise LimitExceeded(
+                        f"repeating the text in this {type(seq).__name__} ({text} characters) {n} times "
+                        f"gives {text * n} characters, over the limit of {limits.max_sequence} "
+                        "(RLM_MAX_SEQUENCE)"
+                    )
+            return  # numbers multiply element-wise (memory bounded by RLIMIT_AS)
+        if is_data_class(type(times)) and not isinstance(times, numbers.Integral):
+            return  # np.int64 repeats
         if isinstance(times, _NUMBERS) and not isinstance(times, int):
             return
         if not hasattr(type(seq), "__len__"):

@@ -80,6 +80,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     """Build every facade for one session (`random` is the session's own `Random`; `pprint` prints capped).
 
     A table: a module's chosen names (`_pick`), plus, for the modules that need checks, a named builder."""
+    safe.install_counter_chunks()
     f: dict[str, dict[str, Any]] = {}
 
     f["re"] = _pick(

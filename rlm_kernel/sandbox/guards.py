@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-from rlm_kernel.sandbox.builtins import SafeType
+from rlm_kernel.sandbox.builtins import SafeType, chunked_sort
 from rlm_kernel.sandbox.caps import Caps, SafeFormatter
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
@@ -131,6 +131,17 @@ def special_integer_ratio(obj: Any, name: str) -> Any:
             return real()
 
         return as_integer_ratio
+    return _RAISE
+
+
+def special_sort(obj: Any, name: str) -> Any:
+    """`list.sort()` in runs the time limit can stop between (builtins.chunked_sort)."""
+    if type(obj) is list:
+
+        def sort(*, key: Any = None, reverse: bool = False) -> None:
+            obj[:] = chunked_sort(obj, key, reverse)
+
+        return sort
     return _RAISE
 
 
@@ -303,7 +314,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         return _RAISE if checked is None else checked
 
     def special_data(obj: Any, name: str) -> Any:
-        value = data_attribute(obj, name, session.write_output)
+        value = data_attribute(obj, name, session.write_output, limits.max_sequence)
         return _RAISE if value is NOT_HANDLED else check_value(value, f"attribute {name!r}")
 
     _SPECIAL: dict[str, Callable[[Any, str], Any]] = {
@@ -325,6 +336,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "from_bytes": special_from_bytes,
         "elements": special_elements,
         "mro": special_mro,
+        "sort": special_sort,
         "as_integer_ratio": special_integer_ratio,
     }
     slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)

@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rlm_kernel.sandbox.errors import refusal
+from rlm_kernel.sandbox.errors import LimitExceeded, refusal
 
 __all__ = [
     "DATA_NAMES",
@@ -31,6 +31,7 @@ __all__ = [
     "SAFE_FUNC_NAMES",
     "check_func_spec",
     "check_savefig",
+    "data_text_size",
     "plain_spec",
     "data_attribute",
     "function_taker",
@@ -130,6 +131,25 @@ def plain_spec(spec: Any, what: str, *, depth: int = 0) -> Any:
         items = [plain_spec(value, what, depth=depth + 1) for value in list(spec)]
         return tuple(items) if isinstance(spec, tuple) else items
     return spec
+
+
+def data_text_size(obj: Any) -> int:
+    """Characters of text held by a numpy array or pandas object (0 for numbers): what `obj * n` repeats
+    element-wise for string elements. Fixed-width dtypes are counted from the item size, object and
+    variable-width ones element by element."""
+    import numpy as np
+
+    values = obj.to_numpy() if hasattr(obj, "to_numpy") and not isinstance(obj, np.ndarray) else obj
+    if not isinstance(values, np.ndarray):
+        return 0
+    kind = values.dtype.kind
+    if kind == "U":
+        return values.size * (values.dtype.itemsize // 4)
+    if kind == "S":
+        return values.size * values.dtype.itemsize
+    if kind in "OT":
+        return sum(len(v) for v in values.flat if isinstance(v, (str, bytes)))
+    return 0
 
 
 def check_func_spec(spec: Any, what: str, *, depth: int = 0) -> None:
@@ -347,6 +367,80 @@ class PlotAccessor:
         return "<pandas plot accessor (rlm sandbox)>"
 
 
+_STR_GROWING = frozenset({"repeat", "pad", "center", "ljust", "rjust", "zfill", "join", "cat", "replace"})
+
+
+def _str_check(obj: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], cap: int) -> None:
+    """Refuse a pandas `.str` method whose result would hold more than `cap` characters in all."""
+    if not cap:
+        return
+    lengths = obj.str.len()
+    total = int(lengths.sum() or 0)
+    count = len(obj)
+    first = args[0] if args else None
+    if method == "repeat":
+        repeats = kwargs.get("repeats", first)
+        most = max((int(r) for r in repeats), default=0) if isinstance(repeats, (list, tuple)) else repeats
+        size = total * int(most) if hasattr(type(most), "__index__") else 0
+    elif method in ("pad", "center", "ljust", "rjust", "zfill"):
+        width = kwargs.get("width", first)
+        size = count * int(width) if hasattr(type(width), "__index__") else 0
+    elif method == "join":
+        sep = kwargs.get("sep", first)
+        size = total * (1 + len(sep)) if isinstance(sep, str) else 0
+    elif method == "cat":
+        sep = kwargs.get("sep")
+        size = total + count * len(sep) if isinstance(sep, str) else 0
+    else:  # replace(pat, repl): every position may match (a regex matching the empty string)
+        repl = kwargs.get("repl", args[1] if len(args) > 1 else None)
+        size = (total + count) * (1 + len(repl)) if isinstance(repl, str) and len(repl) > 1 else 0
+    if size > cap:
+        raise LimitExceeded(
+            f".str.{method}() would build about {size} characters, over the limit of {cap} "
+            "(RLM_MAX_SEQUENCE); work on fewer rows or a smaller width"
+        )
+
+
+class StrAccessor:
+    """`series.str` for cells: pandas' string methods, with those that grow the text checked first."""
+
+    __slots__ = ("_rlm_accessor", "_rlm_obj", "_rlm_cap")
+
+    def __init__(self, accessor: Any, obj: Any, cap: int, *, token: object = None) -> None:
+        if token is not _TOKEN:
+            raise refusal("the str accessor cannot be created from a cell; use series.str")
+        object.__setattr__(self, "_rlm_accessor", accessor)
+        object.__setattr__(self, "_rlm_obj", obj)
+        object.__setattr__(self, "_rlm_cap", cap)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = getattr(self._rlm_accessor, name)
+        if name not in _STR_GROWING or not callable(value):
+            return value
+        obj, cap = self._rlm_obj, self._rlm_cap
+
+        @functools.wraps(value)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            _str_check(obj, name, args, kwargs, cap)
+            return value(*args, **kwargs)
+
+        return checked
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._rlm_accessor[key]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise refusal("the str accessor is read-only")
+
+    def __dir__(self) -> list[str]:
+        return [n for n in dir(self._rlm_accessor) if not n.startswith("_")]
+
+    def __repr__(self) -> str:
+        return "<pandas str accessor (rlm sandbox)>"
+
+
 def _plot(name: str, value: Any) -> Any:
     if callable(value) and type(value).__name__ == "PlotAccessor":
         return PlotAccessor(value, token=_TOKEN)
@@ -371,7 +465,7 @@ _WRAPPERS: dict[str, Callable[[str, Any], Any]] = {
     ),
 }
 
-DATA_NAMES = frozenset(REFUSED) | frozenset(_WRAPPERS) | {"info"}
+DATA_NAMES = frozenset(REFUSED) | frozenset(_WRAPPERS) | {"info", "str"}
 
 
 def _info(method: Callable[..., Any], write: Callable[[str], None]) -> Callable[..., Any]:
@@ -392,7 +486,9 @@ def _info(method: Callable[..., Any], write: Callable[[str], None]) -> Callable[
     return checked
 
 
-def data_attribute(obj: Any, name: str, write: Callable[[str], None] | None = None) -> Any:
+def data_attribute(
+    obj: Any, name: str, write: Callable[[str], None] | None = None, max_sequence: int = 0
+) -> Any:
     """For an object (or class) of the data libraries: refuse `name`, or return its checked value.
 
     Returns NOT_HANDLED for every other object, so the guard goes on as usual.
@@ -412,6 +508,8 @@ def data_attribute(obj: Any, name: str, write: Callable[[str], None] | None = No
         )
     if name == "info" and write is not None and callable(value):
         return _info(value, write)
+    if name == "str" and not isinstance(obj, type) and type(value).__name__ == "StringMethods":
+        return StrAccessor(value, obj, max_sequence, token=_TOKEN)
     wrap = _WRAPPERS.get(name)
     if wrap is None or not callable(value):
         return value

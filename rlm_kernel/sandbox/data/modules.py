@@ -132,8 +132,14 @@ def _numpy(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any], dic
         @functools.wraps(fn)
         def creator(shape: Any, *args: Any, **kwargs: Any) -> Any:
             dtype = kwargs.get("dtype", args[0] if args and what != "full" else None)
+            if what == "full" and dtype is None:
+                dtype = args[1] if len(args) > 1 else None
             try:
-                itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
+                if what == "full" and dtype is None and (args or "fill_value" in kwargs):
+                    fill = args[0] if args else kwargs["fill_value"]  # np.full(n, 'x' * 10**6): its width
+                    itemsize = np.asarray(fill).dtype.itemsize
+                else:
+                    itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
             except TypeError:
                 itemsize = 8
             check(_shape_items(shape) * max(itemsize, 1))
