@@ -52,7 +52,7 @@ class RLMDisplayPublisher(ZMQDisplayPublisher):
     cell; later ones are dropped (and counted in the cell's "output truncated" note).
     """
 
-    UPDATE_TRAFFIC_FACTOR = 20
+    UPDATE_TRAFFIC_FACTOR = 5  # issue 26: 20 let one cell send 19 MB of updates at the 1 MB default
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -374,8 +374,10 @@ def _str_check(obj: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, A
     """Refuse a pandas `.str` method whose result would hold more than `cap` characters in all."""
     if not cap:
         return
-    lengths = obj.str.len()
-    total = int(lengths.sum() or 0)
+    import pandas as pd
+
+    lengths = pd.Series(obj.str.len())  # an Index's lengths are an Index (no .sum)
+    total = int(lengths.fillna(0).sum())
     count = len(obj)
     first = args[0] if args else None
     if method == "repeat":
