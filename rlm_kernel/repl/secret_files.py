@@ -149,6 +149,16 @@ _CONTENT_RULES: tuple[tuple[str, tuple[bytes, ...], re.Pattern[bytes]], ...] = t
 )
 
 
+# The gate before the rules: every token format and every key body holds a run of at least 20 characters of
+# [A-Za-z0-9_-] (AKIA + 16, ghp_ + 36, base64 lines of a PEM body …); prose and logs rarely do. Mapping the
+# head through this table and looking for one 20-byte needle costs ~20 µs for 16 KiB, the rules ~280 µs.
+_TOKEN_CHARS = bytes(
+    0x61 if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "_-") else 0x20 for i in range(256)
+)
+_RUN = b"a" * 20
+_NO_RUN_MARKERS = (b"PRIVATE KEY", b"PuTTY-User-Key-File-")
+
+
 def secret_reason_by_path(path: str | os.PathLike[str]) -> str | None:
     """Why the file at `path` is a secret judging by its directories and its name, or None."""
     parts = PurePath(os.fspath(path)).parts
@@ -187,6 +197,8 @@ def secret_reason_by_content(head: bytes) -> str | None:
     """Why text starting with `head` is a secret (a private-key block or a token of a common format), or
     None. Only the first `HEAD_BYTES` are looked at."""
     head = bytes(head[:HEAD_BYTES])
+    if _RUN not in head.translate(_TOKEN_CHARS) and not any(m in head for m in _NO_RUN_MARKERS):
+        return None  # no 20-character run of token characters: no token, key body or service-account key
     for reason, literals, pattern in _CONTENT_RULES:
         if any(literal in head for literal in literals) and pattern.search(head):
             return reason
