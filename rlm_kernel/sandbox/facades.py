@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 import rlm_kernel.sandbox.safe_stdlib as safe
 import rlm_kernel.sandbox.safe_types as safe_types
-from rlm_kernel.sandbox.builtins import python_level
-from rlm_kernel.sandbox.errors import refusal
+from rlm_kernel.sandbox.builtins import chunked_sort, python_level
+from rlm_kernel.sandbox.errors import LimitExceeded, refusal
 from rlm_kernel.sandbox.facade import Facade, Refused, is_cell_function, make_facade
 from rlm_kernel.sandbox.guards import WRITABLE_TYPES
 from rlm_kernel.sandbox.safe_decimal import CappedContext, localcontext
@@ -97,6 +97,9 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "median_grouped mode multimode quantiles pstdev pvariance stdev variance "
         "covariance correlation linear_regression NormalDist StatisticsError",
     )
+    for name in ("median", "median_low", "median_high", "median_grouped", "quantiles"):
+        f["statistics"][name] = _presorted(getattr(statistics, name))  # they call the C sorted()
+    f["json"].update(dumps=_indent_capped(json.dumps, session), dump=_indent_capped(json.dump, session))
     f["collections.abc"] = _pick(collections.abc, " ".join(collections.abc.__all__))
     f["collections"] = _pick(
         collections, "Counter defaultdict OrderedDict deque namedtuple ChainMap UserDict UserList UserString"
@@ -180,6 +183,9 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
 
     f["pprint"] = _pick(pprint, "pformat isreadable isrecursive saferepr")
     f["pprint"].update(_capped_pprint(session))
+    f["pprint"].update(
+        {k: _indent_capped(v, session) for k, v in f["pprint"].items() if k in ("pformat", "pprint", "pp")}
+    )
     f["typing"] = _pick(
         typing,
         "Any AnyStr Callable ClassVar Final Generic Literal NamedTuple NewType "
@@ -242,6 +248,37 @@ def _decimal_checked(fn: Callable[[Any], Any], what: str) -> Callable[[Any], Any
         return fn(x)
 
     return checked
+
+
+def _presorted(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A statistics function that sorts its data with the C `sorted()` (one uninterruptible call: minutes
+    for 10**8 floats), given the data already sorted by the sandbox's chunked sort (its own sort of a sorted
+    list is then a single linear pass)."""
+
+    @functools.wraps(fn)
+    def wrapper(data: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(chunked_sort(list(data)), *args, **kwargs)
+
+    return wrapper
+
+
+def _indent_capped(fn: Callable[..., Any], session: SandboxSession) -> Callable[..., Any]:
+    """json.dumps/dump and pprint.pformat with `indent`/`width` within RLM_MAX_FORMAT_WIDTH (each line is
+    indented by `indent` spaces per level: `indent=10**9` builds gigabytes)."""
+    limit = session.limits.max_format_width
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        indent = kwargs.get("indent")
+        size = len(indent) if isinstance(indent, str) else indent if type(indent) is int else 0
+        if limit and size > limit:
+            raise LimitExceeded(
+                f"indent={size if type(indent) is int else f'<{size} characters>'} is over the limit of "
+                f"{limit} (RLM_MAX_FORMAT_WIDTH)"
+            )
+        return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def _itertools_names() -> dict[str, Any]:

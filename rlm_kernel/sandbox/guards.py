@@ -136,10 +136,10 @@ def special_integer_ratio(obj: Any, name: str) -> Any:
 
 def special_sort(obj: Any, name: str) -> Any:
     """`list.sort()` in runs the time limit can stop between (builtins.chunked_sort)."""
-    if type(obj) is list:
+    if isinstance(obj, list):
 
         def sort(*, key: Any = None, reverse: bool = False) -> None:
-            obj[:] = chunked_sort(obj, key, reverse)
+            list.__setitem__(obj, slice(None), chunked_sort(list(list.__iter__(obj)), key, reverse))
 
         return sort
     return _RAISE
