@@ -445,7 +445,7 @@ PAYLOADS: list[Payload] = [
     _P("control", "int_type_identity", "print(type(5) is int, isinstance(True, int), issubclass(bool, int), isinstance(5, (int, float)), int | None)", OK, match="True True True True int | None"),
     _P("control", "int_subclass_ok", "class I(int):\n    pass\nprint(I(7) + 1, isinstance(I(7), int), type(I(7)).__name__)", OK, match="8 True I"),
     _P("control", "int_enum_mixin", "import enum\nclass E(int, enum.Enum):\n    A = 1\nprint(E.A + 1, isinstance(E.A, int))", OK, match="2 True"),
-    _P("control", "int_singledispatch", "import functools\n@functools.singledispatch\ndef f(x):\n    return 'other'\n@f.register(int)\ndef _(x):\n    return 'int'\nprint(f(3), f('a'))", OK, match="int other"),
+    _P("control", "int_singledispatch", "import functools\n@functools.singledispatch\ndef f(x):\n    return 'other'\n@f.register(int)\ndef f_int(x):\n    return 'int'\nprint(f(3), f('a'))", OK, match="int other"),
     _P("control", "decimal_int_ok", "import decimal, math, fractions\nd = decimal.Decimal('12.75')\nprint(int(d), round(d), math.floor(d), fractions.Fraction(d), '%d' % d, f'{d:.1f}')", OK, match="12 13 12 51/4 12 12.8"),
     _P("control", "padding_ok", "print('x'.ljust(3) + '|', 'a\\tb'.expandtabs(2), 'ab'.replace('a', 'zz'), '-'.join('abc'), str.center('x', 3), b'1'.zfill(3))", OK, match="x  | a b zzb a-b-c  x  b'001'"),
     _P("control", "sort_ok", "x = [3, 1, 2]\nx.sort()\nprint(x, sorted('cab', reverse=True), sorted([(1, 'b'), (0, 'a')]))", OK, match="[1, 2, 3] ['c', 'b', 'a'] [(0, 'a'), (1, 'b')]"),
