@@ -94,7 +94,7 @@ class RLMDisplayPublisher(ZMQDisplayPublisher):
     into nothing, at its next update. `transient` carries the display id only.
     """
 
-    UPDATE_TRAFFIC_FACTOR = 20
+    UPDATE_TRAFFIC_FACTOR = 5  # issue 26: 20 let one cell send 19 MB of updates at the 1 MB default
     _MAX_TRACKED = 10_000
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -14,10 +14,41 @@ from typing import Any
 
 from rlm_kernel.sandbox.policy import REFUSED_NAMES
 
-__all__ = ["LookupRefused", "complete", "resolve_path"]
+__all__ = ["LookupRefused", "cap_bundle", "cap_matches", "complete", "resolve_path"]
 
 _PATH = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_][A-Za-z0-9_]*\Z")
 _TOKEN_BEFORE_CURSOR = re.compile(r"(%{0,2})((?:[A-Za-z_][A-Za-z0-9_]*\.)*)([A-Za-z0-9_]*)\Z")
+
+
+def cap_bundle(data: Any, limit: int) -> Any:
+    """A reply's MIME bundle (inspect_request, a `??` pager payload) with each text cut to `limit`
+    characters, saying so; other values (and a 0 limit) unchanged."""
+    if not limit or not isinstance(data, dict):
+        return data
+    out: dict[str, Any] = {}
+    for mime, value in data.items():
+        if isinstance(value, str) and len(value) > limit:
+            value = value[:limit] + f"\n[output truncated: {len(value) - limit:,} more characters]"
+        elif isinstance(value, (bytes, bytearray)) and len(value) > limit:
+            continue  # a binary representation cut short is useless: leave it out
+        out[mime] = value
+    return out
+
+
+def cap_matches(reply: dict[str, Any], limit: int) -> dict[str, Any]:
+    """A complete_reply under `limit` bytes of names (at most 1000 matches, each name at most 200 chars)."""
+    matches = [m for m in reply.get("matches", []) if isinstance(m, str) and len(m) <= 200][:1000]
+    while limit and matches and sum(len(m) + 4 for m in matches) > limit:
+        matches = matches[: len(matches) // 2]
+    if len(matches) == len(reply.get("matches", [])):
+        return reply
+    kept = set(matches)
+    types = reply.get("metadata", {}).get("_jupyter_types_experimental", [])
+    return {
+        **reply,
+        "matches": matches,
+        "metadata": {"_jupyter_types_experimental": [t for t in types if t.get("text") in kept]},
+    }
 
 
 class LookupRefused(LookupError):

@@ -181,7 +181,12 @@ class RLMKernel(IPythonKernel):
         with call_scope(owner=owner), model_code() if agent else contextlib.nullcontext():
             # the model calls this cell makes are tagged (and cancelled) as its own; an agent's cell runs as
             # model-written code (origin.model_code: no magics, settings or secrets)
-            return await super().do_execute(code, silent, *args, **kwargs)
+            reply = await super().do_execute(code, silent, *args, **kwargs)
+        limit = self.shell.sandbox_session.limits.output_bytes
+        for payload in reply.get("payload", []) if isinstance(reply, dict) else ():
+            if isinstance(payload, dict) and "data" in payload:  # `x??`'s pager text
+                payload["data"] = introspect.cap_bundle(payload["data"], limit)
+        return reply
 
     def pre_handler_hook(self) -> None:
         """As ipykernel's (an interrupt raises KeyboardInterrupt in the running request), and the interrupt
@@ -218,9 +223,12 @@ class RLMKernel(IPythonKernel):
         try:
             with cell_limits(self.shell.sandbox_session):
                 reply = super().do_inspect(code, cursor_pos, *args, **kwargs)
-                if isinstance(reply.get("data"), dict):  # docstrings are cell-made: cleaned like a display
-                    reply["data"], reply["metadata"] = clean_bundle(reply["data"])
-                return reply
+            limit = self.shell.sandbox_session.limits.output_bytes
+            if isinstance(reply, dict) and isinstance(reply.get("data"), dict):
+                # cut to the cap first, then cleaned like a display (docstrings are cell-made)
+                reply["data"] = introspect.cap_bundle(reply["data"], limit)
+                reply["data"], reply["metadata"] = clean_bundle(reply["data"])
+            return reply
         except BaseException as exc:  # noqa: BLE001 - a time limit or interrupt in a user repr: reply, don't die
             return {"status": "error", "ename": type(exc).__name__, "evalue": str(exc), "traceback": []}
 
@@ -228,7 +236,8 @@ class RLMKernel(IPythonKernel):
         shell = self.shell
         magic_names = (list(magics.allowed_line_magics()), list(magics.allowed_cell_magics()))
         try:
-            return introspect.complete(shell.user_ns, shell.user_ns_hidden, code, cursor_pos, magic_names)
+            reply = introspect.complete(shell.user_ns, shell.user_ns_hidden, code, cursor_pos, magic_names)
+            return introspect.cap_matches(reply, shell.sandbox_session.limits.output_bytes)
         except Exception as exc:  # noqa: BLE001 - completion must always answer
             self.log.warning("completion failed: %s", exc)
             end = len(code) if cursor_pos is None else cursor_pos

@@ -22,6 +22,7 @@ from rlm_kernel.repl.documents.extracted import Extracted
 from rlm_kernel.repl.documents.sniff import TEXT_FORMATS
 from rlm_kernel.repl.errors import ContextError
 from rlm_kernel.repl.positions import FileLayout
+from rlm_kernel.repl.secret_files import secret_reason_by_path, secret_reason_of_file
 from rlm_kernel.repl.textfile import BIG_FILE, DecodeRefused, assemble, read_text
 from rlm_kernel.sandbox.roots import ROOTS_ENV, START_DIR, allowed_roots
 
@@ -40,31 +41,32 @@ _KINDS = frozenset({"auto", "text", "file", "dir", "glob", "data"})
 PREVIEW_CHARS = 500
 _start_dir = START_DIR
 
-# Well-known files that hold keys, read only when the person's own cell passes allow_secrets=True.
-_SECRET_NAMES = frozenset(
-    {".netrc", "_netrc", ".pypirc", ".git-credentials", ".npmrc", ".pgpass", ".htpasswd", "credentials"}
-)
-_SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx")
 _SECRET_NOTE = "a secrets file: pass allow_secrets=True from your own cell to read it"
 
 
 def is_secret_file(path: str | os.PathLike) -> bool:
-    """True for well-known secret files: `.env*`, `.netrc`, `.pypirc`, `.git-credentials`, `*.pem`, `*.key`,
-    ssh keys (`id_*` without an extension, or `.pub`), and anything inside a `.git` directory."""
-    p = Path(path)
-    name = p.name.lower()
-    if name.startswith(".env") or name in _SECRET_NAMES or name.endswith(_SECRET_SUFFIXES):
-        return True
-    if name.startswith("id_") and ("." not in name or name.endswith(".pub")):
-        return True  # ssh keys (id_rsa, id_ed25519.pub); data files such as id_map.csv are not
-    return ".git" in p.parts[:-1] or name == ".git"
+    """True for files that hold keys judging by their directories and name (secret_files.py: `.ssh/`,
+    `.kube/`, `.git/`, `.env*`, `.netrc`, `*.pem`, `id_rsa.bak` …); `secret_reason` also reads the head."""
+    return secret_reason_by_path(path) is not None
+
+
+def secret_reason(*paths: str | os.PathLike) -> str | None:
+    """Why a file is a secret, by any of its `paths` (as named, resolved) or by the head of the last one."""
+    for path in paths:
+        reason = secret_reason_by_path(path)
+        if reason is not None:
+            return reason
+    return secret_reason_of_file(paths[-1]) if paths else None
 
 
 def _refuse_secret(source: str, path: Path, allow_secrets: bool) -> None:
     if allow_secrets:
         return
-    if is_secret_file(path) or is_secret_file(Path(source)):
-        raise ContextError(f"refused {source!r}: it is {_SECRET_NOTE} (model-written code never can)")
+    reason = secret_reason(Path(source), path)
+    if reason is not None:
+        raise ContextError(
+            f"refused {source!r}: it is {_SECRET_NOTE} ({reason}; model-written code never can)"
+        )
 
 
 def _rule_text(roots: list[Path]) -> str:
@@ -230,8 +232,9 @@ def _check_one(
     except ContextError:
         skipped.append(f"{name} (a link to outside the allowed roots)")
         return
-    if not allow_secrets and (is_secret_file(path) or is_secret_file(real)):
-        skipped.append(f"{name} ({_SECRET_NOTE})")
+    reason = None if allow_secrets else secret_reason(path, real)
+    if reason is not None:
+        skipped.append(f"{name} ({reason}; {_SECRET_NOTE})")
         return
     try:
         kind_of = format_of(path, name, fmt)
@@ -396,8 +399,9 @@ def load(
     if path.is_dir():
         if kind == "file":
             raise ContextError(f"{source!r} is a directory; use kind='dir'")
-        if not allow_secrets and is_secret_file(path):
-            raise ContextError(f"refused {source!r}: it is inside a .git directory ({_SECRET_NOTE})")
+        reason = None if allow_secrets else secret_reason_by_path(path)
+        if reason is not None:
+            raise ContextError(f"refused {source!r}: {reason}; it is {_SECRET_NOTE}")
         return _corpus(_walk(path), source, "directory", encoding, errors, allow_secrets, fmt, progress)
     if kind == "dir":
         raise ContextError(f"{source!r} is not a directory")

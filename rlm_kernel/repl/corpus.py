@@ -37,8 +37,11 @@ def _candidates(source: str) -> list[Path]:
     if path.is_dir():
         return ctxmod._walk(path)
     if path.is_file():
-        if ctxmod.is_secret_file(path) or ctxmod.is_secret_file(expanded):
-            raise ContextError(f"refused {source!r}: it is a secrets file; load_corpus never reads those")
+        reason = ctxmod.secret_reason(expanded, path)
+        if reason is not None:
+            raise ContextError(
+                f"refused {source!r}: it is a secrets file ({reason}); load_corpus never reads those"
+            )
         return [path]
     raise ContextError(
         f"no such file or directory: {source!r} (looked for {path}{ctxmod._relative_note(expanded)}); "
@@ -75,7 +78,7 @@ def load_corpus(source: object, partition_mb: float = DEFAULT_PARTITION_MB) -> C
         except ContextError as err:
             refused = refused or str(err)
             continue
-        if ctxmod.is_secret_file(path) or ctxmod.is_secret_file(real):
+        if ctxmod.secret_reason(path, real) is not None:
             continue  # keys are never part of a corpus (load_context's allow_secrets has no equivalent here)
         name = ctxmod._display_path(path)
         try:

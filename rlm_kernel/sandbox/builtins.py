@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import builtins as _py
+import enum
+import heapq
 import itertools
 import operator
 import sys
@@ -16,16 +18,23 @@ from typing import TYPE_CHECKING, Any
 from rlm_kernel.sandbox.data.standins import check_base, class_for_cell
 from rlm_kernel.sandbox.errors import LimitExceeded, SandboxTypeError, refusal
 from rlm_kernel.sandbox.names import REFUSED_NAMES
+from rlm_kernel.sandbox.safe_int import (
+    CELL_CLASSES,
+    CappedInt,
+    capped_int_new,
+    configure,
+    decimal_to_int_check,
+)
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
-__all__ = ["SafeType", "make_builtins", "PLAIN_BUILTINS", "EXCEPTIONS"]
+__all__ = ["SafeType", "chunked_sort", "make_builtins", "PLAIN_BUILTINS", "EXCEPTIONS"]
 
 PLAIN_BUILTINS = (
     "abs all any ascii bin bool callable chr classmethod complex dict divmod enumerate filter float "
-    "frozenset hash hex id int isinstance issubclass len list map max min next object oct ord property repr "
-    "reversed round set slice sorted staticmethod str sum super tuple zip NotImplemented Ellipsis"
+    "frozenset hash hex id isinstance issubclass len list map max min next object oct ord property repr "
+    "reversed set slice sorted staticmethod str sum super tuple zip NotImplemented Ellipsis"
 ).split()
 
 EXCEPTIONS = (
@@ -57,6 +66,8 @@ class _SafeTypeMeta(type):
         kind = type(args[0])
         if issubclass(kind, type):
             return cls
+        if kind in CELL_CLASSES:  # int, Fraction: the checked classes cells see under those names
+            return CELL_CLASSES[kind]
         if "numpy" in sys.modules:  # numpy's array classes are served as stand-ins (data/standins.py)
             return class_for_cell(kind)
         return kind
@@ -134,6 +145,32 @@ def _keyed(builtin: Callable[..., Any]) -> Callable[..., Any]:
     return keyed
 
 
+SORT_CHUNK = 1 << 20  # items one C sort handles at a time (about 0.5 s for random floats on this machine)
+
+
+def chunked_sort(items: list[Any], key: Any = None, reverse: bool = False) -> list[Any]:
+    """sorted(items) that the time limit can stop: with no key (C comparisons, n log n in one C call — 10**8
+    floats sort for minutes), runs of SORT_CHUNK items are sorted and merged by a Python-level heapq.merge
+    (stable, like sorted); with a key, each comparison already runs Python code."""
+    if key is not None or len(items) <= SORT_CHUNK:
+        return sorted(items, key=python_level(key), reverse=reverse)
+    runs = [sorted(items[i : i + SORT_CHUNK], reverse=reverse) for i in range(0, len(items), SORT_CHUNK)]
+    return list(heapq.merge(*runs, reverse=reverse))
+
+
+def _sorted(iterable: Any, /, *, key: Any = None, reverse: bool = False) -> list[Any]:
+    """sorted() for cells (see `chunked_sort`)."""
+    return chunked_sort(list(iterable), key, reverse)
+
+
+def _round(number: Any, ndigits: Any = None) -> Any:
+    """round() whose one-argument form (an int) checks a Decimal's size first (safe_int.py)."""
+    if ndigits is None:
+        decimal_to_int_check(number, "round()")
+        return round(number)
+    return round(number, ndigits)
+
+
 def _sum(iterable: Any, /, start: Any = 0) -> Any:
     """sum() in chunks of _CHUNK items, so the time limit can stop it between chunks (a sum over a list of
     huge integers, or of a long C iterator, is otherwise one uninterruptible C loop)."""
@@ -151,6 +188,7 @@ def make_builtins(
 ) -> dict[str, Any]:
     """Build the `__builtins__` dict for one namespace."""
     limits = session.limits
+    configure(limits.max_int_bits)
     table: dict[str, Any] = {name: getattr(_py, name) for name in PLAIN_BUILTINS + EXCEPTIONS}
 
     def safe_range(*args: Any) -> range:
@@ -223,10 +261,12 @@ def make_builtins(
             "range": safe_range,
             "map": _map,
             "filter": _filter,
-            "sorted": _keyed(sorted),
+            "sorted": _sorted,
             "min": _keyed(min),
             "max": _keyed(max),
             "sum": _sum,
+            "int": CappedInt,
+            "round": _round,
             "bytes": sized(bytes),
             "bytearray": sized(bytearray),
             "iter": safe_iter,
@@ -266,6 +306,7 @@ def safe_build_class(func: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
     runs. CPython's `except*` calls a group's own `split` (an override can hand a handler a non-exception or
     crash the interpreter), and checking after creation is too late: an Enum mixin builds its members — and
     runs their `__init__` — while the class is being created, so an instance could escape a later refusal."""
+    bases = tuple(int if base is CappedInt else base for base in bases)  # the real int (Enum mixins work)
     resolved = types.resolve_bases(bases)
     if resolved and any(lib in sys.modules for lib in ("numpy", "pandas", "matplotlib")):
         for base in resolved:
@@ -276,4 +317,8 @@ def safe_build_class(func: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
                 "subclassing ExceptionGroup is not available in the sandbox; raise ExceptionGroup(...) "
                 "or BaseExceptionGroup(...) itself"
             )
-    return _py.__build_class__(func, name, *bases, **kwargs)
+    cls = _py.__build_class__(func, name, *bases, **kwargs)
+    if isinstance(cls, type) and issubclass(cls, int) and not issubclass(cls, enum.Enum):
+        if "__new__" not in cls.__dict__:  # cells cannot define __new__: int(text, 16)'s checks
+            cls.__new__ = staticmethod(capped_int_new)  # type: ignore[assignment]
+    return cls

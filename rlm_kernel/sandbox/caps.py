@@ -16,11 +16,12 @@ import string
 from collections.abc import Callable
 from typing import Any
 
-from rlm_kernel.sandbox.data.attrs import is_data_class
+from rlm_kernel.sandbox.data.attrs import data_text_size, is_data_class
 from rlm_kernel.sandbox.errors import LimitExceeded
 from rlm_kernel.sandbox.limits import Limits
+from rlm_kernel.sandbox.safe_int import decimal_to_int_check
 
-__all__ = ["PERCENT_SPEC", "Caps", "SafeFormatter"]
+__all__ = ["PERCENT_INT", "PERCENT_SPEC", "Caps", "SafeFormatter"]
 
 
 class SafeFormatter(string.Formatter):
@@ -51,6 +52,21 @@ class SafeFormatter(string.Formatter):
 
 
 _WIDTH_DIGITS = re.compile(r"\d+")
+PERCENT_INT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[diu]")
+
+
+def _check_decimal_fixed(value: decimal.Decimal, cap: int) -> None:
+    """Fixed-point formatting of a Decimal writes every digit of its exponent ('1e200000000' → 200 MB)."""
+    if not cap or not decimal.Decimal.is_finite(value):
+        return
+    size = abs(decimal.Decimal.adjusted(value)) + len(decimal.Decimal.as_tuple(value).digits)
+    if size > cap:
+        raise LimitExceeded(
+            f"fixed-point formatting of this Decimal would write about {size} characters, over the limit of "
+            f"{cap} (RLM_MAX_SEQUENCE); use the 'e' or 'g' format"
+        )
+
+
 PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 
 
@@ -89,6 +105,8 @@ class Caps:
             return
         if isinstance(value, (datetime.date, datetime.time)):
             return
+        if isinstance(value, decimal.Decimal) and spec[-1:] in ("f", "F", "%"):
+            _check_decimal_fixed(value, limits.max_sequence)
         for digits in _WIDTH_DIGITS.findall(spec):
             if len(digits) > 7 or int(digits) > limits.max_format_width:
                 raise LimitExceeded(
@@ -119,6 +137,9 @@ class Caps:
         if isinstance(a, (str, bytes)) and limits.max_format_width:
             text = a if isinstance(a, str) else a.decode("latin-1")
             args = b if isinstance(b, tuple) else (b,)
+            for arg in args:
+                if isinstance(arg, decimal.Decimal) and PERCENT_INT.search(text):
+                    decimal_to_int_check(arg, "'%d' formatting")  # %d/%i/%u convert with int()
             for width, precision in PERCENT_SPEC.findall(text):
                 for part in (width, precision):
                     if part == "*":
@@ -203,10 +224,19 @@ class Caps:
         limits = self.limits
         if not limits.max_sequence or isinstance(seq, _NUMBERS) or not hasattr(type(times), "__index__"):
             return
-        if is_data_class(type(seq)) or (
-            is_data_class(type(times)) and not isinstance(times, numbers.Integral)
-        ):
-            return  # arrays and frames multiply element-wise (memory bounded by RLIMIT_AS); np.int64 repeats
+        if is_data_class(type(seq)):
+            if hasattr(type(times), "__index__") and not is_data_class(type(times)):
+                n = operator.index(times)
+                text = data_text_size(seq) if n > 1 else 0  # string elements repeat element-wise
+                if text * n > limits.max_sequence:
+                    raise LimitExceeded(
+                        f"repeating the text in this {type(seq).__name__} ({text} characters) {n} times "
+                        f"gives {text * n} characters, over the limit of {limits.max_sequence} "
+                        "(RLM_MAX_SEQUENCE)"
+                    )
+            return  # numbers multiply element-wise (memory bounded by RLIMIT_AS)
+        if is_data_class(type(times)) and not isinstance(times, numbers.Integral):
+            return  # np.int64 repeats
         if isinstance(times, _NUMBERS) and not isinstance(times, int):
             return
         if not hasattr(type(seq), "__len__"):

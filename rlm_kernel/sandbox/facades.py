@@ -18,7 +18,6 @@ import datetime
 import decimal
 import difflib
 import enum
-import fractions
 import functools
 import hashlib
 import heapq
@@ -41,11 +40,12 @@ from typing import TYPE_CHECKING, Any
 
 import rlm_kernel.sandbox.safe_stdlib as safe
 import rlm_kernel.sandbox.safe_types as safe_types
-from rlm_kernel.sandbox.builtins import python_level
-from rlm_kernel.sandbox.errors import refusal
+from rlm_kernel.sandbox.builtins import chunked_sort, python_level
+from rlm_kernel.sandbox.errors import LimitExceeded, refusal
 from rlm_kernel.sandbox.facade import Facade, Refused, is_cell_function, make_facade
 from rlm_kernel.sandbox.guards import WRITABLE_TYPES
 from rlm_kernel.sandbox.safe_decimal import CappedContext, localcontext
+from rlm_kernel.sandbox.safe_int import CappedFraction, decimal_to_int_check
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -80,6 +80,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     """Build every facade for one session (`random` is the session's own `Random`; `pprint` prints capped).
 
     A table: a module's chosen names (`_pick`), plus, for the modules that need checks, a named builder."""
+    safe.install_counter_chunks()
     f: dict[str, dict[str, Any]] = {}
 
     f["re"] = _pick(
@@ -96,6 +97,9 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "median_grouped mode multimode quantiles pstdev pvariance stdev variance "
         "covariance correlation linear_regression NormalDist StatisticsError",
     )
+    for name in ("median", "median_low", "median_high", "median_grouped", "quantiles"):
+        f["statistics"][name] = _presorted(getattr(statistics, name))  # they call the C sorted()
+    f["json"].update(dumps=_indent_capped(json.dumps, session), dump=_indent_capped(json.dump, session))
     f["collections.abc"] = _pick(collections.abc, " ".join(collections.abc.__all__))
     f["collections"] = _pick(
         collections, "Counter defaultdict OrderedDict deque namedtuple ChainMap UserDict UserList UserString"
@@ -140,7 +144,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     f["decimal"].update(Context=CappedContext, localcontext=localcontext)
     for name in ("BasicContext", "ExtendedContext", "DefaultContext"):
         f["decimal"].pop(name, None)  # shared mutable contexts
-    f["fractions"] = _pick(fractions, "Fraction")
+    f["fractions"] = {"Fraction": CappedFraction}
     f["random"] = _random_names(session)
     f["heapq"] = _pick(heapq, "heappush heappop heapify heapreplace heappushpop nlargest nsmallest merge")
     f["bisect"] = _pick(bisect, "bisect bisect_left bisect_right insort insort_left insort_right")
@@ -179,6 +183,9 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
 
     f["pprint"] = _pick(pprint, "pformat isreadable isrecursive saferepr")
     f["pprint"].update(_capped_pprint(session))
+    f["pprint"].update(
+        {k: _indent_capped(v, session) for k, v in f["pprint"].items() if k in ("pformat", "pprint", "pp")}
+    )
     f["typing"] = _pick(
         typing,
         "Any AnyStr Callable ClassVar Final Generic Literal NamedTuple NewType "
@@ -227,7 +234,51 @@ def _math_names(session: SandboxSession) -> dict[str, Any]:
         gcd=safe.gcd_like(math.gcd, "math.gcd", int_bits),
         lcm=safe.gcd_like(math.lcm, "math.lcm", int_bits),
     )
+    for name in ("floor", "ceil", "trunc"):
+        names[name] = _decimal_checked(getattr(math, name), f"math.{name}()")
     return names
+
+
+def _decimal_checked(fn: Callable[[Any], Any], what: str) -> Callable[[Any], Any]:
+    """math.floor/ceil/trunc: a Decimal argument's size checked before the C conversion to int."""
+
+    @functools.wraps(fn)
+    def checked(x: Any) -> Any:
+        decimal_to_int_check(x, what)
+        return fn(x)
+
+    return checked
+
+
+def _presorted(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A statistics function that sorts its data with the C `sorted()` (one uninterruptible call: minutes
+    for 10**8 floats), given the data already sorted by the sandbox's chunked sort (its own sort of a sorted
+    list is then a single linear pass)."""
+
+    @functools.wraps(fn)
+    def wrapper(data: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(chunked_sort(list(data)), *args, **kwargs)
+
+    return wrapper
+
+
+def _indent_capped(fn: Callable[..., Any], session: SandboxSession) -> Callable[..., Any]:
+    """json.dumps/dump and pprint.pformat with `indent`/`width` within RLM_MAX_FORMAT_WIDTH (each line is
+    indented by `indent` spaces per level: `indent=10**9` builds gigabytes)."""
+    limit = session.limits.max_format_width
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        indent = kwargs.get("indent")
+        size = len(indent) if isinstance(indent, str) else indent if type(indent) is int else 0
+        if limit and size > limit:
+            raise LimitExceeded(
+                f"indent={size if type(indent) is int else f'<{size} characters>'} is over the limit of "
+                f"{limit} (RLM_MAX_FORMAT_WIDTH)"
+            )
+        return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def _itertools_names() -> dict[str, Any]:

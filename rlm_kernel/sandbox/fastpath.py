@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from rlm_kernel.sandbox.caps import PERCENT_SPEC
+from rlm_kernel.sandbox.caps import PERCENT_INT, PERCENT_SPEC
 
 __all__ = [
     "CAPPED_BINOPS",
@@ -41,12 +41,15 @@ def _number_literal(node: ast.expr) -> bool:
 
 def _harmless_format(node: ast.expr, width_limit: int) -> bool:
     """A literal printf-style format whose widths/precisions are all within the limit and none is '*'
-    (which takes the width from the arguments): the `%` guard would let it through whatever the arguments."""
+    (which takes the width from the arguments), with no %d/%i/%u: the `%` guard would let it through
+    whatever the arguments."""
     if not (isinstance(node, ast.Constant) and type(node.value) in (str, bytes)):
         return False
     if not width_limit:
         return True
     text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+    if PERCENT_INT.search(text):
+        return False  # %d converts its argument with int(): a huge Decimal is checked by the guard
     for width, precision in PERCENT_SPEC.findall(text):
         for part in (width, precision):
             if part == "*" or (part and (len(part) > 7 or int(part) > width_limit)):
@@ -59,7 +62,7 @@ def harmless_binop(node: ast.BinOp, width_limit: int) -> bool:
 
     `x * 3`, `x * 0.5` (the `*` guard passes floats through); `2 ** 10` (small literals), `2.0 ** x`,
     `x ** 0.5` (the `**` guard checks int ** int only); `7 % x`, `1.5 % x` (the `%` guard checks str/bytes
-    formatting only) and `'%d items' % n` (a literal format with small widths and no '*').
+    formatting only) and `'%s items' % n` (a literal format with small widths, no '*' and no %d).
     """
     left, right = node.left, node.right
     if isinstance(node.op, ast.Mult):

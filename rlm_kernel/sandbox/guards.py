@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import collections
+import decimal
 import functools
 import re
 import string
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
-from rlm_kernel.sandbox.builtins import SafeType
+from rlm_kernel.sandbox.builtins import SafeType, chunked_sort
 from rlm_kernel.sandbox.caps import Caps, SafeFormatter
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
@@ -31,7 +32,9 @@ from rlm_kernel.sandbox.errors import CellTimeout, refusal
 from rlm_kernel.sandbox.fastpath import RANGE_BITS
 from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
+from rlm_kernel.sandbox.safe_int import CELL_CLASSES, decimal_to_int_check
 from rlm_kernel.sandbox.safe_stdlib import counter_elements
+from rlm_kernel.sandbox.text_caps import TEXT_METHODS, text_method
 from rlm_kernel.sandbox.writes import WRITABLE_TYPES, AttrWriter, refused_write
 
 if TYPE_CHECKING:
@@ -108,6 +111,37 @@ def special_partial(obj: Any, name: str) -> Any:
 def special_elements(obj: Any, name: str) -> Any:
     if isinstance(obj, collections.Counter):
         return counter_elements(obj)
+    return _RAISE
+
+
+def special_mro(obj: Any, name: str) -> Any:
+    """`cls.mro()` names the checked classes cells see (`bool.mro()` would hand out the real int)."""
+    if isinstance(obj, type):
+        return lambda: [CELL_CLASSES.get(c, c) for c in type.mro(obj)]
+    return _RAISE
+
+
+def special_integer_ratio(obj: Any, name: str) -> Any:
+    """`Decimal.as_integer_ratio()` converts to integers in C: checked first (safe_int.py)."""
+    if isinstance(obj, decimal.Decimal):
+        real = obj.as_integer_ratio
+
+        def as_integer_ratio() -> tuple[int, int]:
+            decimal_to_int_check(obj, "as_integer_ratio()")
+            return real()
+
+        return as_integer_ratio
+    return _RAISE
+
+
+def special_sort(obj: Any, name: str) -> Any:
+    """`list.sort()` in runs the time limit can stop between (builtins.chunked_sort)."""
+    if isinstance(obj, list):
+
+        def sort(*, key: Any = None, reverse: bool = False) -> None:
+            list.__setitem__(obj, slice(None), chunked_sort(list(list.__iter__(obj)), key, reverse))
+
+        return sort
     return _RAISE
 
 
@@ -273,12 +307,19 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             return caps.from_bytes(type(obj))
         return _RAISE
 
+    max_sequence = limits.max_sequence
+
+    def special_text(obj: Any, name: str) -> Any:
+        checked = text_method(obj, name, max_sequence)
+        return _RAISE if checked is None else checked
+
     def special_data(obj: Any, name: str) -> Any:
-        value = data_attribute(obj, name, session.write_output)
+        value = data_attribute(obj, name, session.write_output, limits.max_sequence)
         return _RAISE if value is NOT_HANDLED else check_value(value, f"attribute {name!r}")
 
     _SPECIAL: dict[str, Callable[[Any, str], Any]] = {
         **dict.fromkeys(DATA_NAMES, special_data),
+        **dict.fromkeys(TEXT_METHODS, special_text),
         "format": special_format,
         "format_map": special_format,
         "get_field": special_formatter,
@@ -294,6 +335,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "register": special_register,
         "from_bytes": special_from_bytes,
         "elements": special_elements,
+        "mro": special_mro,
+        "sort": special_sort,
+        "as_integer_ratio": special_integer_ratio,
     }
     slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)
 

@@ -14,6 +14,7 @@ import types
 from typing import Any
 
 from rlm_kernel.sandbox.errors import refusal
+from rlm_kernel.sandbox.safe_int import CELL_CLASSES
 
 __all__ = ["DENIED_TYPES", "PLAIN", "ValueCheck"]
 
@@ -107,6 +108,8 @@ class ValueCheck:
         kind = type(value)
         if kind in PLAIN:
             return value
+        if kind is type and value in CELL_CLASSES:  # the real int (json's parse_int …): the checked one
+            return CELL_CLASSES[value]
         if len(sys.modules) != self.modules:  # e.g. the LLM layer imported httpx since: recompute
             self.bases, self.modules = _denied_bases(), len(sys.modules)
         bases = self.bases

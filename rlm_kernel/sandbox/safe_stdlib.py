@@ -6,7 +6,9 @@ contexts are in safe_decimal.py, the enums and `singledispatch` in safe_types.py
 
 from __future__ import annotations
 
+import collections
 import functools
+import itertools
 import math
 import operator
 from collections.abc import Callable, Iterable, Iterator
@@ -21,6 +23,7 @@ __all__ = [
     "chain",
     "combinatoric",
     "counter_elements",
+    "install_counter_chunks",
     "gcd_like",
     "count",
     "cycle",
@@ -174,6 +177,29 @@ def gcd_like(
         return value
 
     return wrapper
+
+
+_COUNT_CHUNK = 1 << 16
+_c_count_elements = collections._count_elements  # type: ignore[attr-defined]
+
+
+def _count_in_chunks(mapping: Any, iterable: Iterable[Any]) -> None:
+    """collections' `_count_elements` (what Counter(iterable) and Counter.update run) fed _COUNT_CHUNK items
+    at a time, so the time limit can stop counting a 10**8-character string between two C calls."""
+    if type(iterable) in (list, tuple) and len(iterable) <= _COUNT_CHUNK:
+        _c_count_elements(mapping, iterable)
+        return
+    it = iter(iterable)
+    while True:
+        chunk = list(itertools.islice(it, _COUNT_CHUNK))
+        if not chunk:
+            return
+        _c_count_elements(mapping, chunk)
+
+
+def install_counter_chunks() -> None:
+    """Make Counter count in chunks (process-wide: the same counts, the kernel's own uses included)."""
+    collections._count_elements = _count_in_chunks  # type: ignore[attr-defined]
 
 
 def counter_elements(counter: Any) -> Callable[[], Iterator[Any]]:

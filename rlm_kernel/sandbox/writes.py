@@ -17,6 +17,7 @@ from rlm_kernel.sandbox.errors import SandboxAttributeError, SandboxTypeError, r
 from rlm_kernel.sandbox.facade import Facade
 from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 from rlm_kernel.sandbox.safe_decimal import CappedContext
+from rlm_kernel.sandbox.safe_int import CELL_CLASSES
 
 __all__ = ["WRITABLE_TYPES", "AttrWriter", "refused_write"]
 
@@ -66,6 +67,9 @@ class AttrWriter:
         raise refusal(f"cannot delete attributes of a {type(self._rlm_target).__name__} in the sandbox")
 
 
+CHECKED_CLASSES = frozenset({CELL_CLASSES[int]})  # `int` in cells: a built-in (immutable) type to writers
+
+
 def refused_write(obj: Any, *, attribute: bool) -> Any:
     """A write to `obj` the guards found no rule for (`attribute`: `obj.a = v`, else `obj[k] = v`): `obj` back
     if it may be changed after all, else the refusal."""
@@ -80,7 +84,7 @@ def refused_write(obj: Any, *, attribute: bool) -> Any:
     # What plain Python raises for the same write, so honest `try`/`except` code behaves the same.
     if not attribute and not hasattr(kind, "__setitem__"):
         raise refusal(f"{name!r} object does not support item assignment or deletion", SandboxTypeError)
-    if attribute and isinstance(obj, type) and obj.__flags__ & _IMMUTABLE_TYPE:
+    if attribute and isinstance(obj, type) and (obj.__flags__ & _IMMUTABLE_TYPE or obj in CHECKED_CLASSES):
         raise refusal(f"cannot set attributes of the built-in type {obj.__name__!r}", SandboxTypeError)
     if attribute and not kind.__flags__ & _HEAP_TYPE and not hasattr(obj, "__dict__"):
         raise refusal(f"{name!r} object has no attributes that can be set", SandboxAttributeError)

@@ -62,9 +62,10 @@ def test_fast_plan_proves_sizes_or_declines() -> None:
     assert fast_plan(_expr("x ** y"), 2_000_000, 100_000) is None  # an exponent that is not a literal
     proven = fast_plan(_expr("i * 3 % n"), 2_000_000, 100_000, proven={"i": RANGE_BITS})
     assert proven is not None and "i" not in dict(proven)
-    assert harmless_binop(_expr("'%d items' % n"), 100_000) and not harmless_binop(
+    assert harmless_binop(_expr("'%s items' % n"), 100_000) and not harmless_binop(
         _expr("'%*d' % n"), 100_000
     )
+    assert not harmless_binop(_expr("'%d items' % n"), 100_000)  # %d: int() of a Decimal is checked
     test = ast.unparse(fast_test([("x", 64), ("y", 0)]))
     assert "_type_(x) is _int_" in test and "_type_(y) is _float_" in test and str(1 << 64) in test
 

@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rlm_kernel.sandbox.errors import refusal
+from rlm_kernel.sandbox.errors import LimitExceeded, refusal
 
 __all__ = [
     "DATA_NAMES",
@@ -31,6 +31,8 @@ __all__ = [
     "SAFE_FUNC_NAMES",
     "check_func_spec",
     "check_savefig",
+    "data_text_size",
+    "plain_spec",
     "data_attribute",
     "function_taker",
     "is_data_class",
@@ -114,29 +116,69 @@ def is_data_class(cls: Any) -> bool:
     return found
 
 
-def check_func_spec(spec: Any, what: str, *, depth: int = 0) -> None:
-    """Refuse string function names outside SAFE_FUNC_NAMES anywhere in an agg/apply specification."""
+def plain_spec(spec: Any, what: str, *, depth: int = 0) -> Any:
+    """An exact copy of an agg/apply specification — str, list, tuple and dict, built by reading the cell's
+    object once (`list(keys())`, then each item) — so that the check and pandas see the same thing: a str
+    subclass whose `__str__` says 'sum', or a dict whose `values()` differs from its items, cannot show the
+    check one specification and pandas another. Other objects (functions, column labels) are kept."""
     if depth > 5:
         raise refusal(f"{what}: the function specification is nested too deeply")
     if isinstance(spec, str):
-        if str(spec) not in SAFE_FUNC_NAMES:
+        return str.__str__(spec)
+    if isinstance(spec, Mapping):
+        return {key: plain_spec(spec[key], what, depth=depth + 1) for key in list(spec.keys())}
+    if isinstance(spec, (list, tuple)):
+        items = [plain_spec(value, what, depth=depth + 1) for value in list(spec)]
+        return tuple(items) if isinstance(spec, tuple) else items
+    return spec
+
+
+def data_text_size(obj: Any) -> int:
+    """Characters of text held by a numpy array or pandas object (0 for numbers): what `obj * n` repeats
+    element-wise for string elements. Fixed-width dtypes are counted from the item size, object and
+    variable-width ones element by element."""
+    import numpy as np
+
+    values = obj.to_numpy() if hasattr(obj, "to_numpy") and not isinstance(obj, np.ndarray) else obj
+    if not isinstance(values, np.ndarray):
+        return 0
+    kind = values.dtype.kind
+    if kind == "U":
+        return values.size * (values.dtype.itemsize // 4)
+    if kind == "S":
+        return values.size * values.dtype.itemsize
+    if kind in "OT":
+        return sum(len(v) for v in values.flat if isinstance(v, (str, bytes)))
+    return 0
+
+
+def check_func_spec(spec: Any, what: str, *, depth: int = 0) -> None:
+    """Refuse string function names outside SAFE_FUNC_NAMES anywhere in an agg/apply specification (check
+    the `plain_spec` copy and pass that copy on)."""
+    if depth > 5:
+        raise refusal(f"{what}: the function specification is nested too deeply")
+    if isinstance(spec, str):
+        if str.__str__(spec) not in SAFE_FUNC_NAMES:
             raise refusal(
-                f"{what} with the name {str(spec)[:40]!r} is not available in the sandbox; pass a function "
-                f"or one of: {', '.join(sorted(SAFE_FUNC_NAMES)[:12])}, ..."
+                f"{what} with the name {str.__str__(spec)[:40]!r} is not available in the sandbox; pass a "
+                f"function or one of: {', '.join(sorted(SAFE_FUNC_NAMES)[:12])}, ..."
             )
         return
-    if isinstance(spec, Mapping):
-        for value in list(spec.values()):
+    if type(spec) is dict:
+        for value in spec.values():
             check_func_spec(value, what, depth=depth + 1)
-    elif isinstance(spec, (list, tuple)):
-        for value in list(spec):
+    elif type(spec) in (list, tuple):
+        for value in spec:
             check_func_spec(value, what, depth=depth + 1)
+    elif isinstance(spec, (Mapping, list, tuple)):
+        check_func_spec(plain_spec(spec, what, depth=depth), what, depth=depth)
 
 
 def _check_named(kwargs: dict[str, Any], what: str) -> None:
-    """Named aggregation: `agg(total=('col', 'sum'))` — the second item is a function spec."""
+    """Named aggregation: `agg(total=('col', 'sum'))` — the second item is a function spec (`kwargs` holds
+    plain copies already: see `function_taker`)."""
     for value in kwargs.values():
-        if isinstance(value, tuple) and len(value) == 2:
+        if type(value) is tuple and len(value) == 2:
             check_func_spec(value[1], what)
 
 
@@ -153,6 +195,12 @@ def function_taker(
     @functools.wraps(method)
     def checked(*args: Any, **kwargs: Any) -> Any:
         what = f"{name}()"
+        # one plain copy of every function specification, checked and then passed on (nothing read twice)
+        if position is not None and len(args) > position:
+            args = (*args[:position], plain_spec(args[position], what), *args[position + 1 :])
+        for key, value in list(kwargs.items()):
+            if key in _FUNC_PARAMS or (named and isinstance(value, tuple)):
+                kwargs[key] = plain_spec(value, what)
         if position is not None and len(args) > position:
             check_func_spec(args[position], what)
         for param in _FUNC_PARAMS:
@@ -175,8 +223,10 @@ def check_format_string(value: Any, what: str) -> None:
     format with the real str.format, outside the sandbox's attribute guard."""
     if not isinstance(value, str):
         return
+    if type(value) is not str:
+        raise refusal(f"{what}: pass the format as a plain str (str subclasses format themselves)")
     try:
-        fields = [field for _, field, _, _ in string.Formatter().parse(str(value)) if field]
+        fields = [field for _, field, _, _ in string.Formatter().parse(value) if field]
     except ValueError:
         return  # not a valid template: the library reports it
     if any("." in field or "[" in field for field in fields):
@@ -227,18 +277,37 @@ def _no_backend(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 SAVE_FORMATS = frozenset({"png", "svg", "pdf", "jpg", "jpeg"})
+# savefig's keywords that only shape the image; `backend=` ('module://name' imports a module), and any other
+# keyword (passed on to the canvas's print_* writer) are refused.
+SAVEFIG_KEYWORDS = frozenset(
+    "format dpi transparent metadata bbox_inches pad_inches facecolor edgecolor orientation "
+    "bbox_extra_artists".split()
+)
 
 
 def check_savefig(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """savefig only into an io.BytesIO/io.StringIO buffer, in a format rendered in-process."""
+    """savefig only into an io.BytesIO/io.StringIO buffer, in a format rendered in-process (the `format=`
+    given or rcParams['savefig.format']), with keywords that name no module or file."""
+    if len(args) > 1:
+        raise refusal("savefig takes the buffer as its only positional argument; pass the rest by name")
     target = args[0] if args else kwargs.get("fname")
     if type(target) not in _BUFFERS:
         raise refusal(
             "savefig to a path or file is not available in the sandbox; use plt.show() (the figure is shown "
             "inline) or fig.savefig(io.BytesIO(), format='png')"
         )
+    unknown = sorted(set(kwargs) - SAVEFIG_KEYWORDS - {"fname"})
+    if unknown:
+        raise refusal(
+            f"savefig({', '.join(f'{k}=' for k in unknown)}) is not available in the sandbox (backend= "
+            f"imports a module by name); available keywords: {', '.join(sorted(SAVEFIG_KEYWORDS))}"
+        )
     fmt = kwargs.get("format")
-    if fmt is not None and (type(fmt) is not str or fmt.lower() not in SAVE_FORMATS):
+    if fmt is None:
+        import matplotlib
+
+        fmt = matplotlib.rcParams["savefig.format"]
+    if type(fmt) is not str or fmt.lower() not in SAVE_FORMATS:
         raise refusal(
             f"savefig format {fmt!r} is not available; use one of {', '.join(sorted(SAVE_FORMATS))}"
         )
@@ -248,6 +317,11 @@ def _savefig(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def checked(*args: Any, **kwargs: Any) -> Any:
         check_savefig(args, kwargs)
+        fmt = kwargs.get("format")
+        if fmt is None:
+            import matplotlib
+
+            kwargs["format"] = matplotlib.rcParams["savefig.format"]  # the one checked
         return method(*args, **kwargs)
 
     return checked
@@ -293,6 +367,82 @@ class PlotAccessor:
         return "<pandas plot accessor (rlm sandbox)>"
 
 
+_STR_GROWING = frozenset({"repeat", "pad", "center", "ljust", "rjust", "zfill", "join", "cat", "replace"})
+
+
+def _str_check(obj: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], cap: int) -> None:
+    """Refuse a pandas `.str` method whose result would hold more than `cap` characters in all."""
+    if not cap:
+        return
+    import pandas as pd
+
+    lengths = pd.Series(obj.str.len())  # an Index's lengths are an Index (no .sum)
+    total = int(lengths.fillna(0).sum())
+    count = len(obj)
+    first = args[0] if args else None
+    if method == "repeat":
+        repeats = kwargs.get("repeats", first)
+        most = max((int(r) for r in repeats), default=0) if isinstance(repeats, (list, tuple)) else repeats
+        size = total * int(most) if hasattr(type(most), "__index__") else 0
+    elif method in ("pad", "center", "ljust", "rjust", "zfill"):
+        width = kwargs.get("width", first)
+        size = count * int(width) if hasattr(type(width), "__index__") else 0
+    elif method == "join":
+        sep = kwargs.get("sep", first)
+        size = total * (1 + len(sep)) if isinstance(sep, str) else 0
+    elif method == "cat":
+        sep = kwargs.get("sep")
+        size = total + count * len(sep) if isinstance(sep, str) else 0
+    else:  # replace(pat, repl): every position may match (a regex matching the empty string)
+        repl = kwargs.get("repl", args[1] if len(args) > 1 else None)
+        size = (total + count) * (1 + len(repl)) if isinstance(repl, str) and len(repl) > 1 else 0
+    if size > cap:
+        raise LimitExceeded(
+            f".str.{method}() would build about {size} characters, over the limit of {cap} "
+            "(RLM_MAX_SEQUENCE); work on fewer rows or a smaller width"
+        )
+
+
+class StrAccessor:
+    """`series.str` for cells: pandas' string methods, with those that grow the text checked first."""
+
+    __slots__ = ("_rlm_accessor", "_rlm_obj", "_rlm_cap")
+
+    def __init__(self, accessor: Any, obj: Any, cap: int, *, token: object = None) -> None:
+        if token is not _TOKEN:
+            raise refusal("the str accessor cannot be created from a cell; use series.str")
+        object.__setattr__(self, "_rlm_accessor", accessor)
+        object.__setattr__(self, "_rlm_obj", obj)
+        object.__setattr__(self, "_rlm_cap", cap)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = getattr(self._rlm_accessor, name)
+        if name not in _STR_GROWING or not callable(value):
+            return value
+        obj, cap = self._rlm_obj, self._rlm_cap
+
+        @functools.wraps(value)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            _str_check(obj, name, args, kwargs, cap)
+            return value(*args, **kwargs)
+
+        return checked
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._rlm_accessor[key]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise refusal("the str accessor is read-only")
+
+    def __dir__(self) -> list[str]:
+        return [n for n in dir(self._rlm_accessor) if not n.startswith("_")]
+
+    def __repr__(self) -> str:
+        return "<pandas str accessor (rlm sandbox)>"
+
+
 def _plot(name: str, value: Any) -> Any:
     if callable(value) and type(value).__name__ == "PlotAccessor":
         return PlotAccessor(value, token=_TOKEN)
@@ -317,7 +467,7 @@ _WRAPPERS: dict[str, Callable[[str, Any], Any]] = {
     ),
 }
 
-DATA_NAMES = frozenset(REFUSED) | frozenset(_WRAPPERS) | {"info"}
+DATA_NAMES = frozenset(REFUSED) | frozenset(_WRAPPERS) | {"info", "str"}
 
 
 def _info(method: Callable[..., Any], write: Callable[[str], None]) -> Callable[..., Any]:
@@ -338,7 +488,9 @@ def _info(method: Callable[..., Any], write: Callable[[str], None]) -> Callable[
     return checked
 
 
-def data_attribute(obj: Any, name: str, write: Callable[[str], None] | None = None) -> Any:
+def data_attribute(
+    obj: Any, name: str, write: Callable[[str], None] | None = None, max_sequence: int = 0
+) -> Any:
     """For an object (or class) of the data libraries: refuse `name`, or return its checked value.
 
     Returns NOT_HANDLED for every other object, so the guard goes on as usual.
@@ -358,6 +510,8 @@ def data_attribute(obj: Any, name: str, write: Callable[[str], None] | None = No
         )
     if name == "info" and write is not None and callable(value):
         return _info(value, write)
+    if name == "str" and not isinstance(obj, type) and type(value).__name__ == "StringMethods":
+        return StrAccessor(value, obj, max_sequence, token=_TOKEN)
     wrap = _WRAPPERS.get(name)
     if wrap is None or not callable(value):
         return value

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import rlm_kernel.sandbox.data.figures as figures
 from rlm_kernel.sandbox.data.attrs import function_taker
-from rlm_kernel.sandbox.data.plotting import FILES_REASON, matplotlib_facades
+from rlm_kernel.sandbox.data.plotting import FILES_REASON, matplotlib_facades, plain_settings
 from rlm_kernel.sandbox.data.standins import ndarray_standin
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
 from rlm_kernel.sandbox.facade import is_cell_function, make_facade, refused_entries
@@ -132,8 +132,14 @@ def _numpy(session: SandboxSession) -> tuple[dict[str, Any], dict[str, Any], dic
         @functools.wraps(fn)
         def creator(shape: Any, *args: Any, **kwargs: Any) -> Any:
             dtype = kwargs.get("dtype", args[0] if args and what != "full" else None)
+            if what == "full" and dtype is None:
+                dtype = args[1] if len(args) > 1 else None
             try:
-                itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
+                if what == "full" and dtype is None and (args or "fill_value" in kwargs):
+                    fill = args[0] if args else kwargs["fill_value"]  # np.full(n, 'x' * 10**6): its width
+                    itemsize = np.asarray(fill).dtype.itemsize
+                else:
+                    itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
             except TypeError:
                 itemsize = 8
             check(_shape_items(shape) * max(itemsize, 1))
@@ -265,22 +271,34 @@ def _pandas(session: SandboxSession) -> dict[str, Any]:
     attrs["pivot_table"] = function_taker("pd.pivot_table", pd.pivot_table, position=4)
     attrs["crosstab"] = function_taker("pd.crosstab", pd.crosstab, position=5)
 
+    from pandas._config import config as pd_config
+
+    # exact registered keys only: pandas reads an option name as a regex ('display.x{9}|plotting.backend'
+    # matches plotting.backend, which names a module to import); a registered key is looked up as itself
+    display_options = frozenset(k for k in pd_config._registered_options if k.startswith("display."))
+
     def option_key(key: Any) -> str:
-        if type(key) is not str or not key.startswith("display."):
-            raise refusal(f"option {key!r} is not available; only 'display.*' options can be changed")
+        if type(key) is not str or key not in display_options:
+            raise refusal(
+                f"option {key!r} is not available; only 'display.*' options can be changed, named in full "
+                "(e.g. 'display.max_rows'; no patterns)"
+            )
         return key
 
-    def set_option(*args: Any) -> None:
-        if len(args) % 2:
-            raise TypeError("set_option takes pairs: set_option('display.max_rows', 100)")
+    def option_pairs(args: tuple[Any, ...], what: str) -> tuple[Any, ...]:
+        if len(args) == 1 and hasattr(args[0], "keys"):
+            args = tuple(item for pair in plain_settings(args[0]).items() for item in pair)
+        if len(args) % 2 or not args:
+            raise TypeError(f"{what} takes pairs: {what}('display.max_rows', 100), or one dict of them")
         for key in args[::2]:
             option_key(key)
-        pd.set_option(*args)
+        return args
+
+    def set_option(*args: Any) -> None:
+        pd.set_option(*option_pairs(args, "set_option"))
 
     def option_context(*args: Any) -> Any:
-        for key in args[::2]:
-            option_key(key)
-        return pd.option_context(*args)
+        return pd.option_context(*option_pairs(args, "option_context"))
 
     def reset_option(key: Any) -> None:
         pd.reset_option(option_key(key))

@@ -18,7 +18,7 @@ from rlm_kernel.sandbox.facade import make_facade, refused_entries
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
-__all__ = ["FILES_REASON", "RcParamsView", "matplotlib_facades", "rc_settable"]
+__all__ = ["FILES_REASON", "RcParamsView", "matplotlib_facades", "plain_settings", "rc_settable"]
 
 _PYPLOT_NAMES = (
     "figure subplots subplot subplot_mosaic gca gcf sca close clf cla plot bar barh hist hist2d scatter pie "
@@ -84,6 +84,19 @@ _PYPLOT_REFUSED = {
 }
 
 
+def plain_settings(values: Any) -> dict[str, Any]:
+    """An exact dict copy of a cell's mapping of settings, read once through `keys()` and `[key]` (a dict
+    subclass whose `keys()` differs from its iteration, or whose items change between reads, cannot show the
+    check one set of settings and matplotlib another): the copy is what is checked and passed on."""
+    if values is None:
+        return {}
+    if type(values) is dict:
+        return dict(values)
+    if not hasattr(values, "keys"):
+        raise TypeError(f"settings must be a dict, not {type(values).__name__}")
+    return {key: values[key] for key in list(values.keys())}
+
+
 class RcParamsView:
     """matplotlib's rcParams for cells: read any key; set keys that name no file, program or module."""
 
@@ -119,12 +132,12 @@ class RcParamsView:
         return key in matplotlib.rcParams
 
     def update(self, values: Any = None, **kwargs: Any) -> None:
-        items = dict(values or {}, **kwargs)
+        items = {**plain_settings(values), **kwargs}
         for key in items:
             self._check(key)
         import matplotlib
 
-        matplotlib.rcParams.update(items)
+        matplotlib.rcParams.update(items)  # the copy that was checked
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self[key] if key in self else default
@@ -148,18 +161,21 @@ def matplotlib_facades(session: SandboxSession) -> tuple[dict[str, Any], dict[st
     def rc_context(rc_dict: Any = None, fname: Any = None) -> Any:
         if fname is not None:
             raise refusal("rc_context(fname=...) reads a file; pass a dict of settings instead")
-        for key in dict(rc_dict or {}):
+        settings = plain_settings(rc_dict)
+        for key in settings:
             RcParamsView._check(key)
-        return matplotlib.rc_context(rc=rc_dict)
+        return matplotlib.rc_context(rc=settings)  # the copy that was checked
 
     def rc(group: Any, **kwargs: Any) -> None:
         aliases = {"lw": "linewidth", "ls": "linestyle", "c": "color", "fc": "facecolor", "ec": "edgecolor"}
         aliases.update(mew="markeredgewidth", aa="antialiased")
-        groups = [group] if isinstance(group, str) else list(group)
+        groups = (group,) if isinstance(group, str) else tuple(group)
+        if any(type(g) is not str for g in groups):
+            raise refusal("rc(group, ...): the group must be a plain str such as 'lines' or a tuple of them")
         for g in groups:
             for key in kwargs:
                 RcParamsView._check(f"{g}.{aliases.get(key, key)}")
-        plt.rc(group, **kwargs)
+        plt.rc(groups, **kwargs)  # the groups that were checked
 
     def style_use(style: Any) -> None:
         names = [style] if isinstance(style, str) else list(style)

@@ -1,0 +1,219 @@
+"""Recognising files that hold credentials: by directory, by name and by the first bytes of their content.
+
+Pure functions, no I/O but `secret_reason_of_file` (which reads at most `HEAD_BYTES`). Each returns the
+reason a file is a secret (a short phrase for the load summary), or None:
+
+- `secret_reason_by_path`: inside a credentials directory (`.ssh`, `.kube`, `.docker`, `.aws`, `.gnupg`,
+  `.azure`, `.config/gcloud`, `.git` …), or a well-known name (`.env*`, `.netrc`, `.pgpass`, `secrets.toml`,
+  `id_rsa.bak`, `*.pem`, `kubeconfig` …);
+- `secret_reason_by_content`: a private-key block (PEM, OpenSSH, PGP, PuTTY), a cloud service-account key
+  (`"private_key"`), a kubeconfig's client key, or a token of a common format (AWS access key ids, GitHub,
+  GitLab, Slack, OpenAI/Anthropic `sk-…`, Google API keys, Hugging Face, Stripe live keys, npm and PyPI
+  tokens, JSON Web Tokens) — over the first `HEAD_BYTES` of the file, each rule's regex run only when
+  its fixed prefix occurs there.
+
+Content is only scanned at its head, so a token deep inside a large text file is not found; the directory and
+name rules do not depend on the content.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import PurePath
+
+__all__ = [
+    "HEAD_BYTES",
+    "secret_reason_by_content",
+    "secret_reason_by_path",
+    "secret_reason_of_file",
+]
+
+# Bytes of a file's head scanned for keys and tokens: key files, .env files, service-account JSON (~2.3 KB)
+# and kubeconfigs fit; the scan costs ~0.6 ms a file on this machine (about 30 MB/s for all the rules).
+HEAD_BYTES = 16 * 1024
+
+# Directories whose files are credentials or configuration that embeds them (any depth, any file inside).
+_SECRET_DIRS: dict[str, str] = {
+    ".ssh": "SSH keys and configuration",
+    ".gnupg": "GnuPG keys",
+    ".kube": "Kubernetes credentials",
+    ".docker": "Docker registry credentials",
+    ".aws": "AWS credentials",
+    ".azure": "Azure credentials",
+    ".git": "git internals (remotes may embed tokens)",
+    ".password-store": "a password store",
+    ".vault": "Vault credentials",
+    ".terraform.d": "Terraform credentials",
+    ".secrets": "a secrets directory",
+}
+# Two-level directories (`.config/gcloud`): the last two parts of a parent path.
+_SECRET_DIR_PAIRS: dict[tuple[str, str], str] = {
+    (".config", "gcloud"): "Google Cloud credentials",
+    (".config", "gh"): "GitHub CLI tokens",
+    (".config", "hub"): "GitHub CLI tokens",
+    (".config", "op"): "1Password CLI configuration",
+    (".config", "rclone"): "rclone remotes (with tokens)",
+}
+_SECRET_NAMES: dict[str, str] = {
+    ".netrc": "login credentials (.netrc)",
+    "_netrc": "login credentials (_netrc)",
+    ".pypirc": "PyPI credentials",
+    ".npmrc": "npm credentials",
+    ".yarnrc.yml": "yarn credentials",
+    ".git-credentials": "git credentials",
+    ".pgpass": "PostgreSQL passwords",
+    ".my.cnf": "MySQL credentials",
+    ".htpasswd": "web-server passwords",
+    ".s3cfg": "S3 credentials",
+    ".boto": "cloud credentials (boto)",
+    ".dockercfg": "Docker registry credentials",
+    ".vault-token": "a Vault token",
+    ".git-askpass": "git credentials",
+    "credentials": "a credentials file",
+    "credentials.json": "a credentials file",
+    "credentials.db": "a credentials database",
+    "access_tokens.db": "a token database",
+    "application_default_credentials.json": "Google Cloud credentials",
+    "kubeconfig": "Kubernetes credentials",
+    "secrets.toml": "a secrets file (secrets.toml)",
+    "secrets.yaml": "a secrets file",
+    "secrets.yml": "a secrets file",
+    "secrets.json": "a secrets file",
+    "secret.json": "a secrets file",
+    "terraform.tfstate": "Terraform state (holds secrets)",
+    "terraform.tfstate.backup": "Terraform state (holds secrets)",
+}
+_SECRET_SUFFIXES: dict[str, str] = {
+    ".pem": "a key or certificate file",
+    ".key": "a key file",
+    ".p12": "a key store",
+    ".pfx": "a key store",
+    ".jks": "a key store",
+    ".keystore": "a key store",
+    ".ppk": "a PuTTY private key",
+    ".kdbx": "a password database",
+    ".tfstate": "Terraform state (holds secrets)",
+    ".gpg": "an encrypted or key file",
+    ".asc": "a PGP key or signature",
+}
+_SSH_KEY_NAME = re.compile(r"id_(rsa|dsa|ecdsa|ed25519|ecdsa_sk|ed25519_sk|xmss)(\b|_|\.|$)")
+_SERVICE_ACCOUNT_NAME = re.compile(r"(service[-_]?account|client[-_]?secret|sa[-_]key|gcp[-_]key)\S*\.json$")
+
+# Content rules: (reason, literals, pattern). A rule's pattern runs only when one of its literals occurs in
+# the head (a bytes `in` test is a fast memchr-like scan; a regex with many alternatives is not). Tokens
+# are anchored on their fixed prefixes and minimum lengths, so prose ("sk-learn", "ghost_") does not match.
+_CONTENT_RULES: tuple[tuple[str, tuple[bytes, ...], re.Pattern[bytes]], ...] = tuple(
+    (reason, literals, re.compile(pattern))
+    for reason, literals, pattern in (
+        (
+            "it holds a private key",
+            (b"PRIVATE KEY", b"PuTTY-User-Key-File-"),
+            rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d:",
+        ),
+        (
+            'it holds a cloud service-account key ("private_key")',
+            (b'"private_key',),
+            rb'"private_key(?:_id)?"\s*:\s*"[^"]{8}',
+        ),
+        ("it holds a Kubernetes client key", (b"client-key-data",), rb"client-key-data:\s*\S{16}"),
+        (
+            "it holds an AWS access key",
+            (b"AKIA", b"ASIA", b"AGPA", b"AIDA", b"AROA", b"aws_secret_access_key"),
+            rb"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b|aws_secret_access_key\s*=\s*\S{20}",
+        ),
+        (
+            "it holds a GitHub token",
+            (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_"),
+            rb"\bgh[pousr]_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{40,}",
+        ),
+        ("it holds a GitLab token", (b"glpat-",), rb"\bglpat-[A-Za-z0-9_-]{20,}"),
+        (
+            "it holds a Slack token",
+            (b"xox", b"hooks.slack.com"),
+            rb"\bxox[abposr]-[A-Za-z0-9-]{10,}|hooks\.slack\.com/services/T[A-Z0-9]+/",
+        ),
+        ("it holds an Anthropic API key", (b"sk-ant-",), rb"\bsk-ant-[A-Za-z0-9_-]{20,}"),
+        ("it holds an API key (sk-...)", (b"sk-",), rb"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}"),
+        ("it holds a Google API key", (b"AIza",), rb"\bAIza[0-9A-Za-z_-]{35}"),
+        ("it holds a Hugging Face token", (b"hf_",), rb"\bhf_[A-Za-z0-9]{30,}"),
+        ("it holds a Stripe live key", (b"k_live_",), rb"\b[sr]k_live_[0-9A-Za-z]{20,}"),
+        ("it holds an npm token", (b"npm_",), rb"\bnpm_[A-Za-z0-9]{36}"),
+        ("it holds a PyPI token", (b"pypi-AgEIcHlwaS5vcmc",), rb"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{20,}"),
+        (
+            "it holds a JSON Web Token",
+            (b"eyJ",),
+            rb"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}",
+        ),
+    )
+)
+
+
+# The gate before the rules: every token format and every key body holds a run of at least 20 characters of
+# [A-Za-z0-9_-] (AKIA + 16, ghp_ + 36, base64 lines of a PEM body …); prose and logs rarely do. Mapping the
+# head through this table and looking for one 20-byte needle costs ~20 µs for 16 KiB, the rules ~280 µs.
+_TOKEN_CHARS = bytes(
+    0x61 if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "_-") else 0x20 for i in range(256)
+)
+_RUN = b"a" * 20
+_NO_RUN_MARKERS = (b"PRIVATE KEY", b"PuTTY-User-Key-File-")
+
+
+def secret_reason_by_path(path: str | os.PathLike[str]) -> str | None:
+    """Why the file at `path` is a secret judging by its directories and its name, or None."""
+    parts = PurePath(os.fspath(path)).parts
+    if not parts:
+        return None
+    lowered = [part.lower() for part in parts]
+    directories = lowered[:-1]
+    for index, part in enumerate(directories):
+        reason = _SECRET_DIRS.get(part)
+        if reason:
+            return f"inside {parts[index]} ({reason})"
+        pair = _SECRET_DIR_PAIRS.get((part, directories[index + 1])) if index + 1 < len(directories) else None
+        if pair:
+            return f"inside {parts[index]}/{parts[index + 1]} ({pair})"
+    name = lowered[-1]
+    if name in _SECRET_DIRS:
+        return f"{parts[-1]} ({_SECRET_DIRS[name]})"
+    if name.startswith(".env"):
+        return "an environment file (.env*)"
+    reason = _SECRET_NAMES.get(name)
+    if reason:
+        return reason
+    for suffix, reason in _SECRET_SUFFIXES.items():
+        if name.endswith(suffix):
+            return reason
+    if _SSH_KEY_NAME.match(name):
+        return "an SSH key (id_*)"
+    if _SERVICE_ACCOUNT_NAME.search(name):
+        return "a cloud service-account key file"
+    if name.startswith(".") and ("secret" in name or "credential" in name or "token" in name):
+        return "a hidden credentials file"
+    return None
+
+
+def secret_reason_by_content(head: bytes) -> str | None:
+    """Why text starting with `head` is a secret (a private-key block or a token of a common format), or
+    None. Only the first `HEAD_BYTES` are looked at."""
+    head = bytes(head[:HEAD_BYTES])
+    if _RUN not in head.translate(_TOKEN_CHARS) and not any(m in head for m in _NO_RUN_MARKERS):
+        return None  # no 20-character run of token characters: no token, key body or service-account key
+    for reason, literals, pattern in _CONTENT_RULES:
+        if any(literal in head for literal in literals) and pattern.search(head):
+            return reason
+    return None
+
+
+def secret_reason_of_file(path: str | os.PathLike[str]) -> str | None:
+    """`secret_reason_by_path`, else `secret_reason_by_content` of the file's first `HEAD_BYTES` (an
+    unreadable file is judged by its path only: reading it fails later with its own message)."""
+    reason = secret_reason_by_path(path)
+    if reason is not None:
+        return reason
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEAD_BYTES)
+    except OSError:
+        return None
+    return secret_reason_by_content(head)
