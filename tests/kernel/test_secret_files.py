@@ -38,9 +38,9 @@ BY_PATH = {
     ".kube/config": f"users:\n- name: {CANARY}\n",
     ".docker/config.json": f'{{"auths": {{"r": {{"auth": "{CANARY}"}}}}}}\n',
     ".aws/credentials": f"[default]\nkey = {CANARY}\n",
-    ".azure/accessTokens.json": f"[{CANARY}]\n",
+    ".azure/accessTokens.json": f'["{CANARY}"]\n',  # JSON files hold JSON: load_context reads it as records
     ".gnupg/secring.gpg": f"{CANARY}\n",
-    ".config/gcloud/legacy_credentials/me/adc.json": f"{CANARY}\n",
+    ".config/gcloud/legacy_credentials/me/adc.json": f'{{"refresh_token": "{CANARY}"}}\n',
     ".config/gh/hosts.yml": f"token: {CANARY}\n",
     ".streamlit/secrets.toml": f"password = '{CANARY}'\n",
     ".pgpass": f"h:5432:db:user:{CANARY}\n",
@@ -48,8 +48,8 @@ BY_PATH = {
     "id_ed25519_old": f"{CANARY}\n",
     "backup/id_rsa.bak": f"{CANARY}\n",
     "deploy/terraform.tfstate": f"{CANARY}\n",
-    "keys/my-service-account.json": f"{CANARY}\n",
-    "client_secret_123.apps.json": f"{CANARY}\n",
+    "keys/my-service-account.json": f'{{"key": "{CANARY}"}}\n',
+    "client_secret_123.apps.json": f'{{"installed": {{"client_secret": "{CANARY}"}}}}\n',
 }
 # Files with ordinary names whose content is a secret.
 BY_CONTENT = {
