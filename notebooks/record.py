@@ -66,9 +66,16 @@ def record(
 
 
 def _compact(cache: Path) -> None:
-    """Fold SQLite's write-ahead log into the database file, so the one committed file holds every call."""
+    """Fold SQLite's write-ahead log into the database file, so the one committed file holds every call;
+    drop the entries' authentication tags: they are made with this machine's broker key, which no other
+    machine has, and a committed recording is replayed from the broker's start-time copy, where untagged
+    entries are trusted (rlm_kernel/llm/cache.py)."""
     for db in cache.glob("*.sqlite3"):
         with sqlite3.connect(db) as conn:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
+            if "tag" in columns:
+                conn.execute("UPDATE entries SET tag = NULL")
+                conn.commit()
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.execute("PRAGMA journal_mode=DELETE")
         conn.close()
