@@ -69,8 +69,8 @@ def table(rows: list[dict]) -> str:
     lines += [
         "",
         "| system | cases | right | accepted | precision | calls | tokens in | tokens out | "
-        "model s | tokens per right answer |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "model s | wall s | tokens per right answer |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for system, v in s.items():
         prec = f"{v['precision']:.2f}" if v["precision"] is not None else "–"
