@@ -51,6 +51,7 @@ def summary(rows: list[dict]) -> dict[str, dict]:
             "input_tokens": sum(r["input_tokens"] for r in rs),
             "output_tokens": sum(r["output_tokens"] for r in rs),
             "model_seconds": sum(r["model_seconds"] for r in rs),
+            "wall_seconds": sum(r["wall_seconds"] for r in rs),
             "tokens_per_right": (tokens / right) if right else None,
         }
     return out
@@ -68,42 +69,50 @@ def table(rows: list[dict]) -> str:
     lines += [
         "",
         "| system | cases | right | accepted | precision | calls | tokens in | tokens out | "
-        "model s | tokens per right answer |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "model s | wall s | tokens per right answer |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for system, v in s.items():
         prec = f"{v['precision']:.2f}" if v["precision"] is not None else "–"
         tpr = f"{v['tokens_per_right']:,.0f}" if v["tokens_per_right"] else "– (none right)"
         lines.append(
             f"| {system} | {v['cases']} | {v['right']} | {v['accepted']} | {prec} | {v['calls']} | "
-            f"{v['input_tokens']:,} | {v['output_tokens']:,} | {v['model_seconds']:.0f} | {tpr} |"
+            f"{v['input_tokens']:,} | {v['output_tokens']:,} | {v['model_seconds']:.0f} | "
+            f"{v['wall_seconds']:.0f} | {tpr} |"
         )
     return "\n".join(lines)
 
 
 def figure(rows: list[dict], path: Path) -> Path:
-    """Accuracy (mean score over the generated families) against context length, one line per system."""
+    """Mean score against context length (every family, the protocol's cases at their own lengths), one line
+    per system; the systems' points are spread a little sideways so equal scores stay visible."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(7, 4.2))
     by: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        if r["family"] != "protocol":
-            by[r["system"]][r["length"]].append(r["score"])
-    for system, points in sorted(by.items()):
+        by[r["system"]][r["length"]].append(r["score"])
+    for k, (system, points) in enumerate(sorted(by.items())):
         xs = sorted(points)
-        ax.plot(xs, [sum(points[x]) / len(points[x]) for x in xs], marker="o", label=system)
+        n = sum(len(v) for v in points.values())
+        ax.plot(
+            [x * (1 + 0.025 * (k - 1.5)) for x in xs],
+            [sum(points[x]) / len(points[x]) for x in xs],
+            marker="o",
+            label=f"{system} ({n} cases)",
+        )
     ax.set_xscale("log")
-    lengths = sorted({r["length"] for r in rows if r["family"] != "protocol"})
-    ax.set_xticks(lengths, [_length_label(n) for n in lengths])
-    ax.set_ylim(-0.02, 1.02)
+    lengths = sorted({r["length"] for r in rows})
+    ax.set_xticks(lengths, [_length_label(n) for n in lengths], rotation=45)
+    ax.minorticks_off()
+    ax.set_ylim(-0.04, 1.04)
     ax.set_xlabel("context length (chars)")
     ax.set_ylabel("mean score")
     ax.set_title("Long-context accuracy by system (same model and server)")
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -44,7 +44,7 @@ class Settings:
     max_tokens: int = 512
     chunk_chars: int = 12_000
     """The pipeline's map_reduce part size (~3K tokens: sub-calls see a few thousand tokens)."""
-    excerpt_chars: int = 24_000
+    excerpt_chars: int = 8_000
     """The pipeline's find_relevant excerpts, in chars, sent with the question."""
     rlms_python: str = str(RLMS_VENV / "bin" / "python")
 
@@ -52,6 +52,7 @@ class Settings:
 @contextlib.contextmanager
 def _session(base_url: str, settings: Settings) -> Iterator[None]:
     """Our LLM layer pointed at `base_url` for the block: the settings a user gives, a fresh session."""
+    saved = {k: v for k, v in os.environ.items() if k.startswith("RLM_")}
     os.environ.update(
         {
             "RLM_PROVIDER": "openai",
@@ -76,6 +77,9 @@ def _session(base_url: str, settings: Settings) -> Iterator[None]:
             yield
     finally:
         session.close()
+        for k in [k for k in os.environ if k.startswith("RLM_")]:
+            del os.environ[k]
+        os.environ.update(saved)
 
 
 def _loaded(case: Case):  # type: ignore[no-untyped-def]
