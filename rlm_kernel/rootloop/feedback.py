@@ -123,10 +123,16 @@ def hints(run: Any, turn: Turn) -> list[str]:
             run.found = (turn.index, printed)
             # The question is restated: measured on the two-fact join, the first hop's line ("badge 35415 was
             # issued to Marta Quist") was ended with as the answer to "which room's door ...".
+            example = _example(lines)
+            end = (
+                f"— reply with just:\n```repl\nFINAL({example})\n```\n"
+                if example is not None
+                else "with FINAL of the line that answers it, copied from the output as text. "
+            )
             out.append(
                 "Your code's output comes from `context` and it searched for the question's words. Does it "
                 f"answer exactly this question: {truncate(run.question, 300)!r}? If it does, end the run now "
-                f"— reply with just:\n```repl\nFINAL({_example(lines)})\n```\nNo sub-model call is needed "
+                f"{end}No sub-model call is needed "
                 "for what code found. If the question asks for something the output does not show yet, "
                 "search `context` for it next (e.g. for a name or number the output gave)."
             )
@@ -137,11 +143,22 @@ def hints(run: Any, turn: Turn) -> list[str]:
             # length: a sub-RLM that printed its count above the matching lines (230 characters) re-ran
             # the block until told this, then ended with FINAL(4) (coder model, measured).
             one = len(lines) == 1 and short
-            out.append(
-                "Printing an answer does not end the run. If this output answers the question, reply "
-                f"with just:\n```repl\nFINAL({_example(lines) if one else _holder(run, turn)})\n```\n"
-                "(or FINAL_VAR('name') for a variable holding the answer)."
-            )
+            argument = _example(lines) if one else _holder(run, turn)
+            if argument is None:
+                # No line or variable to name: a placeholder here (`FINAL("<the part of the output that
+                # answers>")`) was sent back as written, turn after turn, by the coder model (tutorial 5,
+                # measured), so the hint says what to do next instead of showing a template to copy.
+                out.append(
+                    f"Printing an answer does not end the run, and this output has {len(lines)} lines. "
+                    "Narrow it down with code: filter the lines for more words of the question, and print "
+                    "only the line or the few lines that answer it. Then end with FINAL of that text."
+                )
+            else:
+                out.append(
+                    "Printing an answer does not end the run. If this output answers the question, reply "
+                    f"with just:\n```repl\nFINAL({argument})\n```\n"
+                    "(or FINAL_VAR('name') for a variable holding the answer)."
+                )
     return out
 
 
@@ -252,19 +269,19 @@ def found_by_code(run: Any, turn: Turn) -> bool:
     return False
 
 
-def _example(lines: list[str]) -> str:
-    """FINAL's argument in a hint: the one printed line, quoted; else a placeholder naming nothing."""
-    return repr(lines[0].strip()) if len(lines) == 1 else '"<the part of the output that answers>"'
+def _example(lines: list[str]) -> str | None:
+    """FINAL's argument in a hint: the one printed line, quoted; else None (no template to copy)."""
+    return repr(lines[0].strip()) if len(lines) == 1 else None
 
 
-def _holder(run: Any, turn: Turn) -> str:
+def _holder(run: Any, turn: Turn) -> str | None:
     """FINAL's argument for a long output: a variable the block assigned whose value was printed (a name
-    that exists in this run, never the preloaded `answer` dict), else a placeholder."""
+    that exists in this run, never the preloaded `answer` dict), else None."""
     for name in reversed(assigned_names(turn.code or "")):
         value = run.ns.get(name)
         if type(value) in (str, int, float) and str(value) and str(value) in turn.stdout:
             return name
-    return '"<the part of the output that answers>"'
+    return None
 
 
 def assigned_names(code: str) -> list[str]:

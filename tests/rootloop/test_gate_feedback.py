@@ -251,9 +251,20 @@ def test_long_output_printed_again_suggests_final(client_on_server: LLMTestServe
     result = run(client_on_server, script, max_iterations=2)
     first, second = result.trajectory
     assert len(second.stdout) > 200 and "Printing an answer does not end the run" not in first.feedback
+    assert "Printing an answer does not end the run" in second.feedback
+    # no template to copy: the coder model sent `FINAL("<the part of the output that answers>")` back as
+    # written, turn after turn (tutorial 5); it is told to narrow the output down with code instead
+    assert "Narrow it down with code" in second.feedback
+    assert "FINAL(" not in second.feedback.split("Printing an answer", 1)[1]
     # never FINAL(answer): `answer` is the preloaded reference-style dict (issue 27 item 4)
-    assert "If this output answers the question, reply with just:\n```repl\nFINAL(" in second.feedback
     assert "FINAL(answer)" not in second.feedback
+
+
+def test_long_output_of_a_variable_printed_again_names_the_variable(client_on_server: LLMTestServer) -> None:
+    search = "line = [ln for ln in context.splitlines() if 'ERROR' in ln][0]\nprint(line * 20)\nprint(line)"
+    script = Script(root=[repl(search), repl(search + "\n")])
+    result = run(client_on_server, script, max_iterations=2)
+    assert "reply with just:\n```repl\nFINAL(line)\n```" in result.trajectory[1].feedback
 
 
 def test_text_printed_as_the_answer_is_suggested_as_final_at_once(client_on_server: LLMTestServer) -> None:
