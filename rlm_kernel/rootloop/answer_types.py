@@ -16,6 +16,8 @@ import json
 import types
 import typing
 
+from rlm_kernel.sandbox.safe_int import CappedInt
+
 __all__ = ["AnswerTypeError", "check_type", "convert", "describe", "prompt_line", "rejection", "text_of"]
 
 _SCALARS = (int, float, bool, str)
@@ -43,6 +45,11 @@ def _generic(t: object) -> tuple[object, tuple] | None:
     return origin, typing.get_args(t)
 
 
+def _real(t: object) -> object:
+    """A cell's `int` is the sandbox's checked int (sandbox/safe_int.py); as an answer type it is int."""
+    return int if t is CappedInt else t
+
+
 def _one_of(value: object, *options: object) -> bool:
     """Identity membership (`in` would call a cell object's `__eq__`)."""
     return any(value is o for o in options)
@@ -50,6 +57,7 @@ def _one_of(value: object, *options: object) -> bool:
 
 def check_type(t: object, depth: int = 0) -> object:
     """`t` if it is a supported answer type, else ValueError saying what is supported."""
+    t = _real(t)
     if depth > _MAX_DEPTH:
         raise ValueError("returns: the answer type is nested too deeply")
     if _one_of(t, *_SCALARS, list, dict):
@@ -72,6 +80,7 @@ def check_type(t: object, depth: int = 0) -> object:
 
 def describe(t: object) -> str:
     """A short name for an answer type: `int`, `list[str]`, `dict[str, int]`, the dataclass's name."""
+    t = _real(t)
     if type(t) is type:
         return type.__dict__["__name__"].__get__(t)
     if type(t) is str:
@@ -131,6 +140,7 @@ def _short(value: object) -> str:
 
 def convert(value: object, t: object, depth: int = 0) -> object:
     """`value` as a `t`, or AnswerTypeError with the reason."""
+    t = _real(t)
     if depth > _MAX_DEPTH:
         raise AnswerTypeError("the value is nested too deeply")
     kind = type(value)
@@ -208,6 +218,7 @@ def _plain(value: object) -> object:
 
 
 def _key(key: object, t: object, depth: int) -> object:
+    t = _real(t)
     if t is int and type(key) is str:
         try:
             return int(key.strip())
