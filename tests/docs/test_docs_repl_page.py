@@ -104,7 +104,7 @@ def test_every_rlm_section_block_runs_as_written(
     def shown_once(code: str) -> None:
         r = _run(kernel, code)
         assert r.all_text.count("total") >= 1, r
-        assert _value(kernel, "'total' in listing, value == total") == "(True, True)"
+        assert _value(kernel, "'total' in listing, value == str(total)") == "(True, True)"
 
     def parallel_subruns(code: str) -> None:
         sub = Script(root=[], sub=lambda rec: repl("FINAL(llm_query('Classes here?\\n' + context[:200]))"))
