@@ -10,7 +10,8 @@ settings refuse while model code could be acting. Trust follows who wrote the co
   block is compiled under (`register_model_filename`), so every function, lambda, method, generator and
   class body model code defines carries that mark in its code objects — wherever it runs later (a
   person's cell calling a function a `--shared` block redefined, a builtin it shadowed, a `_repr_html_`
-  or `__eq__` of an object it left, a generator it made). `refuse_in_model_code` walks the stack and refuses if any frame
+  or `__eq__` of an object it left, a generator it made). `refuse_in_model_code` walks the stack and
+  refuses if any frame
   runs such code. Cells cannot forge the mark: their filenames come from IPython's compiler, they cannot
   compile code or build code objects, and the registry is not reachable from a cell;
 - the call site (`require_person_call`): a privileged helper call must be written in a person's cell,
