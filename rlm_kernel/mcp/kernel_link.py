@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -74,6 +74,7 @@ class KernelLink:
         # cancelled request still draining never takes the next one's messages; others' are dropped
         self._routes: dict[str, asyncio.Queue[tuple[str, dict[str, Any]]]] = {}
         self._readers: list[asyncio.Task[None]] = []
+        self.connection_file: str | None = None  # set when attached
 
     def _start_readers(self) -> None:
         if not self._readers:
@@ -136,8 +137,6 @@ class KernelLink:
         link.connection_file = str(Path(path).resolve())
         return link
 
-    connection_file: str | None = None
-
     async def check_rlm(self) -> None:
         reply = await self.client.kernel_info(reply=True, timeout=30)
         implementation = reply["content"].get("implementation")
@@ -175,21 +174,18 @@ class KernelLink:
             msg_id = msg["header"]["msg_id"]
             self._routes[msg_id] = asyncio.Queue()
             self.client.shell_channel.send(msg)
+            draining = False
             try:
                 return await asyncio.wait_for(self._collect(msg_id, on_output), timeout)
             except (asyncio.CancelledError, TimeoutError):
+                draining = True  # the drain owns the route until the cell has ended
                 drain = asyncio.ensure_future(self._interrupt_and_drain(msg_id))
                 drain.add_done_callback(lambda _t: self._routes.pop(msg_id, None))
                 await asyncio.shield(drain)
                 raise
             finally:
-                if msg_id in self._routes and not self._draining(msg_id):
+                if not draining:
                     self._routes.pop(msg_id, None)
-
-    _drains: set[str] = set()
-
-    def _draining(self, msg_id: str) -> bool:
-        return msg_id in self._drains
 
     async def _collect(self, msg_id: str, on_output: OnOutput | None) -> CellResult:
         out = CellResult()
@@ -245,13 +241,9 @@ class KernelLink:
             self.client.control_channel.send(msg)
 
     async def _interrupt_and_drain(self, msg_id: str, grace: float = 10.0) -> None:
-        self._drains = self._drains | {msg_id}
-        try:
-            await self.interrupt()
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(self._collect(msg_id, None), grace)
-        finally:
-            self._drains = self._drains - {msg_id}
+        await self.interrupt()
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(self._collect(msg_id, None), grace)
 
 
 def _progress_text(msg: dict[str, Any]) -> str:
@@ -262,14 +254,4 @@ def _progress_text(msg: dict[str, Any]) -> str:
 
 
 def _strip_ansi(text: str) -> str:
-    import re
-
     return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
-
-
-def json_of(result: CellResult) -> Any:
-    """The JSON a server-authored cell printed as its last line of stdout."""
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    if not result.ok or not lines:
-        raise RLMError(result.error or "the kernel printed nothing")
-    return json.loads(lines[-1])
