@@ -47,14 +47,18 @@ __all__ = [
     "model_frame_on_stack",
     "refuse_in_model_code",
     "register_model_filename",
+    "register_pass_through",
     "register_trampoline",
+    "require_direct_chain",
     "require_person_call",
+    "written_by_person",
 ]
 
 _lock = threading.Lock()
 _running = 0  # blocks of model code running now, in any thread (sub-RLMs may run on worker threads)
 _MODEL_FILES: set[str] = set()  # filenames model blocks were compiled under (never removed)
 _TRAMPOLINES: set[types.CodeType] = set()  # kernel wrappers between a helper and its caller (repl.helpers)
+_PASS_THROUGH: set[types.CodeType] = set()  # kernel code that only forwards a cell's own call (`_apply_`)
 
 
 class ModelCodeRefused(SandboxError):
@@ -102,6 +106,13 @@ def register_trampoline(code: types.CodeType) -> None:
     """Record a kernel wrapper's code object that sits between a helper and its caller (skipped when
     `require_person_call` looks for the call site)."""
     _TRAMPOLINES.add(code)
+
+
+def register_pass_through(code: types.CodeType) -> None:
+    """Record kernel code that only forwards a call the cell itself wrote (the `_apply_` guard of `f(*a)`,
+    the sandbox's `__build_class__` running a class body): skipped when `require_direct_chain` looks for
+    who called a person's function."""
+    _PASS_THROUGH.add(code)
 
 
 def model_frame_on_stack(frame: types.FrameType | None = None) -> types.FrameType | None:
@@ -171,7 +182,25 @@ def _lookup(frame: types.FrameType, name: str) -> object:
     return missing
 
 
-def require_person_call(what: str, name: str, helper: object, keyword: str | None = None) -> None:
+def written_by_person(name: str, helper: object) -> bool:
+    """True if the helper running now (any depth below its kernel trampoline) was called by a person's own
+    cell code, as `require_person_call` checks it: for displays the kernel shows as its own on the caller's
+    behalf (the FINAL box), which model-written code must not get."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code not in _TRAMPOLINES:
+        frame = frame.f_back
+    if frame is None:
+        return False
+    try:
+        require_person_call("this", name, helper, start=frame)
+    except ModelCodeRefused:
+        return False
+    return True
+
+
+def require_person_call(
+    what: str, name: str, helper: object, keyword: str | None = None, *, start: types.FrameType | None = None
+) -> None:
     """Refuse unless the helper running now was called directly by a person's cell.
 
     Call it from the helper's implementation (the function the helper closure calls). The call site — the
@@ -183,7 +212,7 @@ def require_person_call(what: str, name: str, helper: object, keyword: str | Non
     calls it) leaves the cell's frame running some other instruction, and is refused.
     """
     refuse_in_model_code(what)
-    frame = sys._getframe(2)
+    frame = start if start is not None else sys._getframe(2)
     while frame is not None and frame.f_code in _TRAMPOLINES:
         frame = frame.f_back
     written = f"{what} must be written in your own cell as a direct call"
@@ -219,3 +248,90 @@ def require_person_call(what: str, name: str, helper: object, keyword: str | Non
             "property, comparison or a name that model-written code may have rebound). Write the call "
             f"itself in your cell, by its name `{name}(...)` (a def or lambda of your own may wrap it)"
         )
+    require_direct_chain(what, frame)
+
+
+def _static(obj: object, attribute: str) -> object:
+    """`obj.attribute` without running any descriptor (a property model code wrote never runs here)."""
+    import inspect
+
+    try:
+        value = inspect.getattr_static(obj, attribute)
+    except AttributeError:
+        return None
+    if type(value) is staticmethod or type(value) is classmethod:
+        return value.__func__
+    return value
+
+
+def _callee(frame: types.FrameType, node: ast.expr) -> object:
+    """What the call expression `node`'s function (a name or a dotted name) is bound to in `frame`, looked up
+    without running code (no properties, no `__getattr__`); None when it is anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    value = _lookup(frame, node.id)
+    for attribute in reversed(parts):
+        value = _static(value, attribute)
+    return value
+
+
+def _runs(obj: object, code: types.CodeType) -> bool:
+    """True if calling `obj` runs `code` directly: a function or method whose code it is, a class whose
+    `__init__`/`__new__` it is (`Cls()`), or an instance whose class's `__call__` it is (`obj()`)."""
+    func = obj.__func__ if type(obj) is types.MethodType else obj
+    if type(func) is types.FunctionType:
+        return func.__code__ is code  # a plain function's own code (a C attribute: runs nothing)
+    if issubclass(type(obj), type):  # never obj.__class__ (a property could run)
+        cls, names = obj, ("__init__", "__new__")
+    else:
+        cls, names = type(obj), ("__call__",)
+    for klass in getattr(cls, "__mro__", ()):
+        for name in names:
+            member = vars(klass).get(name)
+            if type(member) is staticmethod or type(member) is classmethod:
+                member = member.__func__
+            if type(member) is types.FunctionType and member.__code__ is code:
+                return True
+    return False
+
+
+def require_direct_chain(what: str, frame: types.FrameType) -> None:
+    """Refuse unless each function between the cell and the privileged call was called by the person by name.
+
+    `frame` runs the person's direct call of the helper. A person's own function that makes such a call
+    (`def read(p): return load_context(p, allow_secrets=True)`) must itself be called by name from the
+    person's code — not through a `functools.partial`, `map`, `sorted(key=)` or any other wrapper, which
+    model code could have made around it and left under a name the person calls (the C-level wrapper
+    leaves no frame, so the caller's frame is running some other instruction), and not by library or kernel
+    code. Code of the caller's own cell (a comprehension, class body, def or generator written in it) counts
+    as the caller's. Checked up to the cell's top level (or a user expression)."""
+    inner = frame
+    while True:
+        outer = inner.f_back
+        while outer is not None and (outer.f_code in _PASS_THROUGH or outer.f_code in _TRAMPOLINES):
+            outer = outer.f_back
+        if outer is None or not is_sandboxed_filename(outer.f_code.co_filename):
+            if inner.f_code.co_name == "<module>":
+                return  # the cell's (or user expression's) own top level, run by the kernel
+            raise ModelCodeRefused(
+                f"{what} is not available here: your function {inner.f_code.co_name}() that does it was "
+                "called by library or kernel code (a callback, a display hook, a wrapper), not by your cell. "
+                "Call it yourself, by its name, in a cell"
+            )
+        # code of the same cell (a comprehension, class body, def or generator written with the call) is
+        # the person's own from end to end; a function of another cell must be called by its name
+        if inner.f_code.co_filename != outer.f_code.co_filename:
+            node = _call_at(outer)
+            if not (isinstance(node, ast.Call) and _runs(_callee(outer, node.func), inner.f_code)):
+                raise ModelCodeRefused(
+                    f"{what} is not available here: your function {inner.f_code.co_name}() that does it was "
+                    "reached through another object (a functools.partial, map, sorted key, property, "
+                    "comparison or a name that model-written code may have rebound), not called by its name "
+                    "in your code. Call it by its name, e.g. "
+                    f"`{inner.f_code.co_name}(...)`, in your own cell"
+                )
+        inner = outer
