@@ -16,7 +16,17 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["is_owned", "kernel_display", "kernel_update", "mark", "own", "own_type", "take_mark"]
+__all__ = [
+    "is_owned",
+    "kernel_display",
+    "kernel_update",
+    "mark",
+    "mark_model_made",
+    "model_made",
+    "own",
+    "own_type",
+    "take_mark",
+]
 
 KEY = "rlm_kernel.own_display"
 
@@ -27,6 +37,8 @@ class _Mark(str):
 
 
 _MARK = _Mark("kernel")
+MODEL_KEY = "rlm_kernel.model_made"
+_MODEL = _Mark("model")  # put by the display formatter on the bundle of an object model code's class made
 _OWNED: dict[int, tuple[weakref.ref[Any], Callable[[], Any] | None, str | None]] = {}
 _OWNED_TYPES: set[type] = set()
 
@@ -36,6 +48,19 @@ def mark(metadata: Any = None) -> dict[str, Any]:
     out = dict(metadata) if isinstance(metadata, dict) else {}
     out[KEY] = _MARK
     return out
+
+
+def mark_model_made(metadata: Any = None) -> dict[str, Any]:
+    """`metadata` (a copy) marked as the display of something model-written code made (labelled on its way
+    out: `bundles.label_model_output`); only kernel code can make the mark, and it only ever lowers trust."""
+    out = dict(metadata) if isinstance(metadata, dict) else {}
+    out[MODEL_KEY] = _MODEL
+    return out
+
+
+def model_made(metadata: Any) -> bool:
+    """True if the display formatter marked this bundle's metadata as made by model-written code."""
+    return isinstance(metadata, dict) and metadata.get(MODEL_KEY) is _MODEL
 
 
 def take_mark(metadata: Any) -> tuple[bool, Any]:

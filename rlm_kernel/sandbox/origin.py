@@ -42,6 +42,7 @@ from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 __all__ = [
     "ModelCodeRefused",
     "is_model_filename",
+    "made_by_model",
     "model_code",
     "model_code_running",
     "model_frame_on_stack",
@@ -100,6 +101,22 @@ def register_model_filename(filename: str) -> None:
 def is_model_filename(filename: object) -> bool:
     """True if `filename` names code compiled from a model-written block."""
     return type(filename) is str and filename in _MODEL_FILES
+
+
+def made_by_model(obj: object) -> bool:
+    """True if `obj`'s class (or a base) has a method model-written code defined — its `_repr_*_`, `__repr__`
+    or any other: what it displays was chosen by model code. Looked up without running any of its code."""
+    try:
+        mro = type.__dict__["__mro__"].__get__(type(obj))
+    except (AttributeError, TypeError, KeyError):
+        return False
+    for klass in mro:
+        for member in type.__dict__["__dict__"].__get__(klass).values():
+            if type(member) is staticmethod or type(member) is classmethod or type(member) is property:
+                member = getattr(member, "__func__", None) or getattr(member, "fget", None)
+            if type(member) is types.FunctionType and member.__code__.co_filename in _MODEL_FILES:
+                return True
+    return False
 
 
 def register_trampoline(code: types.CodeType) -> None:
