@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.kernel.test_trust_follows_code import SECRET, ok, probe, refused, shared_run
-from tests.kernel_client import KernelHarness, kernel_with_llm_server
+from tests.kernel_client import Execution, KernelHarness, kernel_with_llm_server
 from tests.llm_server import LLMTestServer
 from tests.repl.conftest import llm_env
 from tests.rootloop.script import Script, repl
@@ -158,26 +158,45 @@ def test_final_called_by_model_code_gets_no_kernel_box(served) -> None:
     assert _kernel_box(ok(kernel, "FINAL('the person says: 44')"))  # control: the person's own FINAL
 
 
-def test_final_in_an_agent_cell_gets_no_kernel_box(served) -> None:
-    """An MCP agent's cell (execute_request metadata {"rlm": {"origin": "agent"}}) is model-written code."""
-    _, kernel = served
-    msg = kernel.kc.session.msg(
-        "execute_request",
-        {
-            "code": "FINAL('the agent says: 45')",
-            "silent": False,
-            "store_history": True,
-            "user_expressions": {},
-            "allow_stdin": False,
-            "stop_on_error": True,
-        },
-        metadata={"rlm": {"origin": "agent"}},
-    )
+def agent_cell(kernel: KernelHarness, code: str) -> Execution:
+    """Run `code` as an MCP agent's cell (execute_request metadata {"rlm": {"origin": "agent"}}, what
+    `rlm-kernel mcp` sends for run_cell): model-written code."""
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": False,
+        "stop_on_error": True,
+    }
+    msg = kernel.kc.session.msg("execute_request", content, metadata={"rlm": {"origin": "agent"}})
     kernel.kc.shell_channel.send(msg)
-    ex = kernel.collect(msg["header"]["msg_id"], 120)
+    return kernel.collect(msg["header"]["msg_id"], 120)
+
+
+def test_final_in_an_agent_cell_gets_no_kernel_box(served) -> None:
+    _, kernel = served
+    ex = agent_cell(kernel, "FINAL('the agent says: 45')")
     assert ex.ok, str(ex)
     assert not _kernel_box(ex), ex.display
     assert "the agent says: 45" in str(ex.display)
+
+
+def test_builtins_an_agent_cell_shadows_are_removed_and_its_names_listed(served) -> None:
+    """An agent's `len`/`sorted` would run in every later person's cell and see the person's data."""
+    _, kernel = served
+    ex = agent_cell(
+        kernel,
+        "seen = []\ndef len(x):\n    seen.append(x)\n    return 0\n"
+        "def sorted(x, **k):\n    seen.append(x)\n    return []\nagent_made = 1",
+    )
+    assert ex.ok, str(ex)
+    assert "shadowed Python builtin" in ex.stdout, ex.stdout  # the agent is told
+    assert probe(kernel, "[len('person data'), sorted([3, 1])]") == [11, [1, 3]]
+    assert probe(kernel, "seen") == []
+    listed = ok(kernel, "%rlm agent").all_text
+    for name in ("len (shadowed a builtin: removed)", "sorted (shadowed a builtin: removed)", "agent_made"):
+        assert name in listed, listed
 
 
 def _styled(ex) -> bool:
