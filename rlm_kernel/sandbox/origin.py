@@ -33,6 +33,7 @@ import linecache
 import sys
 import threading
 import types
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -105,9 +106,22 @@ def is_model_filename(filename: object) -> bool:
 
 def made_by_model(obj: object) -> bool:
     """True if `obj`'s class (or a base) has a method model-written code defined — its `_repr_*_`, `__repr__`
-    or any other: what it displays was chosen by model code. Looked up without running any of its code."""
+    or any other: what it displays was chosen by model code. Looked up without running any of its code, and
+    remembered per class (the methods a display calls are `_`-names, which cells cannot set on a class after
+    its body ran)."""
+    cls = type(obj)
+    known = _MODEL_MADE.get(cls)
+    if known is None:
+        known = _MODEL_MADE[cls] = _class_made_by_model(cls)
+    return known
+
+
+_MODEL_MADE: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
+def _class_made_by_model(cls: type) -> bool:
     try:
-        mro = type.__dict__["__mro__"].__get__(type(obj))
+        mro = type.__dict__["__mro__"].__get__(cls)
     except (AttributeError, TypeError, KeyError):
         return False
     for klass in mro:
