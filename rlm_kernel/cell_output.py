@@ -22,7 +22,12 @@ from rlm_kernel.output import (
 )
 from rlm_kernel.output.trust import mark_model_made, model_made
 from rlm_kernel.rootloop import provenance
-from rlm_kernel.sandbox.origin import made_by_model, model_code_running, model_frame_on_stack
+from rlm_kernel.sandbox.origin import (
+    called_directly_by_person,
+    made_by_model,
+    model_code_running,
+    model_frame_on_stack,
+)
 
 __all__ = ["RLMDisplayFormatter", "RLMDisplayHook", "RLMDisplayPublisher", "RLMPayloadManager", "capped"]
 
@@ -179,6 +184,8 @@ class RLMDisplayPublisher(ZMQDisplayPublisher):
             previous = self._charged.pop(display_id, None)
             if previous is not None and previous[0] == cell:
                 session.output_used = max(session.output_used - previous[1], 0)
+        if not trusted and not called_directly_by_person():
+            metadata = mark_model_made(metadata)  # a display reached through a wrapper model code could make
         data, metadata, charged = capped(self.shell, data, metadata)
         metadata = _provenance(self.shell, metadata, cell)
         if display_id is not None:

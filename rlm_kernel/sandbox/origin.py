@@ -42,6 +42,7 @@ from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 
 __all__ = [
     "ModelCodeRefused",
+    "called_directly_by_person",
     "is_model_filename",
     "made_by_model",
     "model_code",
@@ -286,6 +287,11 @@ def _static(obj: object, attribute: str) -> object:
     """`obj.attribute` without running any descriptor (a property model code wrote never runs here)."""
     import inspect
 
+    from rlm_kernel.sandbox.facade import Facade  # a module facade hands out its chosen names by __getattr__
+
+    if type(obj) is Facade:
+        value = object.__getattribute__(obj, "_rlm_attrs").get(attribute)
+        return value.__func__ if type(value) is staticmethod or type(value) is classmethod else value
     try:
         value = inspect.getattr_static(obj, attribute)
     except AttributeError:
@@ -366,3 +372,36 @@ def require_direct_chain(what: str, frame: types.FrameType) -> None:
                     f"`{inner.f_code.co_name}(...)`, in your own cell"
                 )
         inner = outer
+
+
+def called_directly_by_person() -> bool:
+    """True unless kernel or library code running now was reached from cell code through a wrapper.
+
+    For outputs: a `display()` the person's cell wrote (`display(x)`, `handle.update(x)`, `plt.show()`, a
+    function of theirs called by name that does one) is the person's; the same display reached through a
+    `functools.partial(display, <model's bundle>)`, a `map(display, ...)` or a partial of a handle's
+    `update` that model code left under a name the person calls is model-written code's output. Looks at
+    the innermost cell frame on the stack: the instruction it runs must be a call of the function running
+    just inside it (kernel pass-through frames aside), and its own callers must pass
+    `require_direct_chain`. With no cell frame on the stack (the kernel's own work after a cell) it is
+    True; with a model-written frame it is False."""
+    inside: types.FrameType | None = None
+    frame = sys._getframe(1)
+    while frame is not None and not is_sandboxed_filename(frame.f_code.co_filename):
+        if frame.f_code.co_filename in _MODEL_FILES:
+            return False
+        if frame.f_code not in _PASS_THROUGH:
+            inside = frame
+        frame = frame.f_back
+    if frame is None or inside is None:
+        return True
+    if model_frame_on_stack(frame) is not None:
+        return False
+    node = _call_at(frame)
+    if not (isinstance(node, ast.Call) and _runs(_callee(frame, node.func), inside.f_code)):
+        return False
+    try:
+        require_direct_chain("this", frame)
+    except ModelCodeRefused:
+        return False
+    return True

@@ -117,3 +117,50 @@ def test_the_persons_own_pictures_are_not_labelled(served) -> None:
         found = ex.display + ([ex.result_data] if ex.result_data else [])
         assert found, code
         assert not any(_labelled(d) for d in found), (code, found)
+
+
+# displays model code leaves behind, run by the person's next cell: no model frame is on the stack then
+WRAPPED = {
+    "partial_of_display": (
+        "import functools\n"
+        f"summary = functools.partial(display, {{'image/svg+xml': {FAKE_BOX!r}}}, raw=True)",
+        "summary()",
+    ),
+    "map_of_display": (
+        "import functools\n"
+        f"lazy = map(functools.partial(display, raw=True), [{{'image/svg+xml': {FAKE_BOX!r}}}])",
+        "list(lazy)",
+    ),
+    "partial_of_a_handle_update": (
+        "import functools\nh = display({'text/plain': 'loading'}, raw=True, display_id=True)\n"
+        f"refresh = functools.partial(h.update, {{'image/svg+xml': {FAKE_BOX!r}}}, raw=True)",
+        "refresh()",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(WRAPPED))
+def test_a_display_model_code_wrapped_is_labelled_when_the_person_runs_it(served, name: str) -> None:
+    _, kernel = served
+    model, person = WRAPPED[name]
+    _run(served, model)
+    ex = kernel.execute(person, timeout=60)
+    assert ex.ok, str(ex)
+    shown = [d for d in ex.display if "image/svg+xml" in d]
+    assert shown, ex.display
+    assert all(_labelled(d) for d in shown), shown
+
+
+def test_the_persons_own_display_functions_are_not_labelled(served) -> None:
+    _, kernel = served
+    for code in (
+        f"def show():\n    display({{'image/svg+xml': {FAKE_BOX!r}}}, raw=True)\nshow()",
+        "h2 = display({'text/plain': 'x'}, raw=True, display_id=True)\n"
+        f"h2.update({{'image/svg+xml': {FAKE_BOX!r}}}, raw=True)",
+        f"items = [{{'image/svg+xml': {FAKE_BOX!r}}}]\ndisplay(*items, raw=True)",
+        "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2])\nplt.show()",
+    ):
+        ex = kernel.execute(code, timeout=60)
+        assert ex.ok, (code, str(ex))
+        assert ex.display, code
+        assert not any(_labelled(d) for d in ex.display), (code, ex.display)

@@ -106,14 +106,20 @@ def test_a_persons_privileged_function_wrapped_by_model_code_is_refused(served, 
     assert len(server.requests) == before, "a run was started through the person's function"
 
 
+def max_tokens_row(kernel: KernelHarness) -> str:
+    """The max_tokens line of `%rlm show` (the whole table holds ports and other numbers)."""
+    rows = ok(kernel, "%rlm show").result or ""
+    return next((line for line in rows.splitlines() if line.startswith("max_tokens")), "")
+
+
 def test_a_persons_magic_function_wrapped_by_model_code_is_refused(served) -> None:
     _, kernel = served
     ok(kernel, PERSONS + "%rlm set max_tokens=")
     shared_run(served, "import functools\ntidy = functools.partial(tune)")
     refused(kernel, "tidy()", "your function tune() that does it was")
-    assert "93" not in ok(kernel, "%rlm show").all_text
+    assert "93" not in max_tokens_row(kernel)
     ok(kernel, "tune()")  # the person's own call, by name, keeps its power
-    assert "93" in ok(kernel, "%rlm show").all_text
+    assert "93" in max_tokens_row(kernel)
     ok(kernel, "%rlm set max_tokens=")
 
 
