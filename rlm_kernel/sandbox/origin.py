@@ -48,6 +48,8 @@ __all__ = [
     "model_code",
     "model_code_running",
     "model_frame_on_stack",
+    "new_cell",
+    "note_cell_code",
     "refuse_in_model_code",
     "register_model_filename",
     "register_pass_through",
@@ -62,6 +64,8 @@ _running = 0  # blocks of model code running now, in any thread (sub-RLMs may ru
 _MODEL_FILES: set[str] = set()  # filenames model blocks were compiled under (never removed)
 _TRAMPOLINES: set[types.CodeType] = set()  # kernel wrappers between a helper and its caller (repl.helpers)
 _PASS_THROUGH: set[types.CodeType] = set()  # kernel code that only forwards a cell's own call (`_apply_`)
+_CELL_CODES: list[types.CodeType] = []  # the code objects compiled for the cell running now (RLMCompiler)
+_MAX_CELL_CODES = 10_000
 
 
 class ModelCodeRefused(SandboxError):
@@ -138,6 +142,32 @@ def register_trampoline(code: types.CodeType) -> None:
     """Record a kernel wrapper's code object that sits between a helper and its caller (skipped when
     `require_person_call` looks for the call site)."""
     _TRAMPOLINES.add(code)
+
+
+def new_cell() -> None:
+    """A person's cell starts: forget the code compiled for the previous one."""
+    _CELL_CODES.clear()
+
+
+def note_cell_code(code: types.CodeType) -> None:
+    """Record a code object the shell compiled for the cell running now (one per top-level statement)."""
+    if len(_CELL_CODES) < _MAX_CELL_CODES:
+        _CELL_CODES.append(code)
+
+
+def _in_running_cell(code: types.CodeType) -> bool:
+    """True if `code` was compiled as part of the cell running now (this execution of it, not an earlier
+    run of the same source, which has the same filename): a def, class body, comprehension or generator
+    written in it."""
+    stack = list(_CELL_CODES)
+    seen = 0
+    while stack and seen < 100_000:
+        outer = stack.pop()
+        seen += 1
+        if outer is code:
+            return True
+        stack.extend(c for c in outer.co_consts if type(c) is types.CodeType)
+    return False
 
 
 def register_pass_through(code: types.CodeType) -> None:
@@ -359,9 +389,10 @@ def require_direct_chain(what: str, frame: types.FrameType) -> None:
                 "called by library or kernel code (a callback, a display hook, a wrapper), not by your cell. "
                 "Call it yourself, by its name, in a cell"
             )
-        # code of the same cell (a comprehension, class body, def or generator written with the call) is
-        # the person's own from end to end; a function of another cell must be called by its name
-        if inner.f_code.co_filename != outer.f_code.co_filename:
+        # code of the cell running now (a comprehension, class body, def or generator written with the call,
+        # compiled in this execution) is the person's own from end to end; any other function — of another
+        # cell, or of an earlier run of this one — must be called by its name
+        if inner.f_code.co_filename != outer.f_code.co_filename or not _in_running_cell(inner.f_code):
             node = _call_at(outer)
             if not (isinstance(node, ast.Call) and _runs(_callee(outer, node.func), inner.f_code)):
                 raise ModelCodeRefused(

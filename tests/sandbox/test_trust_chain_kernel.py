@@ -106,6 +106,20 @@ def test_a_persons_privileged_function_wrapped_by_model_code_is_refused(served, 
     assert len(server.requests) == before, "a run was started through the person's function"
 
 
+def test_a_wrapper_of_an_earlier_run_of_the_same_cell_is_refused(served) -> None:
+    """Cells with the same source share a filename: the function a wrapper holds comes from an earlier run
+    of the cell, not from the run that calls the wrapper, and must be called by name like any other."""
+    _, kernel = served
+    cell = (
+        "def reader(p):\n    return load_context(p, allow_secrets=True)\n"
+        "try:\n    later()\nexcept NameError:\n    pass"
+    )
+    ex = kernel.execute(cell, timeout=60)
+    assert ex.ok, str(ex)  # `later` does not exist yet
+    shared_run(served, "import functools\nlater = functools.partial(reader, '.env')")
+    refused(kernel, cell, "your function reader() that does it was")
+
+
 def max_tokens_row(kernel: KernelHarness) -> str:
     """The max_tokens line of `%rlm show` (the whole table holds ports and other numbers)."""
     rows = ok(kernel, "%rlm show").result or ""
