@@ -12,16 +12,45 @@ from ipykernel.zmqshell import ZMQDisplayPublisher
 from IPython.core.formatters import DisplayFormatter
 from IPython.core.payload import PayloadManager
 
-from rlm_kernel.output import clean_bundle, clean_payload_data, is_owned, mark, take_mark
+from rlm_kernel.output import (
+    clean_bundle,
+    clean_payload_data,
+    is_owned,
+    label_model_output,
+    mark,
+    take_mark,
+)
+from rlm_kernel.output.trust import mark_model_made, model_made
 from rlm_kernel.rootloop import provenance
+from rlm_kernel.sandbox.origin import (
+    called_directly_by_person,
+    made_by_model,
+    model_code_running,
+    model_frame_on_stack,
+)
 
 __all__ = ["RLMDisplayFormatter", "RLMDisplayHook", "RLMDisplayPublisher", "RLMPayloadManager", "capped"]
 
 
+def _from_model(metadata: Any) -> bool:
+    """True if the bundle being sent was made by model-written code: marked so by the formatter (an object of
+    a class model code defined), or sent while model code runs or is on the stack (its `display()` call)."""
+    if take_mark(metadata)[0]:
+        return False  # the kernel's own display
+    return model_made(metadata) or model_code_running() or model_frame_on_stack() is not None
+
+
 def capped(shell: Any, data: Any, metadata: Any) -> tuple[Any, Any, int]:
-    """A display bundle cleaned (`output.clean_bundle`) and under the cell's output cap
-    (`SandboxSession.cap_mimebundle`), metadata trimmed to the representations kept, and the bytes it was
-    charged."""
+    """A display bundle cleaned (`output.clean_bundle`), labelled when model-written code made it
+    (`output.label_model_output`), under the cell's output cap (`SandboxSession.cap_mimebundle`), metadata
+    trimmed to the representations kept, and the bytes it was charged."""
+    if _from_model(metadata):
+        data, metadata, charged = _capped(shell, data, metadata)
+        return label_model_output(data), metadata, charged
+    return _capped(shell, data, metadata)
+
+
+def _capped(shell: Any, data: Any, metadata: Any) -> tuple[Any, Any, int]:
     session = getattr(shell, "sandbox_session", None)
     if session is None or not isinstance(data, dict):
         data, metadata = clean_bundle(data, metadata)
@@ -52,6 +81,8 @@ class RLMDisplayFormatter(DisplayFormatter):
         data, metadata = super().format(obj, include=include, exclude=exclude)
         if is_owned(obj):
             metadata = mark(metadata)
+        elif made_by_model(obj):
+            metadata = mark_model_made(metadata)  # labelled on its way out, wherever it is displayed
         return data, metadata
 
 
@@ -153,6 +184,8 @@ class RLMDisplayPublisher(ZMQDisplayPublisher):
             previous = self._charged.pop(display_id, None)
             if previous is not None and previous[0] == cell:
                 session.output_used = max(session.output_used - previous[1], 0)
+        if not trusted and not called_directly_by_person():
+            metadata = mark_model_made(metadata)  # a display reached through a wrapper model code could make
         data, metadata, charged = capped(self.shell, data, metadata)
         metadata = _provenance(self.shell, metadata, cell)
         if display_id is not None:

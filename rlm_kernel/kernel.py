@@ -20,6 +20,8 @@ from rlm_kernel.callscope import call_scope
 from rlm_kernel.llm import event_loop as llm_loop
 from rlm_kernel.llm.events import current_parent, set_current_parent
 from rlm_kernel.output import clean_bundle
+from rlm_kernel.repl import preload
+from rlm_kernel.rootloop.bindings import Bindings, note
 from rlm_kernel.sandbox import audit, cell_limits, consume_backstop_note
 from rlm_kernel.sandbox.origin import model_code
 from rlm_kernel.shell import RLMCompiler, RLMShell
@@ -42,6 +44,22 @@ class _Version:
 
 magics.register_rlm_subcommand(
     "version", lambda _line: _Version(), "the rlm-kernel version, as in the banner"
+)
+
+_AGENT_BOUND: dict[str, str] = {}  # names MCP agents' cells bound in the notebook, by what they did
+
+
+class _AgentBound:
+    """What `%rlm agent` shows: the names MCP agents' cells (model-written code) bound in the notebook."""
+
+    def __repr__(self) -> str:
+        return note(_AGENT_BOUND).replace("model-written code", "MCP agent cells (model-written code)") or (
+            "no MCP agent cell has bound a name in this notebook"
+        )
+
+
+magics.register_rlm_subcommand(
+    "agent", lambda _line: _AgentBound(), "names MCP agents' cells bound in the notebook (model-written code)"
 )
 
 
@@ -178,10 +196,18 @@ class RLMKernel(IPythonKernel):
         if agent:  # user_expressions are evaluated outside the cell: none for an agent (passed as kwargs)
             kwargs["user_expressions"] = {}
             args = args[:1]
+        ns = self.shell.user_ns
+        before = dict(ns) if agent else {}
         with call_scope(owner=owner), model_code() if agent else contextlib.nullcontext():
             # the model calls this cell makes are tagged (and cancelled) as its own; an agent's cell runs as
             # model-written code (origin.model_code: no magics, settings or secrets)
             reply = await super().do_execute(code, silent, *args, **kwargs)
+            if agent:
+                # as after a --shared run's block: builtins it shadowed (`len = ...`, which would run the
+                # agent's code on the person's data in every later cell) are removed, its names recorded
+                bound = Bindings(preload.protected(ns), _AGENT_BOUND)
+                for line in bound.after(ns, before):
+                    print(line, flush=True)
         limit = self.shell.sandbox_session.limits.output_bytes
         for payload in reply.get("payload", []) if isinstance(reply, dict) else ():
             if isinstance(payload, dict) and "data" in payload:  # `x??`'s pager text

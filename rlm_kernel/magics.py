@@ -18,7 +18,7 @@ from IPython.core.error import UsageError
 
 from rlm_kernel.sandbox.errors import SandboxError, format_refusal
 from rlm_kernel.sandbox.guards import DENIED_TYPES
-from rlm_kernel.sandbox.origin import refuse_in_model_code
+from rlm_kernel.sandbox.origin import refuse_in_model_code, require_direct_chain
 from rlm_kernel.sandbox.policy import is_sandboxed_filename
 
 __all__ = [
@@ -280,6 +280,8 @@ def _cell_caller(name: str) -> types.FrameType:
     frame = sys._getframe(2)
     if not is_sandboxed_filename(frame.f_code.co_filename):
         raise SandboxError("magics run only as magic syntax (%name) written in a cell, never as a callable")
+    # a person's function holding the magic runs it only when the person's code called it by name
+    require_direct_chain(f"the magic %{name}", frame)
     return frame
 
 

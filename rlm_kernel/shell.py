@@ -54,7 +54,7 @@ from rlm_kernel.sandbox import (
 from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.sandbox.data.figures import flush_figures
 from rlm_kernel.sandbox.errors import add_name_suggestion
-from rlm_kernel.sandbox.origin import model_code_running, register_model_filename
+from rlm_kernel.sandbox.origin import model_code_running, new_cell, note_cell_code, register_model_filename
 from rlm_kernel.warnings_display import install_warning_format
 from rlm_kernel.widgets import widget_magics as widgets_magics
 
@@ -88,6 +88,13 @@ class RLMCompiler(XCachingCompiler):
         return super().get_code_name(raw_code, code, number)
 
     _agent_cells = 0
+
+    def __call__(self, source: Any, filename: str, symbol: str, **kwargs: Any) -> types.CodeType:
+        """Compile as IPython does, recording the code for the trust checks (origin.note_cell_code: what
+        the running cell itself defines)."""
+        code = super().__call__(source, filename, symbol, **kwargs)
+        note_cell_code(code)
+        return code
 
     def ast_parse(self, source: str, filename: str = "<unknown>", symbol: str = "exec") -> ast.AST:
         # IPython parses %time/%timeit bodies without a filename; they have no source lines of their own
@@ -203,6 +210,7 @@ class RLMShell(ZMQInteractiveShell):
 
     async def run_cell_async(self, raw_cell: str, *args: Any, **kwargs: Any) -> Any:
         """Repair the namespace, refuse oversized sources, then run the cell as IPython does."""
+        new_cell()
         self._repair_namespace()
         if policy_disabled():  # RLM_UNSAFE_DISABLE_POLICY=1: the real builtins (marked so repair keeps them)
             self.user_ns["__builtins__"] = {

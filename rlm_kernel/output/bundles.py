@@ -12,6 +12,8 @@ commands neutralised (it embeds model-written text).
 
 from __future__ import annotations
 
+import base64
+import html as html_text
 import re
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +21,7 @@ from typing import Any
 from rlm_kernel.output.sanitise import clean_html, clean_svg, markdown_html, neutralise_tex
 from rlm_kernel.output.trust import take_mark
 
-__all__ = ["INERT_TYPES", "clean_bundle", "clean_payload_data"]
+__all__ = ["INERT_TYPES", "MODEL_LABEL", "clean_bundle", "clean_payload_data", "label_model_output"]
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*\Z")
 _RASTER = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp")
@@ -146,3 +148,40 @@ def clean_payload_data(payload: Any) -> Any:
         data, _ = clean_bundle(payload["data"])
         return {**payload, "data": data}
     return payload
+
+
+MODEL_LABEL = "shown by model-written code — not the rlm kernel's own display"
+_LABELLED = (
+    "<div style='border-left:3px dashed #b26a00;padding-left:8px;margin:2px 0'>"
+    "<div style='font-size:0.8em;color:#b26a00'>&#9650; " + html_text.escape(MODEL_LABEL) + "</div>{}</div>"
+)
+
+
+def label_model_output(data: dict[str, Any]) -> dict[str, Any]:
+    """A cleaned bundle that model-written code made, labelled as such where a frontend renders it richly.
+
+    Cleaning keeps pictures: an SVG with a green `<rect>` or a PNG of a "FINAL ANSWER" box looks exactly like
+    the kernel's own answer box. So model code's rich output is shown as HTML (which every frontend prefers
+    to images) inside a frame with a caption that only the kernel can draw (cell output can have no style):
+    the picture is an inline `<img>`, the HTML the cleaned HTML. Plain text and JSON are not pictures and stay
+    as they are."""
+    inner: str | None = None
+    if isinstance(data.get("text/html"), str):
+        inner = data["text/html"]
+    elif isinstance(data.get("image/svg+xml"), str):
+        svg = base64.b64encode(data["image/svg+xml"].encode("utf-8")).decode("ascii")
+        inner = f"<img src='data:image/svg+xml;base64,{svg}'>"  # in an <img>, an SVG runs nothing
+    else:
+        for mime in _RASTER:
+            value = data.get(mime)
+            if isinstance(value, bytes):
+                value = base64.b64encode(value).decode("ascii")
+            if isinstance(value, str):
+                inner = f"<img src='data:{mime};base64,{''.join(value.split())}'>"
+                break
+        else:
+            if isinstance(data.get("text/latex"), str):
+                inner = f"<div>{html_text.escape(data['text/latex'])}</div>"
+    if inner is None:
+        return data
+    return {**data, "text/html": _LABELLED.format(inner)}

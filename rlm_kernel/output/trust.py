@@ -11,10 +11,22 @@ display.
 
 from __future__ import annotations
 
+import json
 import weakref
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["is_owned", "kernel_display", "kernel_update", "mark", "own", "own_type", "take_mark"]
+__all__ = [
+    "is_owned",
+    "kernel_display",
+    "kernel_update",
+    "mark",
+    "mark_model_made",
+    "model_made",
+    "own",
+    "own_type",
+    "take_mark",
+]
 
 KEY = "rlm_kernel.own_display"
 
@@ -25,7 +37,9 @@ class _Mark(str):
 
 
 _MARK = _Mark("kernel")
-_OWNED: dict[int, weakref.ref[Any]] = {}
+MODEL_KEY = "rlm_kernel.model_made"
+_MODEL = _Mark("model")  # put by the display formatter on the bundle of an object model code's class made
+_OWNED: dict[int, tuple[weakref.ref[Any], Callable[[], Any] | None, str | None]] = {}
 _OWNED_TYPES: set[type] = set()
 
 
@@ -36,6 +50,19 @@ def mark(metadata: Any = None) -> dict[str, Any]:
     return out
 
 
+def mark_model_made(metadata: Any = None) -> dict[str, Any]:
+    """`metadata` (a copy) marked as the display of something model-written code made (labelled on its way
+    out: `bundles.label_model_output`); only kernel code can make the mark, and it only ever lowers trust."""
+    out = dict(metadata) if isinstance(metadata, dict) else {}
+    out[MODEL_KEY] = _MODEL
+    return out
+
+
+def model_made(metadata: Any) -> bool:
+    """True if the display formatter marked this bundle's metadata as made by model-written code."""
+    return isinstance(metadata, dict) and metadata.get(MODEL_KEY) is _MODEL
+
+
 def take_mark(metadata: Any) -> tuple[bool, Any]:
     """(was it marked by the kernel, metadata without the mark). A forged mark counts as no mark."""
     if isinstance(metadata, dict) and KEY in metadata:
@@ -44,18 +71,34 @@ def take_mark(metadata: Any) -> tuple[bool, Any]:
     return False, metadata
 
 
-def own(obj: Any) -> Any:
-    """Record `obj` (made by kernel code) as showing the kernel's own display; returns it."""
+def own(obj: Any, state: Callable[[], Any] | None = None) -> Any:
+    """Record `obj` (made by kernel code) as showing the kernel's own display; returns it.
+
+    `state()`, when given, is what the display shows (plain data): it is fingerprinted now, and the object
+    counts as the kernel's only while its state is unchanged — a cell that can reach a list or dict inside
+    it (a run's `citations`, `trajectory`) and edits it (model code in a later `--shared` run, an agent's
+    cell) makes an object whose display is sanitised like any cell's, never the kernel's styled one."""
     key = id(obj)
 
     def forget(_ref: Any, key: int = key) -> None:
         _OWNED.pop(key, None)
 
     try:
-        _OWNED[key] = weakref.ref(obj, forget)
+        _OWNED[key] = (weakref.ref(obj, forget), state, _fingerprint(state))
     except TypeError:  # not weak-referenceable: never trusted
         pass
     return obj
+
+
+def _fingerprint(state: Callable[[], Any] | None) -> str | None:
+    """The state as JSON text (None without a state function); objects that are not plain data count by
+    their type's name only, so no method of theirs runs here."""
+    if state is None:
+        return None
+    try:
+        return json.dumps(state(), default=lambda o: f"<{type(o).__qualname__}>", sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return "<unreadable>"
 
 
 def own_type(cls: type) -> type:
@@ -68,8 +111,11 @@ def own_type(cls: type) -> type:
 def is_owned(obj: Any) -> bool:
     """True for an object recorded by `own`, or of a type recorded by `own_type` (exactly, no subclass),
     that has no display method of its own in its instance dict."""
-    ref = _OWNED.get(id(obj))
-    if not ((ref is not None and ref() is obj) or type(obj) in _OWNED_TYPES):
+    entry = _OWNED.get(id(obj))
+    if entry is not None and entry[0]() is obj:
+        if entry[2] is not None and _fingerprint(entry[1]) != entry[2]:
+            return False  # changed since the kernel made it
+    elif type(obj) not in _OWNED_TYPES:
         return False
     try:
         attrs = object.__getattribute__(obj, "__dict__")

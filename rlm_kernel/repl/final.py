@@ -14,6 +14,7 @@ from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import ReplState
 from rlm_kernel.repl.translate import translated
 from rlm_kernel.sandbox.coerce import exact_str
+from rlm_kernel.sandbox.origin import written_by_person
 
 __all__ = ["FINAL", "FINAL_VAR"]
 
@@ -77,7 +78,9 @@ def _finish(
     ns["final_answer"] = text
     if cite is not None:
         ns["final_citations"] = verified
-    _display_final(text, verified)
+    # the kernel's own box only for a FINAL the person's cell wrote (trust follows the code: a function,
+    # partial or agent cell of model-written code calling FINAL gets plain text, sanitised like its output)
+    _display_final(text, verified, own=written_by_person(how, state.protected.get(how)))
     return text
 
 
@@ -106,11 +109,22 @@ def FINAL_VAR(state: ReplState, ns: dict, name: str) -> str:  # noqa: N802 - the
     return state.mark_shown(_finish(state, ns, value, "FINAL_VAR", name))  # type: ignore[return-value]
 
 
-def _display_final(text: str, citations: list[dict] | None = None) -> None:
+def _display_final(text: str, citations: list[dict] | None = None, *, own: bool = True) -> None:
     cites_text = f"\n{citemod.render_text(citations)}" if citations else ""
     cites_html = citemod.render_html(citations) if citations else ""
     if get_ipython() is None:
         print(f"FINAL ANSWER: {text}{cites_text}")
+        return
+    if not own:
+        from IPython.display import display
+
+        display(
+            {
+                "text/plain": "FINAL() called by model-written code (or through a wrapper), not your cell; "
+                f"kept in final_answer:\n{text}{cites_text}"
+            },
+            raw=True,
+        )
         return
     body = html.escape(text)
     # the kernel's own display (styled: no cell output can be, output/sanitise.py), saying where it came from

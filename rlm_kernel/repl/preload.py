@@ -23,7 +23,7 @@ from rlm_kernel.repl.loading import set_context
 from rlm_kernel.repl.state import LibraryCalls, ReplState, RootLoop
 from rlm_kernel.sandbox.coerce import CoercionError, exact_str, plain_data
 
-__all__ = ["ANALYSIS_NAMES", "install", "notebook", "populate", "repair"]
+__all__ = ["ANALYSIS_NAMES", "install", "notebook", "populate", "protected", "repair"]
 
 ANALYSIS_NAMES = ("map_reduce", "find_relevant", "extract_functions")
 ANALYSIS_ERRORS = ("AnalysisError", "MapReduceError", "FindRelevantError")
@@ -155,6 +155,12 @@ def track(ns: dict, state: ReplState) -> None:
 def forget(ns: dict) -> None:
     """Stop tracking a namespace (a finished sub-run's)."""
     _namespaces().registry.pop(id(ns), None)
+
+
+def protected(ns: dict) -> dict:
+    """The preloaded names and values of namespace `ns` (live; {} for a namespace not installed here)."""
+    entry = _namespaces().registry.get(id(ns))
+    return entry[1].protected if entry is not None and entry[0] is ns else {}
 
 
 def repair(ns: dict) -> list[str]:

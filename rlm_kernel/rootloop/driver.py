@@ -159,7 +159,9 @@ def run_rlm_steps(
         citations=list(tracker.citations) if kind == "final" else [],
         _history=continuation.transcript(run.prior, run.first_message(), run),
     )
-    own(result)  # its display is the kernel's run viewer (a copy a cell makes of it is not: output/trust.py)
+    # its display is the kernel's run viewer while its record is as the run left it (a copy a cell makes
+    # of it, or the same object after a cell edited its citations or trajectory, is not: output/trust.py)
+    own(result, result.records)
     if depth == 1 and result.citations:
         from rlm_kernel.llm.events import current_owner
         from rlm_kernel.rootloop.provenance import ledger

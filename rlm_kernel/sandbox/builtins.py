@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rlm_kernel.sandbox.data.standins import check_base, class_for_cell
 from rlm_kernel.sandbox.errors import LimitExceeded, SandboxTypeError, refusal
 from rlm_kernel.sandbox.names import REFUSED_NAMES
+from rlm_kernel.sandbox.origin import register_pass_through
 from rlm_kernel.sandbox.safe_int import (
     CELL_CLASSES,
     CappedInt,
@@ -322,3 +323,6 @@ def safe_build_class(func: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
         if "__new__" not in cls.__dict__:  # cells cannot define __new__: int(text, 16)'s checks
             cls.__new__ = staticmethod(capped_int_new)  # type: ignore[assignment]
     return cls
+
+
+register_pass_through(safe_build_class.__code__)  # a class body's caller is the cell (origin.py)

@@ -32,6 +32,7 @@ from rlm_kernel.sandbox.errors import CellTimeout, refusal
 from rlm_kernel.sandbox.fastpath import RANGE_BITS
 from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
+from rlm_kernel.sandbox.origin import register_pass_through
 from rlm_kernel.sandbox.safe_int import CELL_CLASSES, decimal_to_int_check
 from rlm_kernel.sandbox.safe_stdlib import counter_elements
 from rlm_kernel.sandbox.text_caps import TEXT_METHODS, text_method
@@ -410,6 +411,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
         return fn(*args, **kwargs)
+
+    register_pass_through(guarded_apply.__code__)  # `f(*a)` is the cell's own call (origin.py)
 
     def iter_unpack_sequence(it: Any, spec: Any, _getiter_: Any = guarded_getiter) -> Any:
         return guarded_iter_unpack_sequence(it, spec, guarded_getiter)

@@ -33,6 +33,7 @@ import linecache
 import sys
 import threading
 import types
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -41,20 +42,30 @@ from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 
 __all__ = [
     "ModelCodeRefused",
+    "called_directly_by_person",
     "is_model_filename",
+    "made_by_model",
     "model_code",
     "model_code_running",
     "model_frame_on_stack",
+    "new_cell",
+    "note_cell_code",
     "refuse_in_model_code",
     "register_model_filename",
+    "register_pass_through",
     "register_trampoline",
+    "require_direct_chain",
     "require_person_call",
+    "written_by_person",
 ]
 
 _lock = threading.Lock()
 _running = 0  # blocks of model code running now, in any thread (sub-RLMs may run on worker threads)
 _MODEL_FILES: set[str] = set()  # filenames model blocks were compiled under (never removed)
 _TRAMPOLINES: set[types.CodeType] = set()  # kernel wrappers between a helper and its caller (repl.helpers)
+_PASS_THROUGH: set[types.CodeType] = set()  # kernel code that only forwards a cell's own call (`_apply_`)
+_CELL_CODES: list[types.CodeType] = []  # the code objects compiled for the cell running now (RLMCompiler)
+_MAX_CELL_CODES = 10_000
 
 
 class ModelCodeRefused(SandboxError):
@@ -98,10 +109,72 @@ def is_model_filename(filename: object) -> bool:
     return type(filename) is str and filename in _MODEL_FILES
 
 
+def made_by_model(obj: object) -> bool:
+    """True if `obj`'s class (or a base) has a method model-written code defined — its `_repr_*_`, `__repr__`
+    or any other: what it displays was chosen by model code. Looked up without running any of its code, and
+    remembered per class (the methods a display calls are `_`-names, which cells cannot set on a class after
+    its body ran)."""
+    cls = type(obj)
+    known = _MODEL_MADE.get(cls)
+    if known is None:
+        known = _MODEL_MADE[cls] = _class_made_by_model(cls)
+    return known
+
+
+_MODEL_MADE: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
+def _class_made_by_model(cls: type) -> bool:
+    try:
+        mro = type.__dict__["__mro__"].__get__(cls)
+    except (AttributeError, TypeError, KeyError):
+        return False
+    for klass in mro:
+        for member in type.__dict__["__dict__"].__get__(klass).values():
+            if type(member) is staticmethod or type(member) is classmethod or type(member) is property:
+                member = getattr(member, "__func__", None) or getattr(member, "fget", None)
+            if type(member) is types.FunctionType and member.__code__.co_filename in _MODEL_FILES:
+                return True
+    return False
+
+
 def register_trampoline(code: types.CodeType) -> None:
     """Record a kernel wrapper's code object that sits between a helper and its caller (skipped when
     `require_person_call` looks for the call site)."""
     _TRAMPOLINES.add(code)
+
+
+def new_cell() -> None:
+    """A person's cell starts: forget the code compiled for the previous one."""
+    _CELL_CODES.clear()
+
+
+def note_cell_code(code: types.CodeType) -> None:
+    """Record a code object the shell compiled for the cell running now (one per top-level statement)."""
+    if len(_CELL_CODES) < _MAX_CELL_CODES:
+        _CELL_CODES.append(code)
+
+
+def _in_running_cell(code: types.CodeType) -> bool:
+    """True if `code` was compiled as part of the cell running now (this execution of it, not an earlier
+    run of the same source, which has the same filename): a def, class body, comprehension or generator
+    written in it."""
+    stack = list(_CELL_CODES)
+    seen = 0
+    while stack and seen < 100_000:
+        outer = stack.pop()
+        seen += 1
+        if outer is code:
+            return True
+        stack.extend(c for c in outer.co_consts if type(c) is types.CodeType)
+    return False
+
+
+def register_pass_through(code: types.CodeType) -> None:
+    """Record kernel code that only forwards a call the cell itself wrote (the `_apply_` guard of `f(*a)`,
+    the sandbox's `__build_class__` running a class body): skipped when `require_direct_chain` looks for
+    who called a person's function."""
+    _PASS_THROUGH.add(code)
 
 
 def model_frame_on_stack(frame: types.FrameType | None = None) -> types.FrameType | None:
@@ -171,7 +244,25 @@ def _lookup(frame: types.FrameType, name: str) -> object:
     return missing
 
 
-def require_person_call(what: str, name: str, helper: object, keyword: str | None = None) -> None:
+def written_by_person(name: str, helper: object) -> bool:
+    """True if the helper running now (any depth below its kernel trampoline) was called by a person's own
+    cell code, as `require_person_call` checks it: for displays the kernel shows as its own on the caller's
+    behalf (the FINAL box), which model-written code must not get."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code not in _TRAMPOLINES:
+        frame = frame.f_back
+    if frame is None:
+        return False
+    try:
+        require_person_call("this", name, helper, start=frame)
+    except ModelCodeRefused:
+        return False
+    return True
+
+
+def require_person_call(
+    what: str, name: str, helper: object, keyword: str | None = None, *, start: types.FrameType | None = None
+) -> None:
     """Refuse unless the helper running now was called directly by a person's cell.
 
     Call it from the helper's implementation (the function the helper closure calls). The call site — the
@@ -183,7 +274,7 @@ def require_person_call(what: str, name: str, helper: object, keyword: str | Non
     calls it) leaves the cell's frame running some other instruction, and is refused.
     """
     refuse_in_model_code(what)
-    frame = sys._getframe(2)
+    frame = start if start is not None else sys._getframe(2)
     while frame is not None and frame.f_code in _TRAMPOLINES:
         frame = frame.f_back
     written = f"{what} must be written in your own cell as a direct call"
@@ -219,3 +310,129 @@ def require_person_call(what: str, name: str, helper: object, keyword: str | Non
             "property, comparison or a name that model-written code may have rebound). Write the call "
             f"itself in your cell, by its name `{name}(...)` (a def or lambda of your own may wrap it)"
         )
+    require_direct_chain(what, frame)
+
+
+def _static(obj: object, attribute: str) -> object:
+    """`obj.attribute` without running any descriptor (a property model code wrote never runs here)."""
+    import inspect
+
+    from rlm_kernel.sandbox.facade import Facade  # a module facade hands out its chosen names by __getattr__
+
+    if type(obj) is Facade:
+        value = object.__getattribute__(obj, "_rlm_attrs").get(attribute)
+        return value.__func__ if type(value) is staticmethod or type(value) is classmethod else value
+    try:
+        value = inspect.getattr_static(obj, attribute)
+    except AttributeError:
+        return None
+    if type(value) is staticmethod or type(value) is classmethod:
+        return value.__func__
+    return value
+
+
+def _callee(frame: types.FrameType, node: ast.expr) -> object:
+    """What the call expression `node`'s function (a name or a dotted name) is bound to in `frame`, looked up
+    without running code (no properties, no `__getattr__`); None when it is anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    value = _lookup(frame, node.id)
+    for attribute in reversed(parts):
+        value = _static(value, attribute)
+    return value
+
+
+def _runs(obj: object, code: types.CodeType) -> bool:
+    """True if calling `obj` runs `code` directly: a function or method whose code it is, a class whose
+    `__init__`/`__new__` it is (`Cls()`), or an instance whose class's `__call__` it is (`obj()`)."""
+    func = obj.__func__ if type(obj) is types.MethodType else obj
+    if type(func) is types.FunctionType:
+        return func.__code__ is code  # a plain function's own code (a C attribute: runs nothing)
+    if issubclass(type(obj), type):  # never obj.__class__ (a property could run)
+        cls, names = obj, ("__init__", "__new__")
+    else:
+        cls, names = type(obj), ("__call__",)
+    for klass in getattr(cls, "__mro__", ()):
+        for name in names:
+            member = vars(klass).get(name)
+            if type(member) is staticmethod or type(member) is classmethod:
+                member = member.__func__
+            if type(member) is types.FunctionType and member.__code__ is code:
+                return True
+    return False
+
+
+def require_direct_chain(what: str, frame: types.FrameType) -> None:
+    """Refuse unless each function between the cell and the privileged call was called by the person by name.
+
+    `frame` runs the person's direct call of the helper. A person's own function that makes such a call
+    (`def read(p): return load_context(p, allow_secrets=True)`) must itself be called by name from the
+    person's code — not through a `functools.partial`, `map`, `sorted(key=)` or any other wrapper, which
+    model code could have made around it and left under a name the person calls (the C-level wrapper
+    leaves no frame, so the caller's frame is running some other instruction), and not by library or kernel
+    code. Code of the caller's own cell (a comprehension, class body, def or generator written in it) counts
+    as the caller's. Checked up to the cell's top level (or a user expression)."""
+    inner = frame
+    while True:
+        outer = inner.f_back
+        while outer is not None and (outer.f_code in _PASS_THROUGH or outer.f_code in _TRAMPOLINES):
+            outer = outer.f_back
+        if outer is None or not is_sandboxed_filename(outer.f_code.co_filename):
+            if inner.f_code.co_name == "<module>":
+                return  # the cell's (or user expression's) own top level, run by the kernel
+            raise ModelCodeRefused(
+                f"{what} is not available here: your function {inner.f_code.co_name}() that does it was "
+                "called by library or kernel code (a callback, a display hook, a wrapper), not by your cell. "
+                "Call it yourself, by its name, in a cell"
+            )
+        # code of the cell running now (a comprehension, class body, def or generator written with the call,
+        # compiled in this execution) is the person's own from end to end; any other function — of another
+        # cell, or of an earlier run of this one — must be called by its name
+        if inner.f_code.co_filename != outer.f_code.co_filename or not _in_running_cell(inner.f_code):
+            node = _call_at(outer)
+            if not (isinstance(node, ast.Call) and _runs(_callee(outer, node.func), inner.f_code)):
+                raise ModelCodeRefused(
+                    f"{what} is not available here: your function {inner.f_code.co_name}() that does it was "
+                    "reached through another object (a functools.partial, map, sorted key, property, "
+                    "comparison or a name that model-written code may have rebound), not called by its name "
+                    "in your code. Call it by its name, e.g. "
+                    f"`{inner.f_code.co_name}(...)`, in your own cell"
+                )
+        inner = outer
+
+
+def called_directly_by_person() -> bool:
+    """True unless kernel or library code running now was reached from cell code through a wrapper.
+
+    For outputs: a `display()` the person's cell wrote (`display(x)`, `handle.update(x)`, `plt.show()`, a
+    function of theirs called by name that does one) is the person's; the same display reached through a
+    `functools.partial(display, <model's bundle>)`, a `map(display, ...)` or a partial of a handle's
+    `update` that model code left under a name the person calls is model-written code's output. Looks at
+    the innermost cell frame on the stack: the instruction it runs must be a call of the function running
+    just inside it (kernel pass-through frames aside), and its own callers must pass
+    `require_direct_chain`. With no cell frame on the stack (the kernel's own work after a cell) it is
+    True; with a model-written frame it is False."""
+    inside: types.FrameType | None = None
+    frame = sys._getframe(1)
+    while frame is not None and not is_sandboxed_filename(frame.f_code.co_filename):
+        if frame.f_code.co_filename in _MODEL_FILES:
+            return False
+        if frame.f_code not in _PASS_THROUGH:
+            inside = frame
+        frame = frame.f_back
+    if frame is None or inside is None:
+        return True
+    if model_frame_on_stack(frame) is not None:
+        return False
+    node = _call_at(frame)
+    if not (isinstance(node, ast.Call) and _runs(_callee(frame, node.func), inside.f_code)):
+        return False
+    try:
+        require_direct_chain("this", frame)
+    except ModelCodeRefused:
+        return False
+    return True

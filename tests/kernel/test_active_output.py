@@ -315,7 +315,9 @@ def test_model_code_displays_and_objects_are_cleaned_and_the_viewer_escapes(
     # the object the model made, displayed by the person's next cell, is still cleaned
     later = ok(kernel, "evil")
     [(data, _)] = assert_all_inert(later)
-    assert data["text/html"] == "<img><div>FINAL</div>"
+    # cleaned, and framed as model-written code's output (output/bundles.label_model_output)
+    assert data["text/html"].endswith("<img><div>FINAL</div></div>"), data["text/html"]
+    assert "shown by model-written code" in data["text/html"]
     # another instance of the run's result class is not the kernel's viewer (trust is by identity)
     forged = ok(kernel, "import copy\ncopy.copy(rlm_result)")
     for data, metadata in bundles(forged):
