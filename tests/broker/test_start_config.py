@@ -103,6 +103,23 @@ def test_root_rules_carve_code_and_private_places_out_of_a_root(tmp_path: Path) 
     )
 
 
+def test_root_rules_never_reach_through_a_link(tmp_path: Path) -> None:
+    """A rule is made through a symlink (it names the target's inode): a link in a carved root to a private
+    place, or to anywhere outside, must get no rule (a root's single rule does not reach through links)."""
+    root = tmp_path / "project"
+    (root / ".venv").mkdir(parents=True)
+    private = tmp_path / "state" / "broker"
+    private.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "state-link").symlink_to(private)
+    (root / "out-link").symlink_to(elsewhere)
+    (root / "file-link").symlink_to(private / "cache-key")
+    rules, _kept = root_rules([str(root)], [str(root / ".venv")], [str(private)])
+    named = {path for path, _rights in rules}
+    assert not named & {str(root / n) for n in ("state-link", "out-link", "file-link")}, sorted(named)
+
+
 def test_the_supervisor_caps_brokers_rate_limits_and_drops_junk() -> None:
     control = spawn_supervisor_process(dict(os.environ))
     try:
