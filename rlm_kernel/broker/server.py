@@ -35,6 +35,7 @@ from rlm_kernel.llm.config import LLMConfig
 from rlm_kernel.llm.engine import LOOK_UP_AT_ITS_TURN
 from rlm_kernel.llm.errors import ConfigError, LLMCancelled, LLMError, ProviderError
 from rlm_kernel.llm.events import CANCELLED
+from rlm_kernel.llm.pricing import price_for
 from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.session import LLMSession
 from rlm_kernel.private_files import cache_key_bytes, key_dir, replay_snapshot
@@ -306,6 +307,7 @@ class Broker:
                     {"id": rid, "item": index, "response": response_to_wire(hit[0]), "cached": hit[1]}
                 )
                 return
+        self._priced(engine, req)
         reservation = self.ledger.reserve(budget, req, prices, names)
         self.ledger.persist()
         held = [reservation]  # the reservation of the attempt in flight
@@ -379,6 +381,22 @@ class Broker:
                 "unrecorded": unrecorded,
             }
         )
+
+    def _priced(self, engine: LLMClient, req: Any) -> None:
+        """Under a start-time USD limit, refuse a model without a start-time or built-in price: it would be
+        counted in tokens only (a price the kernel sends does not count: it could say 0). The offline model
+        costs nothing."""
+        limit = self.start.limits.get("max_usd")
+        if limit is None or engine.config.provider == "local" or engine.config.base_url is None:
+            return
+        if price_for(req.model, self.start.prices) is None:
+            raise ConfigError(
+                f"the LLM broker refused model {req.model[:80]!r}: no price is known for it, and the "
+                f"USD limit set when the kernel started (${limit:g}) could not count its calls; give its "
+                "price in the settings file's [prices] table before starting the kernel, or "
+                "use a model with a known price",
+                key="prices",
+            )
 
     async def _op_budget(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
         """The budget snapshot frame: the ledger's figures for the named scopes (at most `MAX_SNAPSHOT`; the

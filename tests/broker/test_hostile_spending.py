@@ -115,3 +115,30 @@ def test_attempts_that_time_out_are_paid_for(server: LLMTestServer, tmp_path: Pa
         assert len(server.requests) <= 3, len(server.requests)
     finally:
         kernel.shutdown()
+
+
+def test_a_usd_limit_is_not_passed_by_a_model_without_a_price(server: LLMTestServer, tmp_path: Path) -> None:
+    """Under a start-time USD limit, a model the price table does not know (a name the kernel chose, priced by
+    the kernel at 0) would cost nothing to the budget: the broker refuses it."""
+    kernel = _kernel(server, tmp_path, RLM_BUDGET_MAX_USD="0.01")
+    try:
+        call = (
+            "frames = []\n"
+            "msgs = ({{'role': 'user', 'content': 'x'}},)\n"
+            "req = ChatRequest(model={model!r}, messages=msgs, max_tokens=1000)\n"
+            "_el.submit(link.batch(engine(prices={prices}), [req] * 5, chain('usd'), 5, frames.append))"
+            ".result(60)\n"
+            "print([f['error']['message'][:160] for f in frames if 'item' in f and 'error' in f])\n"
+        )
+        ok(kernel, ENDS)
+        out = ok(
+            kernel, call.format(model="unpriced-model-xyz", prices="{'unpriced-model-xyz': [0, 0]}")
+        ).stdout
+        assert "no price is known" in out, out
+        assert server.requests == []
+        # honest control: a model with a price is counted against the limit (10 calls of 1000 output tokens
+        # at gpt-4o-mini's price stay under a cent)
+        out = ok(kernel, call.format(model="gpt-4o-mini", prices="{}")).stdout
+        assert len(server.requests) == 5, out
+    finally:
+        kernel.shutdown()
