@@ -242,3 +242,32 @@ def test_a_replay_cache_named_in_the_settings_file_is_copied_at_start(
         conn.execute("UPDATE entries SET text = 'POISONED', tag = NULL")
     served = ResponseCache(copy, "replay", auth=os.urandom(32), trust_untagged=True).get("openai", REQ)
     assert served is not None and served.response.text == "kept"
+
+
+def test_a_replay_cache_the_kernel_made_huge_or_odd_is_not_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel can make a file in a root sparse and huge (truncate), or a -wal that is no file: the
+    supervisor copies nothing then (a copy would fill the disk or block its start)."""
+    from rlm_kernel.private_files import MAX_REPLAY_COPY, REPLAY_SNAPSHOT_VAR, snapshot_replay_cache
+
+    recorded = tmp_path / "recorded"
+    ResponseCache(recorded, "readwrite").put("openai", REQ, ChatResponse("kept", "m", 1, 1, "stop", None))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv(REPLAY_SNAPSHOT_VAR, "")
+    env = {"RLM_CACHE": "replay", "RLM_CACHE_DIR": str(recorded), "XDG_STATE_HOME": str(tmp_path / "state")}
+    assert snapshot_replay_cache(env) is not None  # honest control: an ordinary recording is copied
+    wal = recorded / "llm-cache.sqlite3-wal"
+    wal.unlink(missing_ok=True)
+    with open(wal, "wb") as f:
+        f.truncate(MAX_REPLAY_COPY + 1)  # sparse: no disk used here, a gigabyte in a copy
+    assert snapshot_replay_cache(env) is None
+    wal.unlink()
+    os.mkfifo(wal)
+    assert snapshot_replay_cache(env) is None
+    wal.unlink()
+    wal.symlink_to(tmp_path / "elsewhere")
+    assert snapshot_replay_cache(env) is None
+    copies = list((tmp_path / "state" / "rlm-kernel" / "broker" / "replays").iterdir())
+    assert len(copies) == 1  # the honest copy, made again each time: never the gigabyte
+    assert sum(f.stat().st_size for f in copies[0].iterdir()) < 10 * 2**20
