@@ -171,6 +171,12 @@ def _kernel_paths(cache: bool) -> KernelPaths:
     read: list[str] = []
     write: list[str] = []
     private = [str(key_dir()), str(cache_root())]  # denied even where a root holds them (~ as a root)
+    try:  # other kernels' connection files (their keys): this kernel's own is granted by name
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        private.append(jupyter_runtime_dir())
+    except Exception:  # noqa: BLE001 - no jupyter_core: no runtime folder
+        pass
     try:
         brokered = settings_file.snapshot_at_start(config_path()) is not None  # the launcher read the file
         (private if brokered else read).append(str(config_path()))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
+    "MAX_REPLAY_COPY",
     "REPLAY_SNAPSHOT_VAR",
     "cache_key_bytes",
     "cache_root",
@@ -29,6 +30,10 @@ __all__ = [
 DEFAULT_CACHE_DIR = "@per-user"
 """The `cache_dir` default: a per-user folder for the notebook's directory (`default_cache_dir`), outside
 every context root, so the kernel can neither read nor write the responses."""
+
+MAX_REPLAY_COPY = 1 << 30
+"""Bytes of recordings the supervisor copies at start (the kernel can make a file in a root sparse and huge:
+copied, it would fill the disk); a larger cache is not copied, and its untagged entries are not served."""
 
 REPLAY_SNAPSHOT_VAR = "RLM_BROKER_REPLAY_SNAPSHOT"
 """Set in the supervisor's own environment (brokers inherit it, the kernel never sees it)."""
@@ -107,7 +112,20 @@ def snapshot_replay_cache(environ: Mapping[str, str] | None = None) -> Path | No
     if source is None or not (source / CACHE_FILE).is_file():
         return None
     import shutil  # only for a replay: the supervisor starts beside the kernel
+    import stat
 
+    files = []
+    for suffix in ("", "-wal"):
+        try:
+            info = os.lstat(source / (CACHE_FILE + suffix))
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode):  # a link, a fifo, a device: nothing the broker copies or reads
+            return None
+        files.append((CACHE_FILE + suffix, info.st_size))
+    if sum(size for _name, size in files) > MAX_REPLAY_COPY:
+        return None
+    copy: Path | None = None
     try:
         replays = _private_dir() / "replays"
         for old in replays.iterdir() if replays.is_dir() else ():  # left by supervisors that were killed
@@ -115,10 +133,18 @@ def snapshot_replay_cache(environ: Mapping[str, str] | None = None) -> Path | No
                 shutil.rmtree(old, ignore_errors=True)
         copy = replays / str(os.getpid())
         copy.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for suffix in ("", "-wal"):
-            if (source / (CACHE_FILE + suffix)).is_file():
-                shutil.copyfile(source / (CACHE_FILE + suffix), copy / (CACHE_FILE + suffix))
+        for name, size in files:
+            # no link, no fifo (O_NONBLOCK: an open never waits), and never more than the size seen above:
+            # the kernel may rewrite or grow the file while it is copied
+            fd = os.open(source / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as src, open(copy / name, "wb") as dst:
+                left = size
+                while left > 0 and (chunk := src.read(min(left, 1 << 20))):
+                    dst.write(chunk)
+                    left -= len(chunk)
     except OSError:
+        if copy is not None:
+            shutil.rmtree(copy, ignore_errors=True)
         return None
     os.environ[REPLAY_SNAPSHOT_VAR] = json.dumps({"source": str(source), "copy": str(copy)})
     return copy

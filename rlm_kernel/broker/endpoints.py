@@ -2,8 +2,9 @@
 
 An endpoint is (base URL, proxy). At start the broker records every endpoint the configuration names (the
 resolved default, each provider's official URL whose own key is set, OPENAI_BASE_URL, the local model) with
-the key bound to it. A key typed with `%rlm set api_key=...` is bound to the endpoint set with it. A request
-to any other endpoint is refused before anything is sent.
+the key bound to it. A key typed with `%rlm set api_key=...` is bound to the endpoint set with it, which must
+be one of those or a provider's official URL. A request to any other endpoint is refused before anything is
+sent: the kernel has no network of its own, and the broker is not its way to other hosts.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ class EndpointPolicy:
     def __init__(self) -> None:
         self._configured: dict[Endpoint, str | None] = {Endpoint(None, None): None}
         self._typed: dict[Endpoint, str] = {}
+        self._official: set[Endpoint] = {Endpoint.of(url, None) for url in DEFAULT_BASE_URLS.values()}
+        """Each provider's official URL (through the start-time proxy): a typed key may go there too."""
 
     @classmethod
     def from_environment(cls) -> EndpointPolicy:
@@ -70,6 +73,7 @@ class EndpointPolicy:
         except ConfigError:
             start = None
         proxy = start.proxy if start is not None else None
+        policy._official = {Endpoint.of(url, proxy) for url in DEFAULT_BASE_URLS.values()}
         if start is not None:
             policy._configured[Endpoint.of(start.base_url, start.proxy)] = start.api_key_for_request()
             if start.base_url is None:
@@ -82,8 +86,8 @@ class EndpointPolicy:
                 policy._configured.setdefault(Endpoint.of(DEFAULT_BASE_URLS[provider], proxy), key)
         base = os.environ.get("OPENAI_BASE_URL")
         okey, _ = _provider_key("openai", secret)
-        if base and okey:
-            policy._configured.setdefault(Endpoint.of(base, proxy), okey)
+        if base:  # named at start: its key, or one typed in a cell
+            policy._configured.setdefault(Endpoint.of(base, proxy), okey or None)
         return policy
 
     def configured(self) -> list[str]:
@@ -91,7 +95,18 @@ class EndpointPolicy:
         return sorted(e.describe() for e in self._configured)
 
     def bind_typed(self, endpoint: Endpoint, key: str) -> None:
-        """Bind a key typed in a cell to the endpoint set with it."""
+        """Bind a key typed in a cell to the endpoint set with it — one configured at start or a provider's
+        official URL: the kernel has no network of its own, so a key of its choosing must not turn the
+        broker into its way to any host (`EndpointRefused` otherwise)."""
+        if endpoint not in self._configured and endpoint not in self._official:
+            raise EndpointRefused(
+                f"refused: {endpoint.describe()} was not configured when the kernel started, so no request "
+                "goes there, with a typed key or any other (the kernel reaches the network only through the "
+                "LLM broker, and only where its start-time configuration points). Name the endpoint at start "
+                "(RLM_BASE_URL / RLM_PROXY in the environment, the kernelspec env or the config file), then "
+                "type its key with `%rlm set api_key=...`",
+                key="base_url",
+            )
         register_secret(key)
         self._typed[endpoint] = key
 

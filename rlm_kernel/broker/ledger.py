@@ -74,8 +74,12 @@ class Ledger:
         return len(self._budgets)
 
     def persist(self) -> None:
-        """Hand the root's spending on to the next broker (after each settled call)."""
-        self.store.save(self.root._started, dict(self.root._used))  # noqa: SLF001
+        """Hand the root's spending on to the next broker (after each reservation and settlement). What is
+        reserved counts as spent: a broker killed mid-call (the kernel asked the supervisor for another)
+        leaves its calls in flight paid for at their worst case, never forgotten."""
+        root = self.root
+        committed = {k: root._used[k] + max(0, root._reserved[k]) for k in root._used}  # noqa: SLF001
+        self.store.save(root._started, committed)  # noqa: SLF001
 
     def chain(self, wire: list[dict[str, Any]] | None) -> tuple[Budget, dict[int, str]]:
         """The leaf budget of a chain sent by `chain_to_wire` (made or updated here); id(budget) → scope id.
@@ -136,6 +140,14 @@ class Ledger:
             refuser = next((b for b, x, y in zip(chain, before, after, strict=True) if y > x), budget)
             exc.scope = names.get(id(refuser))  # type: ignore[attr-defined]
             raise
+
+    @staticmethod
+    def charge(budget: Budget, reservation: Reservation) -> tuple[int, int, float | None]:
+        """Settle a call that got no answer but may have been served (cancelled or timed out once its
+        request was out) at its reservation, the worst case; the figures charged."""
+        usd = reservation.usd or None
+        budget.settle(reservation, reservation.input_tokens, reservation.output_tokens, usd)
+        return reservation.input_tokens, reservation.output_tokens, usd
 
     @staticmethod
     def settle(

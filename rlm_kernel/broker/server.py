@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_kernel.broker.endpoints import Endpoint, EndpointPolicy
-from rlm_kernel.broker.ledger import Ledger
+from rlm_kernel.broker.ledger import ROOT_ID, Ledger
 from rlm_kernel.broker.spend_store import SpendStore
 from rlm_kernel.broker.start_config import StartConfig
 from rlm_kernel.llm.broker_protocol import (
@@ -28,21 +28,30 @@ from rlm_kernel.llm.broker_protocol import (
     request_from_wire,
     response_to_wire,
 )
-from rlm_kernel.llm.budget import Budget
+from rlm_kernel.llm.budget import Budget, Reservation
 from rlm_kernel.llm.cache import ResponseCache
 from rlm_kernel.llm.client import LLMClient
 from rlm_kernel.llm.config import LLMConfig
 from rlm_kernel.llm.engine import LOOK_UP_AT_ITS_TURN
-from rlm_kernel.llm.errors import ConfigError, LLMError
+from rlm_kernel.llm.errors import ConfigError, LLMCancelled, LLMError, ProviderError
+from rlm_kernel.llm.events import CANCELLED
+from rlm_kernel.llm.pricing import price_for
 from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.session import LLMSession
 from rlm_kernel.private_files import cache_key_bytes, key_dir, replay_snapshot
 
-__all__ = ["MAX_ENGINES", "Broker", "run_broker"]
+__all__ = ["MAX_ENGINES", "MAX_PENDING", "MAX_SNAPSHOT", "WRITE_HIGH_WATER", "Broker", "run_broker"]
 
 MAX_ENGINES = 256
 """Distinct client settings one broker serves (each holds HTTP connections): a kernel describing endless new
 ones is refused past this."""
+MAX_PENDING = 512
+"""Requests one broker works on at once; past this it reads no further frame until one ends."""
+WRITE_HIGH_WATER = 8 * 1024 * 1024
+"""Bytes of answers waiting for the kernel to read them; past this the broker reads no further frame until
+the kernel has read them (a kernel that asks and never reads holds the broker, not its memory)."""
+MAX_SNAPSHOT = 256
+"""Budget ids one `budget` request may name."""
 
 
 def _framed(message: dict[str, Any]) -> bytes:
@@ -104,15 +113,18 @@ class Broker:
     async def serve(self, sock: socket.socket) -> None:
         reader, writer = await asyncio.open_unix_connection(sock=sock, limit=2**20)
         self._writer = writer
+        writer.transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         try:
             while True:
                 try:
                     message = await read_frame(reader)
-                except (OSError, ValueError):
+                except (OSError, ValueError, RecursionError):  # a malformed frame (or one nested too deep)
                     message = None
                 if message is None:
                     break
                 self._dispatch(message)
+                if not await self._backpressure(writer):
+                    break
         finally:
             for task in list(self._tasks.values()):
                 task.cancel()
@@ -121,6 +133,20 @@ class Broker:
                 await engine._aclose_when_idle()  # noqa: SLF001 - the broker owns these clients
             self._flush()
             writer.close()
+
+    async def _backpressure(self, writer: asyncio.StreamWriter) -> bool:
+        """Before the next frame is read: wait while `MAX_PENDING` requests run, and while the answers the
+        kernel has not read pass `WRITE_HIGH_WATER` — what a kernel asks for costs the broker bounded memory
+        however it floods. False when the kernel is gone."""
+        while len(self._tasks) >= MAX_PENDING:
+            await asyncio.wait(list(self._tasks.values()), return_when=asyncio.FIRST_COMPLETED)
+        if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER or len(self._out) > 1024:
+            await asyncio.sleep(0)  # this turn's answers go out (`_flush`), then wait for the kernel to read
+            try:
+                await writer.drain()
+            except (ConnectionError, OSError):
+                return False
+        return True
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         op = message.get("op")
@@ -133,7 +159,8 @@ class Broker:
             return
         handler = getattr(self, f"_op_{op}", None)
         if handler is None or not isinstance(rid, int):
-            self._write({"id": rid, "error": error_frame(LLMError(f"unknown broker request {op!r}"))})
+            what = repr(op)[:80]  # the kernel's text: never echoed at its full size
+            self._write({"id": rid, "error": error_frame(LLMError(f"unknown broker request {what}"))})
             return
         task = asyncio.get_running_loop().create_task(self._run(rid, handler, message))
         self._tasks[rid] = task
@@ -247,6 +274,8 @@ class Broker:
                     await self._item(rid, index, engine, budget, names, req, owners, looked_up[index])
                 except asyncio.CancelledError:
                     raise
+                except _Reported:
+                    pass  # its error frame (with what it was charged) went out already
                 except BaseException as exc:  # noqa: BLE001 - MemoryError included: only this item fails
                     try:
                         self._write({"id": rid, "item": index, "error": error_frame(exc)})
@@ -278,9 +307,25 @@ class Broker:
                     {"id": rid, "item": index, "response": response_to_wire(hit[0]), "cached": hit[1]}
                 )
                 return
+        self._priced(engine, req)
         reservation = self.ledger.reserve(budget, req, prices, names)
+        self.ledger.persist()
+        held = [reservation]  # the reservation of the attempt in flight
+        lost = [0, 0, 0.0]  # attempts that got no answer, charged at their worst case
+
+        def charge(res: Reservation) -> None:
+            inp, out, usd = self.ledger.charge(budget, res)
+            lost[0], lost[1], lost[2] = lost[0] + inp, lost[1] + out, lost[2] + (usd or 0.0)
 
         def event(kind: str, **fields: Any) -> None:
+            extra = fields.get("extra") or {}
+            if kind == "retry" and extra.get("status") is None and extra.get("sent"):
+                # the attempt timed out or lost its connection once its request was out: the provider may
+                # have served (and billed) it, so it is paid for; the retry is a new call on the budget,
+                # refused at its limit like any other
+                charge(held[0])
+                held[0] = self.ledger.reserve(budget, req, prices, names)
+                self.ledger.persist()
             self._write({"id": rid, "event": kind, "index": index, "fields": fields})
 
         event(
@@ -290,12 +335,32 @@ class Broker:
         )
         try:
             resp = await engine._send(req, event)  # noqa: SLF001 - the broker drives its engines
-        except BaseException:
-            budget.release(reservation)  # no answer: nothing paid for (a cancel included)
+        except BaseException as exc:
+            if not held[0].done:
+                if _answered_without_service(exc):
+                    budget.release(held[0])  # the provider answered with an error: nothing was served
+                else:  # cancelled, timed out or cut off once sent: the provider may have served it
+                    charge(held[0])
+            self.ledger.persist()
+            if lost[0] or lost[1] or lost[2]:
+                self._write(
+                    {
+                        "id": rid,
+                        "item": index,
+                        "error": error_frame(exc if isinstance(exc, LLMError) else LLMCancelled(CANCELLED)),
+                        "charge": [lost[0], lost[1], lost[2] or None],
+                    }
+                )
+                if not isinstance(exc, LLMError):
+                    raise
+                raise _Reported() from None
             raise
         # the answer arrived: it is paid for, so it is settled and reported even if the batch is cancelled now
+        reservation = held[0]
         resp, usd = self.ledger.settle(budget, reservation, req, resp, prices)
         self.ledger.persist()
+        if lost[2]:  # earlier attempts of this item that got no answer, paid at their worst case
+            usd = (usd or 0.0) + lost[2]
         self.paid["calls"] += 1
         self.paid["input_tokens"] += resp.input_tokens
         self.paid["output_tokens"] += resp.output_tokens
@@ -312,15 +377,36 @@ class Broker:
                 "id": rid,
                 "item": index,
                 "response": response_to_wire(resp),
-                "charge": [resp.input_tokens, resp.output_tokens, usd],
+                "charge": [resp.input_tokens + lost[0], resp.output_tokens + lost[1], usd],
                 "unrecorded": unrecorded,
             }
         )
 
+    def _priced(self, engine: LLMClient, req: Any) -> None:
+        """Under a start-time USD limit, refuse a model without a start-time or built-in price: it would be
+        counted in tokens only (a price the kernel sends does not count: it could say 0). The offline model
+        costs nothing."""
+        limit = self.start.limits.get("max_usd")
+        if limit is None or engine.config.provider == "local" or engine.config.base_url is None:
+            return
+        if price_for(req.model, self.start.prices) is None:
+            raise ConfigError(
+                f"the LLM broker refused model {req.model[:80]!r}: no price is known for it, and the "
+                f"USD limit set when the kernel started (${limit:g}) could not count its calls; give its "
+                "price in the settings file's [prices] table before starting the kernel, or "
+                "use a model with a known price",
+                key="prices",
+            )
+
     async def _op_budget(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
-        """The budget snapshot frame: the ledger's figures for the named scopes (all if none are named)."""
+        """The budget snapshot frame: the ledger's figures for the named scopes (at most `MAX_SNAPSHOT`; the
+        session's root if none are named — never every scope: a 30-byte request must not cost megabytes)."""
         ids = message.get("scopes")
-        return {"budgets": self.ledger.snapshot(None if ids is None else [str(i) for i in ids])}
+        if ids is None:
+            ids = [ROOT_ID]
+        if not isinstance(ids, list) or len(ids) > MAX_SNAPSHOT:
+            raise ValueError(f"a budget request names a list of at most {MAX_SNAPSHOT} scope ids")
+        return {"budgets": self.ledger.snapshot([str(i) for i in ids])}
 
     async def _op_check(self, rid: int, message: dict[str, Any]) -> dict[str, Any]:
         self.policy.resolve(
@@ -345,6 +431,23 @@ class Broker:
             "cache_refused": sum(e.cache.refused for e in self._engines.values() if e.cache is not None),
             "running": len(self._tasks) - 1,
         }
+
+
+class _Reported(Exception):  # noqa: N818 - a control-flow marker, not an error anyone sees
+    """An item's failure whose error frame `_item` wrote itself (it carries what the item was charged)."""
+
+
+def _answered_without_service(exc: BaseException) -> bool:
+    """Whether a failed call's provider answered that it did not serve it (an HTTP error status) — then its
+    reservation is released — or that the request never reached it (its connection was never made). Anything
+    else once the request was out (a cancel, a timeout, a lost connection, an unreadable 2xx reply) may have
+    been served and billed: it is charged at its worst case."""
+    if not isinstance(exc, ProviderError):
+        return False
+    status = exc.status
+    if status is None:
+        return not exc.request_sent  # a connection that was never made: nothing reached the provider
+    return not 200 <= status < 300
 
 
 def run_broker(sock: socket.socket, store: SpendStore | None = None) -> None:

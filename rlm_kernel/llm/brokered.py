@@ -135,7 +135,11 @@ class BrokeredCalls:
                 if "error" in msg:
                     err = error_from_wire(msg["error"])
                     res = reserved.pop(i, None)
-                    if res is not None:
+                    if isinstance(msg.get("charge"), list):  # sent but unanswered: the broker charged it
+                        inp, out, usd = msg["charge"]
+                        res = res or budget.reserve(int(inp), int(out), usd, check=False)
+                        budget.settle(res, int(inp), int(out), usd)
+                    elif res is not None:
                         budget.release(res)
                     if isinstance(err, BudgetExceeded):
                         names.get(msg["error"].get("scope"), budget).record_refused()

@@ -87,6 +87,36 @@ def _dns_failure(exc: BaseException) -> socket.gaierror | None:
     return None
 
 
+_CONNECT_FAILURES = frozenset(
+    {
+        "ClientConnectorError",  # aiohttp: the connection was never made (refused, unreachable, DNS)
+        "ClientConnectorDNSError",
+        "ClientProxyConnectionError",
+        "ClientConnectorCertificateError",
+        "ClientConnectorSSLError",
+        "ConnectionTimeoutError",  # aiohttp's connect timeout
+        "ConnectError",  # httpx
+        "ConnectTimeout",
+    }
+)
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """Whether a failed attempt never reached the server (its connection was never made): then nothing can
+    have been served or billed. A read timeout or a connection lost once the request was out may have been."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ConnectionRefusedError | socket.gaierror) or type(e).__name__ in _CONNECT_FAILURES:
+            return True
+        todo += [e.__cause__, e.__context__]
+    return False
+
+
 class InProcessCalls:
     """`LLMClient`'s in-process path (a mixin: the client's `__init__` sets these attributes)."""
 
@@ -226,7 +256,9 @@ class InProcessCalls:
                 )
                 transient = getattr(dns, "errno", None) == socket.EAI_AGAIN  # the resolver, not the name
                 return ProviderError(text, retryable=transient, provider=provider, model=model)
-        return ProviderError(text, retryable=True, timed_out=timed_out, provider=provider, model=model)
+        error = ProviderError(text, retryable=True, timed_out=timed_out, provider=provider, model=model)
+        error.request_sent = not _never_sent(exc)
+        return error
 
     def _parse(self, body: bytes, headers: Any, model: str) -> ChatResponse:
         """The wire format's reading of a 2xx reply; an odd reply or one without an answer fails this call."""
@@ -318,7 +350,11 @@ class InProcessCalls:
             else:
                 status = response.status
                 if 200 <= status < 300:
-                    return self._parse(response.content, response.headers, req.model)
+                    try:
+                        return self._parse(response.content, response.headers, req.model)
+                    except ProviderError as exc:
+                        exc.request_sent = True  # served (and billed) though unreadable or empty
+                        raise
                 error = self._error(status, response.content, response.headers, req.model)
                 if error.retryable:
                     delay = self._policy.delay(attempt, response.headers)
@@ -338,7 +374,7 @@ class InProcessCalls:
                 "retry",
                 attempt=attempt + 1,
                 error=str(error),
-                extra={"delay_s": delay, "status": error.status},
+                extra={"delay_s": delay, "status": error.status, "sent": error.request_sent},
             )
             log.info("retry %d of a %s call in %.2f s: %s", attempt + 1, provider, delay, error)
             await asyncio.sleep(delay)

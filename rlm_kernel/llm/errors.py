@@ -62,6 +62,9 @@ class ProviderError(LLMError):
         self.timed_out = timed_out
         self.provider = provider
         self.model = model
+        self.request_sent = status is not None
+        """Whether the request reached the server (an HTTP status came back, or a transport failure came
+        after the connection was made): the LLM broker charges a call that may have been served."""
 
 
 class ReplayMiss(LLMError):

@@ -368,3 +368,40 @@ def test_code_inside_a_root_stays_read_only(server: LLMTestServer, tmp_path: Pat
         assert str(checkout) in shown, shown
     finally:
         kernel.shutdown()
+
+
+def test_where_jupyter_and_python_read_launch_code_is_never_writable(
+    server: LLMTestServer, tmp_path: Path
+) -> None:
+    """A notebook in ~ makes ~ a root: the kernelspecs (the Jupyter server runs their argv with the keys), the
+    Jupyter config (the server's own *_config.py) and other kernels' connection files stay out of reach."""
+    home = tmp_path / "notebook"  # the notebook's directory is ~
+    kernels = home / ".local" / "share" / "jupyter" / "kernels"
+    (kernels / "python3").mkdir(parents=True)
+    spec = kernels / "python3" / "kernel.json"
+    spec.write_text('{"argv": ["python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"]}')
+    (home / ".jupyter").mkdir()
+    runtime = home / ".local" / "share" / "jupyter" / "runtime"
+    runtime.mkdir()
+    other = runtime / "kernel-other.json"
+    other.write_text('{"key": "another kernel\'s signing key"}')
+    (home / "data").mkdir()
+    jupyter_env = ("JUPYTER_DATA_DIR", "JUPYTER_CONFIG_DIR", "JUPYTER_PATH", "JUPYTER_CONFIG_PATH",
+                   "JUPYTER_RUNTIME_DIR", "XDG_DATA_HOME")  # fmt: skip
+    kernel = _kernel(server, tmp_path, remove=jupyter_env, HOME=str(home))
+    try:
+        for what in (
+            f"open({str(spec)!r}, 'w').write('{{}}')",  # rewrite a kernelspec's argv
+            f"open({str(kernels / 'evil-kernel.json')!r}, 'w')",
+            f"open({str(home / '.jupyter' / 'jupyter_server_config.py')!r}, 'w')",
+            f"open({str(other)!r}).read()",  # another kernel's key
+        ):
+            out = ok(kernel, TRY.format(what=what)).stdout
+            assert "DENIED" in out, (what, out)
+        assert spec.read_text().startswith('{"argv"')
+        # honest control: the rest of the root stays writable, the kernel still calls its model
+        saved = TRY.format(what=f"open({str(home / 'data' / 'saved.txt')!r}, 'w').write('x')")
+        assert "ALLOWED" in ok(kernel, saved).stdout
+        ok(kernel, "llm_query('from a notebook in ~')")
+    finally:
+        kernel.shutdown()

@@ -67,20 +67,47 @@ def test_unconfigured_base_url_or_proxy_is_refused(kernel: KernelHarness, server
     assert "gemini" not in kernel.execute("%rlm show").all_text.split("provider", 1)[1].split("\n", 1)[0]
 
 
-def test_a_typed_key_goes_only_to_the_endpoint_set_with_it(kernel: KernelHarness, servers: tuple) -> None:
+def test_a_typed_key_goes_only_to_the_endpoint_set_with_it(servers: tuple) -> None:
     a, b, c = servers
-    ex = kernel.execute(f'%rlm set api_key=typed-key-123 base_url={b.openai_base_url}\nllm_query("to b")')
-    assert ex.ok, ex
-    assert [r.headers.get("Authorization") for r in b.requests] == ["Bearer typed-key-123"]
-    moved = kernel.execute(f"%rlm set base_url={c.openai_base_url}")
-    assert not moved.ok and "refused" in moved.all_text
-    back = kernel.execute(f"%rlm set base_url={a.openai_base_url}")  # the typed key was not given for A
-    assert not back.ok and "typed key goes only" in back.all_text, back
-    assert kernel.execute("%rlm set api_key= base_url=").ok
-    again = kernel.execute('llm_query("to a")')
-    assert again.ok, again
-    assert c.requests == []
-    assert [r.headers.get("Authorization") for r in a.requests] == [f"Bearer {PLANTED}"]
+    # b is named at start without a key of its own; a is OPENAI_BASE_URL with the environment's key
+    harness = KernelHarness(
+        env={
+            "RLM_BASE_URL": b.openai_base_url,
+            "OPENAI_BASE_URL": a.openai_base_url,
+            "OPENAI_API_KEY": PLANTED,
+            "RLM_MODEL": "m",
+            "RLM_CACHE": "off",
+        },
+        remove_env=("RLM_CONFIG", "RLM_API_KEY", "RLM_PROVIDER"),
+    )
+    try:
+        ex = harness.execute(
+            f'%rlm set api_key=typed-key-123 base_url={b.openai_base_url}\nllm_query("to b")'
+        )
+        assert ex.ok, ex
+        assert [r.headers.get("Authorization") for r in b.requests] == ["Bearer typed-key-123"]
+        moved = harness.execute(f"%rlm set base_url={c.openai_base_url}")
+        assert not moved.ok and "refused" in moved.all_text
+        back = harness.execute(f"%rlm set base_url={a.openai_base_url}")  # the typed key was not given for A
+        assert not back.ok and "typed key goes only" in back.all_text, back
+        assert harness.execute(f"%rlm set api_key= base_url={a.openai_base_url}").ok
+        again = harness.execute('llm_query("to a")')
+        assert again.ok, again
+        assert c.requests == []
+        assert [r.headers.get("Authorization") for r in a.requests] == [f"Bearer {PLANTED}"]
+    finally:
+        harness.shutdown()
+
+
+def test_a_typed_key_never_opens_an_endpoint_not_named_at_start(
+    kernel: KernelHarness, servers: tuple
+) -> None:
+    """The kernel has no network of its own: a key it types must not make the broker its way to any host."""
+    _a, b, _c = servers
+    ex = kernel.execute(f"%rlm set api_key=typed-key-123 base_url={b.openai_base_url}")
+    assert not ex.ok and "not configured when the kernel started" in ex.all_text, ex
+    assert kernel.execute('llm_query("still at a")').ok  # the refused setting was rolled back
+    assert b.requests == []
 
 
 def test_a_key_in_the_config_file_is_only_a_reference_in_the_kernel(

@@ -103,6 +103,23 @@ def test_root_rules_carve_code_and_private_places_out_of_a_root(tmp_path: Path) 
     )
 
 
+def test_root_rules_never_reach_through_a_link(tmp_path: Path) -> None:
+    """A rule is made through a symlink (it names the target's inode): a link in a carved root to a private
+    place, or to anywhere outside, must get no rule (a root's single rule does not reach through links)."""
+    root = tmp_path / "project"
+    (root / ".venv").mkdir(parents=True)
+    private = tmp_path / "state" / "broker"
+    private.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "state-link").symlink_to(private)
+    (root / "out-link").symlink_to(elsewhere)
+    (root / "file-link").symlink_to(private / "cache-key")
+    rules, _kept = root_rules([str(root)], [str(root / ".venv")], [str(private)])
+    named = {path for path, _rights in rules}
+    assert not named & {str(root / n) for n in ("state-link", "out-link", "file-link")}, sorted(named)
+
+
 def test_the_supervisor_caps_brokers_rate_limits_and_drops_junk() -> None:
     control = spawn_supervisor_process(dict(os.environ))
     try:
@@ -225,3 +242,32 @@ def test_a_replay_cache_named_in_the_settings_file_is_copied_at_start(
         conn.execute("UPDATE entries SET text = 'POISONED', tag = NULL")
     served = ResponseCache(copy, "replay", auth=os.urandom(32), trust_untagged=True).get("openai", REQ)
     assert served is not None and served.response.text == "kept"
+
+
+def test_a_replay_cache_the_kernel_made_huge_or_odd_is_not_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel can make a file in a root sparse and huge (truncate), or a -wal that is no file: the
+    supervisor copies nothing then (a copy would fill the disk or block its start)."""
+    from rlm_kernel.private_files import MAX_REPLAY_COPY, REPLAY_SNAPSHOT_VAR, snapshot_replay_cache
+
+    recorded = tmp_path / "recorded"
+    ResponseCache(recorded, "readwrite").put("openai", REQ, ChatResponse("kept", "m", 1, 1, "stop", None))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv(REPLAY_SNAPSHOT_VAR, "")
+    env = {"RLM_CACHE": "replay", "RLM_CACHE_DIR": str(recorded), "XDG_STATE_HOME": str(tmp_path / "state")}
+    assert snapshot_replay_cache(env) is not None  # honest control: an ordinary recording is copied
+    wal = recorded / "llm-cache.sqlite3-wal"
+    wal.unlink(missing_ok=True)
+    with open(wal, "wb") as f:
+        f.truncate(MAX_REPLAY_COPY + 1)  # sparse: no disk used here, a gigabyte in a copy
+    assert snapshot_replay_cache(env) is None
+    wal.unlink()
+    os.mkfifo(wal)
+    assert snapshot_replay_cache(env) is None
+    wal.unlink()
+    wal.symlink_to(tmp_path / "elsewhere")
+    assert snapshot_replay_cache(env) is None
+    copies = list((tmp_path / "state" / "rlm-kernel" / "broker" / "replays").iterdir())
+    assert len(copies) == 1  # the honest copy, made again each time: never the gigabyte
+    assert sum(f.stat().st_size for f in copies[0].iterdir()) < 10 * 2**20

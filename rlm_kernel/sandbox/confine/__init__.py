@@ -28,6 +28,7 @@ __all__ = [
     "KernelPaths",
     "confine_process",
     "confine_sockets",
+    "launch_code",
     "policy_disabled",
     "root_rules",
 ]
@@ -122,6 +123,26 @@ def _python_roots() -> list[str]:
     return sorted(r for r in roots if r)
 
 
+def launch_code() -> list[str]:
+    """Where a process outside the confinement reads code or commands that run with the person's full trust:
+    the Jupyter data folders (kernelspecs — the server runs their `argv`, this kernel's included), the
+    Jupyter config folders (the server's own `jupyter_*_config.py`) and the user site-packages (the launcher
+    and the broker import its `.pth` files and `usercustomize`). Inside a context root they stay readable,
+    never writable (`root_rules`), whether they exist yet or not."""
+    out: list[str] = []
+    try:
+        from jupyter_core.paths import jupyter_config_path, jupyter_path
+
+        out += jupyter_path() + jupyter_config_path()
+    except Exception:  # noqa: BLE001 - no jupyter_core: nothing of Jupyter's to protect
+        pass
+    import site
+
+    if site.ENABLE_USER_SITE:
+        out.append(site.getusersitepackages())
+    return out
+
+
 def _config_files() -> list[str]:
     """The configuration files ipykernel reads at start (IPython profile, Jupyter config dirs) and the
     profile's startup folder — not the folders themselves (history, runtime files, other kernels' keys)."""
@@ -213,7 +234,7 @@ def _apply_landlock(
     roots = list(paths.context_roots)
     # result.save/to_jsonl write into roots — but never where an unconfined process of ours reads code or
     # keeps its files (`root_rules`)
-    granted, kept = root_rules(roots, python, list(paths.private))
+    granted, kept = root_rules(roots, python + launch_code(), list(paths.private))
     for path, rights in granted:
         rules.allow([path], rights)
     write: list[str] = []
@@ -287,6 +308,10 @@ def root_rules(
             return
         for entry in entries:
             path = entry.path
+            if entry.is_symlink():
+                # a rule is made through the link, so it would grant its target (anywhere, a private place
+                # included); a root's single rule never reaches through a link either
+                continue
             c = [x for x in code_in if _inside(x, path)]
             p = [x for x in private_in if _inside(x, path)]
             if not c and not p:

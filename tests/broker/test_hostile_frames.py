@@ -1,0 +1,160 @@
+"""Frames the broker must not take on trust, sent by a full escape inside the kernel (the sandbox policy off):
+a typed key bound to a host nobody configured (the kernel has no network of its own), and a flood of requests
+whose answers the kernel never reads, on a broker socket of its own."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.broker.procs import broker_pids
+from tests.broker.test_hostile_kernel import _kernel
+from tests.confine.test_os_layer import REASON
+from tests.kernel_client import ok
+from tests.llm_server import LLMTestServer
+
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+
+# A broker socket of the attacker's own (the supervisor hands one to whoever asks), driven without reading.
+RAW = """
+import os, socket, struct, json
+from rlm_kernel.llm.broker_protocol import encode, recv_frame
+
+def raw_broker():
+    link.request("status", {})  # the link has taken the broker it was handed at start
+    c = link._control
+    c.send(b"s")
+    data, fds, _f, _a = socket.recv_fds(c, 64, 1)
+    assert fds, data
+    return socket.socket(fileno=fds[0])
+
+def ask(sock, message):
+    sock.sendall(encode(message))
+    return recv_frame(sock)
+"""
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[LLMTestServer, LLMTestServer]]:
+    with LLMTestServer() as s, LLMTestServer() as other:
+        yield s, other
+
+
+@pytest.fixture(autouse=True)
+def _fresh(servers: tuple[LLMTestServer, LLMTestServer]) -> None:
+    for s in servers:
+        s.reset()
+
+
+def test_a_forged_bind_opens_no_host(servers: tuple[LLMTestServer, LLMTestServer], tmp_path: Path) -> None:
+    server, other = servers
+    kernel = _kernel(server, tmp_path)
+    try:
+        probe = (
+            f"OTHER = {other.openai_base_url!r}\n"
+            "def tried(op, body):\n"
+            "    try:\n"
+            "        return 'accepted ' + str(link.request(op, body))\n"
+            "    except Exception as exc:\n"
+            "        return str(exc)[:300]\n"
+        )
+        ok(kernel, probe)
+        for base, proxy in (("OTHER", "None"), ("BASE", "OTHER"), ("OTHER + '/'", "None")):
+            body = f"{{'base_url': {base}, 'proxy': {proxy}, 'api_key': 'sk-attacker'}}"
+            out = ok(kernel, f"print(tried('bind', {body}))").stdout
+            assert "not configured when the kernel started" in out, (base, proxy, out)
+        sent = ok(
+            kernel,
+            "try:\n"
+            "    engine(base_url=OTHER, api_key='sk-attacker')\n"
+            "    print('ENGINE')\n"
+            "except Exception as exc:\n"
+            "    print(str(exc)[:300])\n",
+        ).stdout
+        assert "ENGINE" not in sent and "refused" in sent, sent
+        assert other.requests == []
+        # honest control: a key typed for the endpoint configured at start is bound and used
+        assert (
+            "accepted"
+            in ok(
+                kernel, "print(tried('bind', {'base_url': BASE, 'proxy': None, 'api_key': 'sk-typed'}))"
+            ).stdout
+        )
+        ok(kernel, "llm_query('honest')")
+        assert len(server.requests) == 1
+    finally:
+        kernel.shutdown()
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+FLOODS = {
+    # many budget scopes (a batch with no items makes its chain), then snapshots of all of them
+    "snapshots": (
+        "for i in range(10_000):\n"
+        "    s.sendall(encode({'op': 'batch', 'id': 10 + i, 'engine': eid, 'items': [],\n"
+        "        'scope': chain('scope-%d' % i)}))\n"
+        "frame = encode({'op': 'budget', 'id': 99_999})\n"
+        "count = 400\n"
+    ),
+    # requests whose error answer repeats what they sent (an unknown op of a megabyte)
+    "echoes": "frame = encode({'op': 'x' * 2**20, 'id': 5})\ncount = 600\n",
+}
+
+
+@pytest.mark.parametrize("flood", sorted(FLOODS))
+def test_answers_the_kernel_never_reads_do_not_pile_up(
+    servers: tuple[LLMTestServer, LLMTestServer], tmp_path: Path, flood: str
+) -> None:
+    server, _other = servers
+    kernel = _kernel(server, tmp_path)
+    try:
+        ok(kernel, RAW)
+        kernel_pid = kernel.km.provisioner.process.pid
+        # many budget scopes (a batch with no items makes its chain), then snapshots of all of them, unread
+        code = (
+            "s = raw_broker()\n"
+            "eid = ask(s, {'op': 'engine', 'id': 1, 'fields': dict(FIELDS)})['engine']\n"
+            + FLOODS[flood]
+            + "import threading, time\n"
+            "sent = [0]\n"
+            "def pump():\n"
+            "    for _ in range(count):\n"
+            "        s.sendall(frame)\n"  # blocks once the broker stops reading: that is the point
+            "        sent[0] += 1\n"
+            "threading.Thread(target=pump, daemon=True).start()\n"
+            "deadline = time.monotonic() + 30\n"
+            "while sent[0] < count and time.monotonic() < deadline:\n"
+            "    time.sleep(0.1)\n"
+            "print('sent', sent)\n"
+        )
+        fields = (
+            "FIELDS = {'provider': 'openai', 'base_url': BASE, 'proxy': None,\n"
+            "          'api_key': 'broker-key-ref:RLM_API_KEY', 'concurrency': 4, 'max_connections': 4,\n"
+            "          'max_retries': 0, 'timeout': 10.0, 'connect_timeout': 5.0, 'retry_after_cap': 1.0,\n"
+            "          'cache': 'off', 'cache_dir': '/tmp', 'prices': {}, 'transport': 'aiohttp'}\n"
+        )
+        ok(kernel, fields)
+        out = ok(kernel, code, timeout=180).stdout
+        brokers = broker_pids(kernel_pid)
+        assert brokers, out
+        peak, series = 0.0, []
+        deadline = time.monotonic() + 60  # the broker works through the requests it read (or stops reading)
+        while time.monotonic() < deadline:
+            now = max((_rss_mb(b) for b in broker_pids(kernel_pid) or brokers), default=0.0)
+            series.append(round(now))
+            peak = max(peak, now)
+            if len(series) > 20 and max(series[-20:]) - min(series[-20:]) < 5:
+                break  # settled
+            time.sleep(0.25)
+        assert peak < 300, (peak, series[::8], out)  # unread, the answers would be gigabytes
+    finally:
+        kernel.shutdown()
