@@ -56,6 +56,8 @@ class RecordedRequest:
     """Text of the last user message (what `echo` replies with)."""
     max_tokens: int | None
     time: float
+    ended: float | None = None
+    """When the server finished with it (replied, failed or saw the client hang up); None while in flight."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -338,6 +340,12 @@ class LLMTestServer:
         self.require_key = None
 
     @property
+    def in_flight(self) -> int:
+        """How many requests the server is handling now (a client that hung up no longer counts)."""
+        with self._lock:
+            return self._in_flight
+
+    @property
     def requests(self) -> list[RecordedRequest]:
         """A copy of the requests received so far, in arrival order."""
         with self._lock:
@@ -455,6 +463,9 @@ class LLMTestServer:
         finally:
             with self._lock:
                 self._in_flight -= 1
+                rec = request.get("rlm_recorded")
+                if rec is not None:
+                    rec.ended = time.time()
 
     async def _respond(self, request: web.Request, wire: Wire) -> web.StreamResponse:
         raw = await request.read()
@@ -483,6 +494,7 @@ class LLMTestServer:
             max_tokens=max_tokens,
             time=time.time(),
         )
+        request["rlm_recorded"] = rec
         with self._lock:
             self._requests.append(rec)
             self._counter += 1
