@@ -457,17 +457,19 @@ class LLMTestServer:
         with self._lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        recorded: list[RecordedRequest] = []
         try:
             await self._pass_gate()
-            return await self._respond(request, wire)
+            return await self._respond(request, wire, recorded)
         finally:
             with self._lock:
                 self._in_flight -= 1
-                rec = request.get("rlm_recorded")
-                if rec is not None:
+                for rec in recorded:
                     rec.ended = time.time()
 
-    async def _respond(self, request: web.Request, wire: Wire) -> web.StreamResponse:
+    async def _respond(
+        self, request: web.Request, wire: Wire, recorded: list[RecordedRequest]
+    ) -> web.StreamResponse:
         raw = await request.read()
         try:
             body = json.loads(raw) if raw else {}
@@ -494,7 +496,7 @@ class LLMTestServer:
             max_tokens=max_tokens,
             time=time.time(),
         )
-        request["rlm_recorded"] = rec
+        recorded.append(rec)
         with self._lock:
             self._requests.append(rec)
             self._counter += 1

@@ -1,8 +1,10 @@
-"""Model calls in flight over time, as the test server saw them: a gate that holds chosen calls until enough
-are in flight together, and the largest overlap of recorded calls (their arrival and end times).
+"""Model calls in flight over time, as the test server saw them: a gate that holds chosen calls until calls
+of enough different makers (sub-RLMs) are in flight together, and the largest overlap of recorded calls
+(their arrival and end times).
 
 A client that sends the calls one after another never fills the gate: each held call is released after
-`timeout` seconds, and the overlap the server recorded shows it, however slow or busy the machine is.
+`timeout` seconds, and `most` (and the overlap the server recorded) shows it, however slow or busy the
+machine is.
 """
 
 from __future__ import annotations
@@ -16,29 +18,31 @@ __all__ = ["Gate", "max_overlap"]
 
 
 class Gate:
-    """A `reply_with` function: requests `matches` picks are held until `count` of them are in flight at once
-    (then the gate stays open); every request is answered by `reply(rec)`."""
+    """A `reply_with` function: a request `key(rec)` names (e.g. which sub-RLM made it) is held until requests
+    of `count` different keys are held at once (then the gate stays open); `reply(rec)` answers them all.
+    `most` is the most different keys ever held at once."""
 
     def __init__(
         self,
         count: int,
-        matches: Callable[[RecordedRequest], bool],
+        key: Callable[[RecordedRequest], str | None],
         reply: Callable[[RecordedRequest], object],
-        timeout: float = 30.0,
+        timeout: float = 20.0,
     ) -> None:
-        self.count, self.matches, self.reply, self.timeout = count, matches, reply, timeout
-        self.held = 0
-        self.most = 0  # the most held calls at one time
+        self.count, self.key, self.reply, self.timeout = count, key, reply, timeout
+        self.held: dict[str, int] = {}
+        self.most = 0
         self.opened = False
         self._event: asyncio.Event | None = None
 
     async def __call__(self, rec: RecordedRequest) -> object:
-        if self.matches(rec) and not self.opened:
+        key = self.key(rec)
+        if key is not None and not self.opened:
             if self._event is None:
                 self._event = asyncio.Event()  # made on the server's loop
-            self.held += 1
-            self.most = max(self.most, self.held)
-            if self.held >= self.count:
+            self.held[key] = self.held.get(key, 0) + 1
+            self.most = max(self.most, len(self.held))
+            if len(self.held) >= self.count:
                 self.opened = True
                 self._event.set()
             try:
@@ -46,7 +50,9 @@ class Gate:
             except TimeoutError:
                 pass
             finally:
-                self.held -= 1
+                self.held[key] -= 1
+                if not self.held[key]:
+                    del self.held[key]
         return self.reply(rec)
 
 

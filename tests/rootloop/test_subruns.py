@@ -1,19 +1,24 @@
-"""Parallel sub-RLMs in-process: every block runs on the calling (main) thread, one at a time, while the
-sub-RLMs' root calls overlap; answers come back in input order."""
+"""Parallel sub-RLMs in-process: every block runs on the calling (main) thread, and one runs while the others
+wait for models — their root calls and the calls their blocks make overlap; answers come back in input
+order, each block's output stays its own."""
 
 from __future__ import annotations
 
+import gc
 import threading
 
 import pytest
 
 import rlm_kernel.sandbox as sandbox
+from rlm_kernel import cooperative
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.context import LoadedContext
 from rlm_kernel.repl.state import ReplState
 from rlm_kernel.rootloop.driver import ROOT_LOOP
 from rlm_kernel.sandbox import SandboxSession, new_namespace
 from tests.llm_server import LLMTestServer
+from tests.rootloop import asking_subs
+from tests.rootloop.inflight import Gate, max_overlap
 from tests.rootloop.script import ROOT_MARK, SUB_MARK, repl
 
 
@@ -62,3 +67,69 @@ def test_blocks_run_on_the_calling_thread_one_at_a_time_while_root_calls_overlap
     # the three first-turn calls were all sent before any sub-RLM's second turn: they overlapped
     assert max(r.time for r in firsts) < min(r.time for r in seconds)
     preload.forget(ns)
+
+
+def _batch(prompts: list[str]) -> tuple[list[str], SandboxSession]:
+    session = SandboxSession()
+    ns = new_namespace(session)
+    preload.populate(
+        ns, ReplState(session=session, root_loop=ROOT_LOOP), LoadedContext("", "text", "nothing loaded")
+    )
+    try:
+        return ns["rlm_query_batched"](prompts), session
+    finally:
+        preload.forget(ns)
+
+
+TAGGED = (
+    "tag = context.split()[0]\nprint('before', tag)\nsaid = llm_query('child of ' + tag + ': ' + context)\n"
+    "print('after', tag, said)"
+)
+
+
+def test_a_block_waiting_for_a_model_lets_the_others_go_on_and_keeps_its_own_output(
+    client_on_server: LLMTestServer,
+) -> None:
+    """Issue 31: four sub-RLMs whose first block calls llm_query have their four calls in flight at once
+    (the gate holds each until calls of all four are there); every block's output is its own."""
+
+    def sub(rec) -> str:  # noqa: ANN001
+        if ROOT_MARK in rec.prompt and SUB_MARK in rec.prompt:
+            turn = rec.prompt.count("Output of turn") + 1
+            return repl(TAGGED) if turn == 1 else asking_subs.reply_for("llm_query")(rec)
+        return "answer of " + (asking_subs.tag_of(rec) or "?")
+
+    gate = Gate(4, asking_subs.tag_of, sub)
+    client_on_server.latency = 0.05
+    client_on_server.reply_with(gate)
+    answers, session = _batch(asking_subs.prompts(4))
+    assert answers == ["3", "4", "5", "6"]
+    assert gate.most == 4, gate.most  # one after another would hold one at a time (and wait out the gate)
+    children = [r for r in client_on_server.requests if asking_subs.tag_of(r)]
+    assert len(children) == 4 and max_overlap(children) == 4
+    seconds = [r for r in client_on_server.requests if "Output of turn 1" in r.prompt]
+    for i in range(4):
+        mine = [r.prompt for r in seconds if f"before p{i}\n" in r.prompt]
+        assert len(mine) >= 1, i
+        others = [f"before p{j}\n" for j in range(4) if j != i] + [f"after p{j}" for j in range(4) if j != i]
+        for prompt in mine:  # its own lines, in order, and nothing another block printed meanwhile
+            assert f"before p{i}\nafter p{i} answer of p{i}" in prompt
+            assert not [o for o in others if o in prompt], prompt
+    # the batch ran as one unit under the session's limits and left no block, timer or task behind
+    assert session.active_depth == 0 and not session.cell_thread.in_cell and session.cancelled is None
+    gc.collect()
+    assert not [t for t in gc.get_objects() if isinstance(t, cooperative.Task) and t]
+
+
+def test_one_sub_rlm_at_a_time_still_holds_the_others_with_concurrency_one(
+    client_on_server: LLMTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate's counter-check: with subrun_concurrency=1 the blocks' calls never overlap."""
+    monkeypatch.setenv("RLM_SUBRUN_CONCURRENCY", "1")  # read when the test's session builds its client
+    gate = Gate(2, asking_subs.tag_of, asking_subs.reply_for("llm_query"), timeout=0.5)
+    client_on_server.reply_with(gate)
+    answers, _ = _batch(asking_subs.prompts(2))
+    assert answers == ["3", "4"]
+    assert gate.most == 1
+    children = [r for r in client_on_server.requests if asking_subs.tag_of(r)]
+    assert len(children) == 2 and max_overlap(children) == 1
