@@ -26,7 +26,7 @@ from typing import Any
 
 from greenlet import getcurrent, greenlet
 
-__all__ = ["Hub", "Task", "in_task", "wait_any"]
+__all__ = ["Hub", "Task", "check_stopping", "in_task", "wait_any"]
 
 
 class Task(greenlet):
@@ -52,6 +52,16 @@ class Task(greenlet):
 def in_task() -> bool:
     """True when the running code is a task of some hub (its waits let other tasks run)."""
     return type(getcurrent()) is Task
+
+
+def check_stopping() -> None:
+    """Raise the stop error now if the running task's hub (or a hub it runs under) is stopping: a task that
+    unwinds after an interrupt or a time limit starts no new model call."""
+    current = getcurrent()
+    while type(current) is Task:
+        if current.hub.stopping is not None:
+            raise current.hub.stopping()
+        current = current.hub.greenlet
 
 
 def wait_any(
@@ -145,19 +155,23 @@ class Hub:
         done = wait_any(owners, timeout)
         return sorted({owners[f] for f in done}, key=lambda t: t.index)
 
-    def stop(self, error: Callable[[], BaseException]) -> None:
+    def stop(self, error: Callable[[], BaseException]) -> list[Task]:
         """Stop every task: cancel the calls they wait on, then raise `error()` at each one's wait, so it
-        unwinds through its own handlers (a wait there raises at once) to its end. Returns once all have
-        ended; an interrupt that arrives meanwhile is raised after that."""
+        unwinds through its own handlers (a wait there raises at once) to its end. Returns, once all have
+        ended, the tasks that had started (with their outcomes); an interrupt that arrives meanwhile is
+        raised after that."""
         self.stopping = error
         for task in self.tasks:
             for fut in task.waiting:
                 self.cancel(fut)
+        stopped: list[Task] = []
         late: BaseException | None = None
         while self.tasks:
             task = self.tasks[0]
             if not task:  # ended, or never started (then it never ran a line)
                 self.tasks.pop(0)
+                if task.outcome is not None:
+                    stopped.append(task)
                 continue
             try:
                 self.resume(task, error())
@@ -165,3 +179,4 @@ class Hub:
                 late = late or err
         if late is not None:
             raise late
+        return stopped

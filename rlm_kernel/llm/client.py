@@ -22,7 +22,7 @@ from typing import Any
 
 import rlm_kernel.llm.event_loop as event_loop
 from rlm_kernel.callscope import CallScope, current_scope
-from rlm_kernel.cooperative import in_task, wait_any
+from rlm_kernel.cooperative import check_stopping, in_task, wait_any
 from rlm_kernel.llm.brokered import BrokeredCalls
 from rlm_kernel.llm.budget import Budget, current_budget
 from rlm_kernel.llm.cache import ResponseCache
@@ -192,6 +192,7 @@ class LLMClient(BrokeredCalls, InProcessCalls):
         `rlm_query_batched`): nothing but the HTTP call leaves the caller's thread.
         """
         item = self._item(0, prompt, model, max_tokens, system, None, None, role)
+        check_stopping()
         coro = self._single(item, budget)
         if event_loop.in_loop_thread():
             coro.close()
@@ -362,6 +363,7 @@ class LLMClient(BrokeredCalls, InProcessCalls):
             )
         fut: concurrent.futures.Future[Any] | None = None
         try:
+            check_stopping()  # a stopped sub-RLM unwinding sends nothing more
             fut = event_loop.submit(coro)
             return self._wait(fut)
         except BaseException:

@@ -13,6 +13,7 @@ own handlers) before it propagates.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
@@ -80,6 +81,7 @@ class _Driver:
         self.hub = cooperative.Hub(swap, event_loop.cancel)
         self.waiting = deque(range(len(makers)))
         self.started: dict[int, float] = {}
+        self.unsettled: list[cooperative.Task] = []  # ended, not yet reported
 
     def run(self) -> list[int]:
         """Run every item; returns the indexes never started (after `on_end` asked to stop).
@@ -107,7 +109,8 @@ class _Driver:
                     hub.resume(task)
                 self.settle()
         except BaseException as err:
-            hub.stop(self.stop_error(err))
+            stopped = hub.stop(self.stop_error(err))
+            self.report(self.unsettled + stopped)
             raise
         return list(self.waiting)
 
@@ -118,13 +121,26 @@ class _Driver:
 
     def settle(self) -> None:
         """Report the tasks that ended; an interrupt or time limit one of them ended with is raised."""
-        for task in self.hub.finished():
+        self.unsettled += self.hub.finished()
+        while self.unsettled:
+            task = self.unsettled.pop(0)
             value, error = task.outcome if task.outcome is not None else (None, None)
             if error is not None and not isinstance(error, Exception):
                 raise error
-            seconds = time.monotonic() - self.started.pop(task.index)
+            seconds = time.monotonic() - self.started.pop(task.index, time.monotonic())
             if not self.on_end(task.index, value, error, seconds):
                 self.waiting.clear()  # e.g. the budget is exhausted: the rest are not started
+
+    def report(self, tasks: list[cooperative.Task]) -> None:
+        """After a stop: report the runs that ended meanwhile or were stopped (their partial runs are kept
+        in the caller's trajectory); the batch's own error is what propagates."""
+        for task in sorted(tasks, key=lambda t: t.index):
+            value, error = task.outcome if task.outcome is not None else (None, None)
+            if error is not None and not isinstance(error, Exception):
+                continue  # no run to report: it ended with the interrupt itself
+            seconds = time.monotonic() - self.started.pop(task.index, time.monotonic())
+            with contextlib.suppress(BaseException):  # `on_end` raises for a stopped run: already raising
+                self.on_end(task.index, value, error, seconds)
 
     def check_time_limit(self) -> None:
         """The cell's time limit ends the batch (each sub-RLM also ends its own run at its next step)."""

@@ -39,6 +39,7 @@ def test_outside_a_task_wait_any_is_a_plain_wait() -> None:
     done.set_result(1)
     assert cooperative.wait_any([pending], 0.01) == set()
     assert cooperative.wait_any([pending, done], 1.0) == {done}
+    cooperative.check_stopping()  # no hub: nothing to refuse
 
 
 def test_tasks_switch_only_where_they_wait() -> None:
@@ -126,13 +127,17 @@ def test_stop_unwinds_every_task_and_a_wait_while_stopping_raises_at_once() -> N
                 wait_for(Future())  # waiting again while the hub stops: raised at once
             except KeyboardInterrupt:
                 seen.append(f"{i} again")
+            try:
+                cooperative.check_stopping()  # what the LLM client asks before it sends a call
+            except KeyboardInterrupt:
+                seen.append(f"{i} sends nothing")
             raise
         return "unreachable"
 
     hub = cooperative.Hub()
     tasks = [hub.spawn(lambda i=i: stubborn(i), i) for i in range(3)]
-    hub.stop(KeyboardInterrupt)
-    assert seen == ["0 interrupted", "0 again", "1 interrupted", "1 again", "2 interrupted", "2 again"]
+    assert hub.stop(KeyboardInterrupt) == tasks  # each with its outcome
+    assert seen == [f"{i} {what}" for i in range(3) for what in ("interrupted", "again", "sends nothing")]
     assert all(t.dead for t in tasks) and not hub.tasks
     assert all(isinstance(t.outcome[1], KeyboardInterrupt) for t in tasks)
     assert all(f.cancelled() for f in never)  # the calls they waited on were cancelled first
@@ -159,5 +164,5 @@ def test_stop_with_a_task_never_started_runs_none_of_it(error) -> None:  # noqa:
     ran: list[int] = []
     hub = cooperative.Hub()
     hub.tasks.append(cooperative.Task(hub, lambda: ran.append(1), 0, None))  # made, never switched to
-    hub.stop(error)
+    assert hub.stop(error) == []
     assert ran == [] and not hub.tasks

@@ -5,7 +5,10 @@ order, each block's output stays its own."""
 from __future__ import annotations
 
 import gc
+import os
+import signal
 import threading
+import time
 
 import pytest
 
@@ -13,10 +16,10 @@ import rlm_kernel.sandbox as sandbox
 from rlm_kernel import cooperative
 from rlm_kernel.repl import preload
 from rlm_kernel.repl.context import LoadedContext
-from rlm_kernel.repl.state import ReplState
+from rlm_kernel.repl.state import ReplState, RunTracker
 from rlm_kernel.rootloop.driver import ROOT_LOOP
 from rlm_kernel.sandbox import SandboxSession, new_namespace
-from tests.llm_server import LLMTestServer
+from tests.llm_server import LLMTestServer, Reply
 from tests.rootloop import asking_subs
 from tests.rootloop.inflight import Gate, max_overlap
 from tests.rootloop.script import ROOT_MARK, SUB_MARK, repl
@@ -133,3 +136,95 @@ def test_one_sub_rlm_at_a_time_still_holds_the_others_with_concurrency_one(
     assert gate.most == 1
     children = [r for r in client_on_server.requests if asking_subs.tag_of(r)]
     assert len(children) == 2 and max_overlap(children) == 1
+
+
+# What model code in a sub-RLM sees when the batch is stopped while its block waits for a model: the
+# interrupt itself (no greenlet, hub or frame behind it), no way to switch or import the machinery, and no
+# model call it can still send.
+STOPPED_PROBE = """tag = context.split()[0]
+try:
+    said = llm_query('child of ' + tag + ': ' + context)
+except BaseException as e:
+    print('caught', type(e).__name__, sorted(a for a in dir(e) if not a.startswith('_')))
+    for name in ('gr_frame', 'gr_context', 'parent', 'switch', 'throw', 'getcurrent', 'hub', 'waiting',
+                 'outcome', 'run', 'dead', 'tb_frame', 'f_back', 'cr_frame', 'gi_frame'):
+        try:
+            print(name, getattr(e, name, 'absent'))
+        except BaseException as refused:
+            print(name, 'refused', type(refused).__name__)
+    try:
+        import greenlet
+        print('imported', greenlet)
+    except BaseException as refused:
+        print('refused', type(refused).__name__)
+    try:
+        from greenlet import getcurrent
+        print('imported', getcurrent)
+    except BaseException as refused:
+        print('refused', type(refused).__name__)
+    try:
+        import rlm_kernel.cooperative
+        print('imported', rlm_kernel)
+    except BaseException as refused:
+        print('refused', type(refused).__name__)
+    try:
+        import gevent
+        print('imported', gevent)
+    except BaseException as refused:
+        print('refused', type(refused).__name__)
+    try:
+        import asyncio
+        print('imported', asyncio)
+    except BaseException as refused:
+        print('refused', type(refused).__name__)
+    try:
+        again = llm_query('again ' + tag)
+    except BaseException as e2:
+        print('again', type(e2).__name__)
+    print('swallowed')  # the block goes on; the run's next root call is refused the same way
+"""
+
+
+def test_an_interrupt_stops_every_sub_rlm_at_its_wait_and_model_code_sees_only_the_interrupt(
+    client_on_server: LLMTestServer,
+) -> None:
+    def reply(rec) -> object:  # noqa: ANN001
+        if ROOT_MARK in rec.prompt and SUB_MARK in rec.prompt:
+            return repl(STOPPED_PROBE)
+        return Reply("too late", delay=30.0)
+
+    client_on_server.reply_with(reply)
+
+    def interrupt_when_all_wait() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if len([r for r in client_on_server.requests if asking_subs.tag_of(r)]) >= 4:
+                os.kill(os.getpid(), signal.SIGINT)  # KeyboardInterrupt in the main thread, as a kernel's
+                return
+            time.sleep(0.05)
+
+    session = SandboxSession()
+    ns = new_namespace(session)
+    state = ReplState(session=session, root_loop=ROOT_LOOP, run=RunTracker())
+    preload.populate(ns, state, LoadedContext("", "text", "nothing loaded"))
+    threading.Thread(target=interrupt_when_all_wait, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        ns["rlm_query_batched"](asking_subs.prompts(4))
+    preload.forget(ns)
+    deadline = time.monotonic() + 10
+    while client_on_server.in_flight and time.monotonic() < deadline:  # the client hung up on every call
+        time.sleep(0.05)
+    assert client_on_server.in_flight == 0
+    assert not [r for r in client_on_server.requests if "again p" in r.prompt]  # nothing sent while stopping
+    calls = state.run.calls  # the stopped sub-RLMs are kept, each with its partial run
+    assert [c.kind for c in calls] == ["rlm_query"] * 4 and not any(c.ok for c in calls)
+    for call in calls:
+        out = call.run["turns"][0]["stdout"]
+        assert "caught KeyboardInterrupt ['add_note', 'args', 'with_traceback']" in out, out
+        probes = out.splitlines()[1:16]  # each attribute absent, or refused by the sandbox
+        assert all(p.endswith((" absent", " refused SandboxError")) for p in probes), out
+        assert "imported" not in out and out.count("\nrefused ") == 5, out
+        assert "again KeyboardInterrupt" in out, out
+    assert session.active_depth == 0 and not session.cell_thread.in_cell
+    gc.collect()
+    assert not [t for t in gc.get_objects() if isinstance(t, cooperative.Task) and t]
