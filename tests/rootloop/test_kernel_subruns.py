@@ -303,3 +303,67 @@ def test_a_cell_time_limit_ends_the_batch_and_keeps_the_finished_sub_rlms(rlm_ke
         assert kernel.execute("1 + 1", timeout=30).result == "2"
     finally:
         server.stop()
+
+
+# What a sub-RLM's block can reach while the batch's other sub-RLMs are suspended at their waits: no task,
+# hub, greenlet, context, future, loop or frame (the walk of test_kernel_machinery, two attribute steps from
+# every name), and the switching machinery cannot be imported or read off a helper.
+SWITCHING_OBJECTS = ("greenlet", "Task", "Hub", "Context", "Future", "_UnixSelectorEventLoop", "Handle")
+PROBES = """
+for name in ('gr_frame', 'gr_context', 'parent', 'switch', 'throw', 'hub', 'waiting', 'outcome'):
+    for helper in (llm_query, rlm_query, rlm_query_batched, map_reduce, FINAL):
+        try:
+            print('probe', name, getattr(helper, name, 'absent'))
+        except BaseException as refused:
+            print('probe', name, 'refused', type(refused).__name__)
+try:
+    import greenlet
+    print('imported greenlet')
+except BaseException as refused:
+    print('import refused', type(refused).__name__)
+try:
+    from rlm_kernel import cooperative
+    print('imported cooperative')
+except BaseException as refused:
+    print('import refused', type(refused).__name__)
+"""
+
+
+def test_a_sub_rlm_block_reaches_no_switching_object_while_the_others_are_suspended(served) -> None:
+    from tests.kernel.test_kernel_machinery import KERNEL_OBJECT_NAMES, WALK
+
+    server, kernel = served
+    server.reset()
+    forbidden = list(KERNEL_OBJECT_NAMES + SWITCHING_OBJECTS)
+    walker = f"FORBIDDEN = {forbidden!r}\n{WALK}\n{PROBES}"
+
+    def sub(rec) -> object:  # noqa: ANN001
+        if asking_subs.tag_of(rec):
+            return Reply("p0's answer", delay=3.0)  # p0 stays suspended in its llm_query meanwhile
+        if ROOT_MARK in rec.prompt and SUB_MARK in rec.prompt:
+            turn = min(rec.prompt.count("Output of turn"), 2)
+            if "p0 w" in rec.prompt:
+                first = "said = llm_query('child of p0: ' + context)\nprint(said)"
+                return [repl(first), repl("n = len(context.split())\nprint(n)"), repl("FINAL(n)")][turn]
+            blocks = [walker, "n = len(context.split())\nprint(n)", "FINAL(n)"]
+            return Reply(repl(blocks[turn]), delay=1.0 if turn == 0 else 0.0)  # once p0 waits
+        return "ok"
+
+    prompts = asking_subs.prompts(2)
+    _root_run(server, sub, prompts)
+    ex = kernel.execute(f"import json\nr = rlm_run('q', context={' '.join(prompts)!r})", timeout=120)
+    assert ex.ok, ex
+    ex = kernel.execute(
+        "subs = r.tree()['turns'][0]['calls']\n"
+        "print(json.dumps([[c['response'] for c in subs], subs[1]['run']['turns'][0]['stdout']]))",
+        timeout=30,
+    )
+    answers, out = json.loads(ex.stdout.strip().splitlines()[-1])
+    assert answers == ["3", "4"], (answers, out)
+    walked = [line for line in out.splitlines() if line and line[0].isdigit()][-1]
+    count, saw_function, saw_facade, bad = walked.split(" ", 3)
+    assert bad == "[]", walked
+    assert int(count) > 500 and saw_function == "True" and saw_facade == "True", walked
+    probes = [line for line in out.splitlines() if line.startswith("probe ")]
+    assert len(probes) == 40 and all(p.endswith((" absent", " refused SandboxError")) for p in probes), out
+    assert out.count("import refused") == 2 and "imported" not in out, out
