@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import signal
 import threading
 import time
@@ -228,3 +229,35 @@ def test_an_interrupt_stops_every_sub_rlm_at_its_wait_and_model_code_sees_only_t
     assert session.active_depth == 0 and not session.cell_thread.in_cell
     gc.collect()
     assert not [t for t in gc.get_objects() if isinstance(t, cooperative.Task) and t]
+
+
+def test_nested_batches_in_two_sub_rlms_overlap_their_calls_through_the_outer_batch(
+    client_on_server: LLMTestServer,
+) -> None:
+    """Each of two sub-RLMs runs its own rlm_query_batched of two (a hub inside a task): the four nested
+    sub-RLMs' blocks have their llm_query calls in flight at once."""
+    key = re.compile(r"child of (np\d[ab]):")
+
+    def reply(rec) -> str:  # noqa: ANN001
+        if ROOT_MARK in rec.prompt and SUB_MARK in rec.prompt:
+            turn = rec.prompt.count("Output of turn") + 1
+            if "<<<\nnested " in rec.prompt:  # a nested sub-RLM
+                first = "tag = context.split()[1]\nsaid = llm_query('child of ' + tag + ': ' + context)"
+                return [repl(first), repl("m = len(context.split())\nprint(m)"), repl("FINAL(m)")][turn - 1]
+            first = (
+                "tag = context.split()[0]\n"
+                "res = rlm_query_batched(['nested n' + tag + 'a w w', 'nested n' + tag + 'b w w w'])\n"
+                "print(res)"
+            )
+            count = repl("n = len(context.split())\nprint(n)")
+            return [repl(first), count, repl("FINAL(n)")][min(turn, 3) - 1]
+        return "ok"
+
+    gate = Gate(4, lambda rec: m.group(1) if (m := key.search(rec.prompt)) else None, reply)
+    client_on_server.reply_with(gate)
+    answers, session = _batch(asking_subs.prompts(2))
+    assert answers == ["3", "4"]
+    assert gate.most == 4, gate.most
+    nested_children = [r for r in client_on_server.requests if key.search(r.prompt)]
+    assert len(nested_children) == 4 and max_overlap(nested_children) == 4
+    assert session.active_depth == 0 and not session.cell_thread.in_cell
