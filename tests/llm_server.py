@@ -56,6 +56,8 @@ class RecordedRequest:
     """Text of the last user message (what `echo` replies with)."""
     max_tokens: int | None
     time: float
+    ended: float | None = None
+    """When the server finished with it (replied, failed or saw the client hang up); None while in flight."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -338,6 +340,12 @@ class LLMTestServer:
         self.require_key = None
 
     @property
+    def in_flight(self) -> int:
+        """How many requests the server is handling now (a client that hung up no longer counts)."""
+        with self._lock:
+            return self._in_flight
+
+    @property
     def requests(self) -> list[RecordedRequest]:
         """A copy of the requests received so far, in arrival order."""
         with self._lock:
@@ -449,14 +457,19 @@ class LLMTestServer:
         with self._lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        recorded: list[RecordedRequest] = []
         try:
             await self._pass_gate()
-            return await self._respond(request, wire)
+            return await self._respond(request, wire, recorded)
         finally:
             with self._lock:
                 self._in_flight -= 1
+                for rec in recorded:
+                    rec.ended = time.time()
 
-    async def _respond(self, request: web.Request, wire: Wire) -> web.StreamResponse:
+    async def _respond(
+        self, request: web.Request, wire: Wire, recorded: list[RecordedRequest]
+    ) -> web.StreamResponse:
         raw = await request.read()
         try:
             body = json.loads(raw) if raw else {}
@@ -483,6 +496,7 @@ class LLMTestServer:
             max_tokens=max_tokens,
             time=time.time(),
         )
+        recorded.append(rec)
         with self._lock:
             self._requests.append(rec)
             self._counter += 1

@@ -22,6 +22,7 @@ from typing import Any
 
 import rlm_kernel.llm.event_loop as event_loop
 from rlm_kernel.callscope import CallScope, current_scope
+from rlm_kernel.cooperative import check_stopping, in_task, wait_any
 from rlm_kernel.llm.brokered import BrokeredCalls
 from rlm_kernel.llm.budget import Budget, current_budget
 from rlm_kernel.llm.cache import ResponseCache
@@ -56,7 +57,14 @@ cancel_all = event_loop.cancel_all
 
 
 def _result(fut: concurrent.futures.Future[Any]) -> Any:
-    """`fut.result()`, waking every 0.2 s so signal handlers (interrupts, cell time limits) run promptly."""
+    """`fut.result()`, waking every 0.2 s so signal handlers (interrupts, cell time limits) run promptly.
+
+    In a cooperative task (a sub-RLM of `rlm_query_batched`) the wait lets the other tasks run meanwhile
+    (`cooperative.wait_any`); elsewhere it blocks the calling thread as before."""
+    if in_task():
+        while not fut.done():
+            wait_any((fut,), None)
+        return fut.result()
     while True:
         try:
             return fut.result(timeout=0.2)
@@ -184,6 +192,7 @@ class LLMClient(BrokeredCalls, InProcessCalls):
         `rlm_query_batched`): nothing but the HTTP call leaves the caller's thread.
         """
         item = self._item(0, prompt, model, max_tokens, system, None, None, role)
+        check_stopping()
         coro = self._single(item, budget)
         if event_loop.in_loop_thread():
             coro.close()
@@ -354,6 +363,7 @@ class LLMClient(BrokeredCalls, InProcessCalls):
             )
         fut: concurrent.futures.Future[Any] | None = None
         try:
+            check_stopping()  # a stopped sub-RLM unwinding sends nothing more
             fut = event_loop.submit(coro)
             return self._wait(fut)
         except BaseException:

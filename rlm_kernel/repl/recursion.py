@@ -144,10 +144,11 @@ def rlm_query_batched(
 
     rlm_query_batched(prompts, model=None, best_effort=None) -> list[str]
     Up to `subrun_concurrency` sub-RLMs (setting, default 4) run at once: their model calls overlap,
-    their code blocks run one at a time. At the maximum depth this is llm_query_batched. Failures
-    surface like llm_query_batched: QueryBatchError with `.results` (None where failed) and `.errors`
-    {index: reason}, after every prompt has been tried (or, in model-written code with the setting
-    errors_in_model_code=string, "Error: <reason>" in the failed items' slots).
+    also those their code blocks make (a block runs while the others wait for models). At the maximum
+    depth this is llm_query_batched. Failures surface like llm_query_batched: QueryBatchError with
+    `.results` (None where failed) and `.errors` {index: reason}, after every prompt has been tried (or,
+    in model-written code with the setting errors_in_model_code=string, "Error: <reason>" in the failed
+    items' slots).
     """
     refuse_if_finished(state, "rlm_query_batched")
     with translated(state, "rlm_query_batched", batch="sub-RLMs") as call:
@@ -216,7 +217,11 @@ def _run_children(
 
         try:
             not_started = loop.run_concurrently(
-                [make(i) for i in range(len(items))], loop.subrun_concurrency(), on_start, on_end
+                [make(i) for i in range(len(items))],
+                loop.subrun_concurrency(),
+                on_start,
+                on_end,
+                session=state.session,
             )
         except BaseException:  # an interrupt or time limit: the runs still going were cancelled
             for i in sorted(running):

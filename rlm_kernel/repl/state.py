@@ -240,7 +240,7 @@ class RootLoop:
     drive: Callable[[Any], object]
     """Runs steps to the end, one root call at a time."""
     run_concurrently: Callable[..., list[int]]
-    """`run_concurrently(makers, limit, on_start, on_end)`: runs whose root calls overlap."""
+    """`run_concurrently(makers, limit, on_start, on_end, session=)`: runs whose model calls overlap."""
     subrun_concurrency: Callable[[], int]
     """How many sub-RLMs `rlm_query_batched` runs at once (the `subrun_concurrency` setting)."""
     split_args: Callable[..., tuple]

@@ -1,9 +1,10 @@
 """A run as steps: the root loop yields each root-model request and resumes with its answer.
 
-`run_rlm_steps` (loop.py) is a generator that yields a `RootRequest` whenever it needs the root model and
-returns the `RLMResult`; `drive` answers the requests one at a time (the sequential `run_rlm`), and
-`subruns.run_concurrently` answers several runs' requests at once. Everything but the HTTP call — code blocks,
-the FINAL check, the history — runs in the thread that drives the generator: the kernel's main thread.
+`run_rlm_steps` (driver.py) is a generator that yields a `RootRequest` whenever it needs the root model and
+returns the `RLMResult`; `drive` answers the requests one at a time, with a blocking call — the sequential
+`run_rlm`, and each sub-RLM of `subruns.run_concurrently`, whose task lets the others run while it waits.
+Everything but the HTTP call — code blocks, the FINAL check, the history — runs in the thread that drives
+the generator: the cell's thread.
 """
 
 from __future__ import annotations
@@ -30,14 +31,6 @@ class RootRequest:
         from rlm_kernel import llm
 
         return llm.get_client().complete(
-            self.messages, model=self.model, system=self.system, role=self.role, budget=self.budget
-        )
-
-    def start(self) -> Any:
-        """Start the call on the LLM loop; returns a `PendingCompletion`."""
-        from rlm_kernel import llm
-
-        return llm.get_client().start(
             self.messages, model=self.model, system=self.system, role=self.role, budget=self.budget
         )
 

@@ -1,25 +1,32 @@
-"""Parallel sub-RLMs: the runs of `rlm_query_batched` advanced together, on the kernel's main thread.
+"""Parallel sub-RLMs: the runs of `rlm_query_batched` advanced together, on the thread that called it.
 
-Each sub-RLM is a `run_rlm_steps` generator (see `steps`) living in its own `contextvars.Context`, so its
-budget scope and fan-out stay its own while the others run. The driver starts up to `subrun_concurrency`
-runs (setting, default 4), starts each one's root-model call on the LLM loop (`LLMClient.start`), waits for
-whichever answer comes first and resumes that run — its code blocks run here, in the thread that called
-`rlm_query_batched` (the cell's thread, under the cell's limits) — until it asks the root model again or
-ends. Only the HTTP calls overlap; no code of a cell ever runs on another thread.
+Each sub-RLM is a `run_rlm_steps` generator (see `steps`), driven one root call at a time inside its own
+cooperative task (`rlm_kernel.cooperative`: a greenlet with its own `contextvars.Context`, so its budget
+scope and fan-out stay its own). Up to `subrun_concurrency` runs (setting, default 4) are in flight. A task
+runs until it waits for a model — its root call, or a call its code block makes (`llm_query`,
+`llm_query_batched`, a nested `rlm_query`, `map_reduce`, `find_relevant(use_llm_scoring=True)`) — and the
+driver then runs another whose call has answered, or waits for the first answer. Every line of the blocks
+runs here, in the cell's thread, under the cell's limits; only the HTTP calls run elsewhere. An interrupt or
+the cell's time limit stops every run still going (their calls are cancelled, and each unwinds through its
+own handlers) before it propagates.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextvars
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from rlm_kernel import cooperative
+from rlm_kernel.llm import event_loop
 from rlm_kernel.llm.config import register_setting
-from rlm_kernel.rootloop.steps import RunSteps
+from rlm_kernel.llm.errors import LLMCancelled
+from rlm_kernel.rootloop.steps import RunSteps, drive
+from rlm_kernel.sandbox.errors import CellTimeout
+from rlm_kernel.sandbox.limits import cell_limits
+from rlm_kernel.sandbox.session import SandboxSession
 
 __all__ = ["DEFAULT_CONCURRENCY", "concurrency", "register_concurrency_setting", "run_concurrently"]
 
@@ -58,15 +65,6 @@ def concurrency() -> int:
     return int(value) if value else DEFAULT_CONCURRENCY
 
 
-@dataclass
-class _Slot:
-    index: int
-    ctx: contextvars.Context
-    steps: RunSteps
-    pending: Any = None
-    started: float = field(default_factory=time.monotonic)
-
-
 class _Driver:
     def __init__(
         self,
@@ -74,75 +72,92 @@ class _Driver:
         limit: int,
         on_start: Callable[[int], None],
         on_end: Callable[[int, object, BaseException | None, float], bool],
+        session: object | None,
     ) -> None:
         self.makers, self.limit = makers, max(1, limit)
         self.on_start, self.on_end = on_start, on_end
+        self.session = session
+        swap = getattr(session, "switch_output", None)
+        self.hub = cooperative.Hub(swap, event_loop.cancel)
         self.waiting = deque(range(len(makers)))
-        self.active: dict[int, _Slot] = {}
+        self.started: dict[int, float] = {}
+        self.unsettled: list[cooperative.Task] = []  # ended, not yet reported
 
     def run(self) -> list[int]:
-        """Run every item; returns the indexes never started (after `on_end` asked to stop)."""
+        """Run every item; returns the indexes never started (after `on_end` asked to stop).
+
+        The whole batch runs inside the session's `cell_limits` (pass-through inside a cell, as always in a
+        kernel): the runs' blocks take turns part-way through, so no one block may own the timers."""
+        session = self.session
+        if not isinstance(session, SandboxSession):
+            return self.loop()
+        with cell_limits(session):
+            return self.loop()
+
+    def loop(self) -> list[int]:
+        hub = self.hub
         try:
-            while self.waiting or self.active:
-                while self.waiting and len(self.active) < self.limit:
+            while self.waiting or hub.tasks:
+                while self.waiting and len(hub.tasks) < self.limit:
                     i = self.waiting.popleft()
-                    ctx = contextvars.copy_context()
                     self.on_start(i)
-                    slot = _Slot(i, ctx, ctx.run(self.makers[i]))
-                    self.active[i] = slot
-                    self.advance(slot, slot.steps.send, (None,))
-                if not self.active:
-                    continue
-                pending = {s.pending.future: s for s in self.active.values()}
-                done, _ = concurrent.futures.wait(
-                    pending, timeout=_WAKE, return_when=concurrent.futures.FIRST_COMPLETED
-                )
-                for fut in sorted(done, key=lambda f: pending[f].index):
-                    slot = pending[fut]
-                    try:
-                        completion = slot.pending.result()
-                    except Exception as err:  # noqa: BLE001 - the run decides (budget, provider error)
-                        self.advance(slot, slot.steps.throw, (err,))
-                    else:
-                        self.advance(slot, slot.steps.send, (completion,))
-        except BaseException:
-            self.abandon()
+                    self.started[i] = time.monotonic()
+                    hub.spawn(self.task(i), i)  # runs it to its first model call
+                    self.settle()
+                self.check_time_limit()
+                for task in hub.ready(_WAKE):
+                    hub.resume(task)
+                self.settle()
+        except BaseException as err:
+            stopped = hub.stop(self.stop_error(err))
+            self.report(self.unsettled + stopped)
             raise
         return list(self.waiting)
 
-    def advance(self, slot: _Slot, step: Callable[..., Any], args: tuple) -> None:
-        """Resume a run (in its own context) until it asks for its next root call, which is started."""
-        while True:
-            try:
-                request = slot.ctx.run(step, *args)
-            except StopIteration as stop:
-                self.end(slot, stop.value, None)
-                return
-            except Exception as err:  # noqa: BLE001 - a run that could not even start (e.g. its budget)
-                self.end(slot, None, err)
-                return
-            try:
-                slot.pending = slot.ctx.run(request.start)
-                return
-            except Exception as err:  # noqa: BLE001 - thrown into the run at its yield, as `drive` does
-                step, args = slot.steps.throw, (err,)
+    def task(self, i: int) -> Callable[[], Any]:
+        """Item i as a task: its run, made and driven in the task's own context, one root call at a time —
+        every wait (root calls, and the model calls of its blocks) lets the other tasks run."""
+        return lambda: drive(self.makers[i]())
 
-    def end(self, slot: _Slot, value: object, error: BaseException | None) -> None:
-        del self.active[slot.index]
-        if not self.on_end(slot.index, value, error, time.monotonic() - slot.started):
-            self.waiting.clear()  # e.g. the budget is exhausted: the rest are not started
+    def settle(self) -> None:
+        """Report the tasks that ended; an interrupt or time limit one of them ended with is raised."""
+        self.unsettled += self.hub.finished()
+        while self.unsettled:
+            task = self.unsettled.pop(0)
+            value, error = task.outcome if task.outcome is not None else (None, None)
+            if error is not None and not isinstance(error, Exception):
+                raise error
+            seconds = time.monotonic() - self.started.pop(task.index, time.monotonic())
+            if not self.on_end(task.index, value, error, seconds):
+                self.waiting.clear()  # e.g. the budget is exhausted: the rest are not started
 
-    def abandon(self) -> None:
-        """An interrupt or time limit while runs are in flight: cancel their calls, close their generators."""
-        slots, self.active = list(self.active.values()), {}
-        for slot in slots:
-            if slot.pending is not None:
-                slot.pending.cancel()
-        for slot in slots:
-            try:
-                slot.ctx.run(slot.steps.close)
-            except Exception:  # noqa: BLE001,S110 - closing is best effort; the interrupt is what matters
-                pass
+    def report(self, tasks: list[cooperative.Task]) -> None:
+        """After a stop: report the runs that ended meanwhile or were stopped (their partial runs are kept
+        in the caller's trajectory); the batch's own error is what propagates."""
+        for task in sorted(tasks, key=lambda t: t.index):
+            value, error = task.outcome if task.outcome is not None else (None, None)
+            if error is not None and not isinstance(error, Exception):
+                continue  # no run to report: it ended with the interrupt itself
+            seconds = time.monotonic() - self.started.pop(task.index, time.monotonic())
+            with contextlib.suppress(BaseException):  # `on_end` raises for a stopped run: already raising
+                self.on_end(task.index, value, error, seconds)
+
+    def check_time_limit(self) -> None:
+        """The cell's time limit ends the batch (each sub-RLM also ends its own run at its next step)."""
+        cancelled = getattr(self.session, "cancelled", None)
+        if cancelled:
+            raise CellTimeout(cancelled)
+
+    def stop_error(self, cause: BaseException) -> Callable[[], BaseException]:
+        """What the runs still going are stopped with: the interrupt, the time limit, or a cancellation."""
+        if isinstance(cause, KeyboardInterrupt):
+            return KeyboardInterrupt
+        cancelled = getattr(self.session, "cancelled", None)
+        if isinstance(cause, CellTimeout) or cancelled:
+            text = cancelled or str(cause)
+            return lambda: CellTimeout(text)
+        reason = f"{type(cause).__name__}: {cause}"
+        return lambda: LLMCancelled(f"the batch of sub-RLMs stopped ({reason})")
 
 
 def run_concurrently(
@@ -150,12 +165,14 @@ def run_concurrently(
     limit: int,
     on_start: Callable[[int], None],
     on_end: Callable[[int, object, BaseException | None, float], bool],
+    session: object | None = None,
 ) -> list[int]:
     """Run the step generators `makers[i]()` with at most `limit` in flight; returns the indexes not started.
 
     `on_start(i)` is called before item i starts; `on_end(i, result, error, seconds)` when it ends (with what
     its generator returned, or the exception it raised) and returns False to start no more items. An
-    exception raised by `on_end`, an interrupt or a cell time limit cancels the calls in flight, closes
-    the other runs and propagates.
+    exception raised by `on_end`, an interrupt or a cell time limit cancels the calls in flight, stops
+    the other runs and propagates. `session` (the sandbox session the runs' blocks use) keeps each block's
+    output capture and accounting with its own run while the runs take turns.
     """
-    return _Driver(makers, limit, on_start, on_end).run()
+    return _Driver(makers, limit, on_start, on_end, session).run()

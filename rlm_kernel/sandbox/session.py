@@ -33,6 +33,15 @@ class _CellThread(threading.local):
     in_cell = False
 
 
+class _TaskOutput:
+    """What one cooperative task's running block writes to: capture stack, output counts, shown value."""
+
+    __slots__ = ("captures", "dropped", "shown", "used")
+
+    def __init__(self, captures: list[TextIO], used: int, dropped: int, shown: Shown) -> None:
+        self.captures, self.used, self.dropped, self.shown = captures, used, dropped, shown
+
+
 class SandboxSession:
     """State shared by every cell of one kernel: never reachable from a cell (guards hold it in closures)."""
 
@@ -95,12 +104,29 @@ class SandboxSession:
         stack = getattr(self._local, "captures", None)
         return stack[-1] if stack else sys.stdout
 
-    def push_capture(self, buffer: TextIO) -> None:
-        """Send this thread's prints to `buffer` until `pop_capture`."""
+    def switch_output(self, state: object | None) -> object:
+        """Install a cooperative task's output state and return the one it replaces (None: a new task's —
+        the current capture stack copied, nothing counted yet, nothing shown).
+
+        `rlm_query_batched` switches its sub-RLMs where they wait for a model (`rlm_kernel.cooperative`),
+        so several blocks can be part-way through on the cell's thread; what a block prints, how much of its
+        output allowance it used and the value a helper showed follow the task that runs."""
+        current = _TaskOutput(self._captures(), self.output_used, self.output_dropped, self.shown)
+        if not isinstance(state, _TaskOutput):
+            state = _TaskOutput(list(current.captures), 0, 0, Shown())
+        self._local.captures = state.captures
+        self.output_used, self.output_dropped, self.shown = state.used, state.dropped, state.shown
+        return current
+
+    def _captures(self) -> list[TextIO]:
         stack = getattr(self._local, "captures", None)
         if stack is None:
             stack = self._local.captures = []
-        stack.append(buffer)
+        return stack
+
+    def push_capture(self, buffer: TextIO) -> None:
+        """Send this thread's prints to `buffer` until `pop_capture`."""
+        self._captures().append(buffer)
 
     def pop_capture(self) -> None:
         self._local.captures.pop()

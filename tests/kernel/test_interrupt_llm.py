@@ -96,19 +96,19 @@ def test_interrupt_during_rlm_query_batched_stops_the_sub_rlms(
         Script(root=[], sub=[repl(fan_out), repl(fan_out)], child=lambda rec: Reply("late", delay=60.0))
     )
     msg_id = kernel.kc.execute("answers = rlm_query_batched(['task one', 'task two'])")
-    # both sub-RLMs' root calls (they run concurrently), then the first one's block and its two slow child
-    # calls: the second sub-RLM waits for the main thread, which is running that block
-    wait_for_requests(server, 4)
+    # both sub-RLMs' root calls (they run concurrently), then both blocks' two slow child calls each: a block
+    # waiting for its calls lets the other sub-RLM's block run (issue 31)
+    wait_for_requests(server, 6)
     interrupted_at = time.monotonic()
     kernel.interrupt()
     ex = kernel.collect(msg_id, timeout=30)
     took = time.monotonic() - interrupted_at
     assert ex.status == "error" and ex.error_name == "KeyboardInterrupt", ex
     assert took < 15, took  # the child replies are 60 s away; typical well under 1 s, generous when busy
-    assert len(server.requests) == 4  # the second sub-RLM never ran a block
+    assert len(server.requests) == 6  # nothing sent after the interrupt
     summary = [line for line in ex.stdout.splitlines() if line.startswith("fan-out (2 sub-RLMs")]
     assert (
-        len(summary) == 1 and "0/2 done · 0 failed · 0 cached · 2 cancelled · 1 nested fan-out" in summary[0]
+        len(summary) == 1 and "0/2 done · 0 failed · 0 cached · 2 cancelled · 2 nested fan-outs" in summary[0]
     ), summary
     assert kernel.is_alive()
     server.reset()
