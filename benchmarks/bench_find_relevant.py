@@ -28,6 +28,7 @@ from rlm_kernel.analysis.tokens import terms_of
 __all__ = ["known_item_queries", "run"]
 
 _WORD = re.compile(r"\w+")
+FIRST_QUERY = "clumsy byteOffsetFactor antedate"
 
 
 Pick = Callable[[random.Random, list[str]], str | None]
@@ -292,22 +293,23 @@ def run(quick: bool) -> list[Figure]:
     figures = real_project_figures(quick)
     big = mixed_corpus(10_000_000)
     clear_cache()
-    # first calls, ours and bm25s's index alternating, best of 2 each (a busy machine inflates single runs);
-    # ours from a cold word-splitting cache each time, as in a fresh kernel
-    builds, bm25_builds = [], []
+    # first calls (index + query), ours and bm25s's index alternating, best of 2 each (a busy machine inflates
+    # single runs); ours from a cold index cache and word-splitting cache each time, as in a fresh kernel
+    firsts, bm25_builds = [], []
     for _ in range(2):
+        clear_cache()
         terms_of.cache_clear()
         t0 = time.process_time()
-        index = ChunkIndex.build(big)
-        builds.append(time.process_time() - t0)
+        find_relevant(big, FIRST_QUERY)
+        firsts.append(time.process_time() - t0)
+        index = get_index(big)
         bm25_rank, bm25_build = bm25s_ranker(big, index.windows)
         bm25_builds.append(bm25_build)
-    build, bm25_build = min(builds), min(bm25_builds)
+    first_call, bm25_build = min(firsts), min(bm25_builds)
     windows = index.windows
     queries = known_item_queries(big, windows, 300 if quick else 1000)
     base_rank = keyword_count_ranker(big, windows)
     figures += typed_query_figures(big, index, bm25_rank, 300 if quick else 1000)
-    get_index(big)  # cache it for the repeated-query figures
     ours = ours_ranker(big)
     k1, k5 = hits(base_rank, queries)
     b1, b5 = hits(bm25_rank, queries)
@@ -356,13 +358,14 @@ def run(quick: bool) -> list[Figure]:
     bm25_query = cpu_median(lambda: bm25_rank(next(cycle), 5), 50)
     figures += [
         Figure(
-            "index build at 10M chars",
-            build,
+            "first call at 10M chars (index + query)",
+            first_call,
             "s CPU",
             baseline=bm25_build,
             baseline_name="bm25s tokenize+index (best of 2 each, alternating)",
             target="<= 1.0x bm25s",
-            met=build <= bm25_build,
+            met=first_call <= bm25_build,
+            note=f"first pair of the process: {firsts[0]:.3f} s vs {bm25_builds[0]:.3f} s",
         ),
         Figure(
             "repeated query at 10M chars",

@@ -7,8 +7,10 @@ shuffled order, each file or chapter after a `=== name ===` line. Deterministic 
 Two query kinds, each a random 50-line chunk (the index's own 50/5 windows):
 - `rare_word_queries`: the chunk's words of >= 4 characters that are not stop-words, compared in lower case,
   held by at most 5 % of the chunks (prose words such as `clumsy` as well as identifiers such as
-  `byteOffsetFactor`); 3 of them at random, each with its original case, joined by spaces. A returned chunk is
-  a hit when it contains the lines the words were taken from (a word's first line in the chunk).
+  `byteOffsetFactor`; numbers such as `1024` are words too, as the issue does not set them apart); 3 of
+  them at random, each with its original case (where it is first used in the chunk), joined by spaces. A
+  returned chunk is a hit when it contains the lines the words were taken from (each word's first line in
+  the chunk).
 - `line_queries`: one comment or prose line of 6+ words of the chunk, as it stands; a hit when the returned
   chunk contains that line.
 """
@@ -117,13 +119,7 @@ def rare_word_queries(content: str, windows: list[tuple[int, int]], n: int, seed
         for number, text in lines.lines(content, j):
             for w in _WORD.findall(text):
                 low = w.lower()
-                if (
-                    len(w) >= 4
-                    and low not in first_line
-                    and low not in STOP_WORDS
-                    and not w.isdigit()
-                    and df[low] <= max_df
-                ):
+                if len(w) >= 4 and low not in first_line and low not in STOP_WORDS and df[low] <= max_df:
                     first_line[low] = (w, number)
         if len(first_line) < 3:
             continue

@@ -1,6 +1,7 @@
 """BM25 index over ~50-line overlapping chunks of one text, code-aware terms, cached per content string.
 
-Chunks are (start, end) offsets. The text is tokenised once (overlaps are not re-read) and the index is a
+Chunks are (start, end) offsets. The text is tokenised once by numpy (`wordspans`: spans and hashes, no str
+per word; overlaps are not re-read), equal words grouped by one stable sort of their hashes, and the index is a
 term-major sparse matrix of BM25 (Lucene variant, as bm25s) scores built with numpy, reused by later queries.
 """
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from rlm_kernel.analysis.chunking import MAX_LINE, line_starts
 from rlm_kernel.analysis.tokens import STOP_WORDS, WORD, terms_of
+from rlm_kernel.analysis.wordspans import word_spans
 from rlm_kernel.llm.session import current_session
 
 __all__ = ["ChunkIndex", "clear_cache", "get_index", "phrase_rerank"]
@@ -62,21 +64,38 @@ class ChunkIndex:
         windows = [(at(j * step), at(min(j * step + lines_per_chunk, n_lines))) for j in range(n_chunks)]
         # pieces: [step*j, step*j+overlap) (shared by chunks j-1 and j) and [step*j+overlap, step*(j+1))
         bounds = [min(n_lines, step * j + d) for j in range(n_chunks + 1) for d in (0, overlap)] + [n_lines]
-        findall = WORD.findall
-        words_per_piece = [findall(content, at(a), at(b)) for a, b in itertools.pairwise(bounds)]
-        lens = np.fromiter(map(len, words_per_piece), dtype=np.int64, count=len(words_per_piece))
-        all_words = list(itertools.chain.from_iterable(words_per_piece))
-        if not all_words:
+        starts_w, ends_w, hashes = word_spans(content)
+        if not len(starts_w):
             ones = np.ones(n_chunks)
             return cls(windows, {}, np.zeros(1, dtype=np.int64), empty, np.empty(0, dtype=np.float32), ones)
-        # word ids in C: the distinct words in order of first use, then one dict look-up per word
-        first = {w: i for i, w in enumerate(dict.fromkeys(all_words))}
-        word_id = np.fromiter(map(first.__getitem__, all_words), dtype=np.int64, count=len(all_words))
+        # a word is in the piece where it starts
+        piece_at = np.fromiter(map(at, bounds), dtype=np.int64, count=len(bounds))
+        lens = np.diff(np.searchsorted(starts_w, piece_at))
         piece = np.repeat(np.arange(len(lens)), lens)
-        # (piece, word) -> count
+        # equal words by their hash: a stable sort keeps each word's uses in text order, so the runs of one
+        # (word, piece) are adjacent and counted without a second sort
+        perm = np.argsort(hashes, kind="stable")
+        sorted_hashes = hashes[perm]
+        new_word = np.empty(len(perm), dtype=bool)
+        new_word[0] = True
+        np.not_equal(sorted_hashes[1:], sorted_hashes[:-1], out=new_word[1:])
+        del sorted_hashes
+        piece = piece[perm]
+        new_run = new_word.copy()
+        new_run[1:] |= piece[1:] != piece[:-1]
+        run_at = np.flatnonzero(new_run)
+        count = np.diff(np.append(run_at, len(perm)))
+        # words numbered in order of first use (the first of each hash group, the sort being stable)
+        first_use = perm[np.flatnonzero(new_word)]
+        by_use = np.argsort(first_use)
+        rank = np.empty(len(by_use), dtype=np.int64)
+        rank[by_use] = np.arange(len(by_use))
+        word_id = rank[np.cumsum(new_word)[run_at] - 1]
+        piece = piece[run_at]
+        del perm, new_word, new_run
+        uses = first_use[by_use].tolist()
+        first = [content[a:b] for a, b in zip(starts_w[uses].tolist(), ends_w[uses].tolist(), strict=True)]
         n_words = len(first)
-        key, count = np.unique(piece * n_words + word_id, return_counts=True)
-        piece, word_id = key // n_words, key % n_words
         # word -> its terms (the word itself and its snake/camel parts)
         # a lower-case ASCII word is its only term: skip terms_of's regex for most prose and many identifiers
         term_lists = [(w,) if w.isalpha() and w.islower() and w.isascii() else terms_of(w) for w in first]
@@ -100,10 +119,18 @@ class ChunkIndex:
         count = np.concatenate((count[keep], count[prev_mask]))
         n_vocab = len(vocab)
         key = term * n_chunks + chunk
-        order = np.argsort(key, kind="stable")
-        key = key[order]
+        count_bits = int(count.max()).bit_length()
+        if (n_vocab * n_chunks).bit_length() + count_bits <= 63:
+            # (key, count) packed in one int64: a plain sort (SIMD in numpy) instead of an argsort + gathers
+            key = (key << count_bits) | count
+            key.sort()
+            count = key & ((1 << count_bits) - 1)
+            key >>= count_bits
+        else:
+            order = np.argsort(key, kind="stable")
+            key, count = key[order], count[order]
         first_of_run = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-        tf = np.add.reduceat(count[order], first_of_run).astype(np.float32)
+        tf = np.add.reduceat(count, first_of_run).astype(np.float32)
         key = key[first_of_run]
         term, chunk = key // n_chunks, key % n_chunks
         doc_len = np.bincount(chunk, weights=tf, minlength=n_chunks)

@@ -268,11 +268,17 @@ def _join(
     files: dict[str, tuple[int, int]] = {}
     layouts: dict[str, FileLayout] = {}
     first_pass = [True]
+    releasing = [False]  # the last pass: each parsed document is dropped once written (never held twice)
 
     def pieces() -> Iterator[tuple[str, Extracted]]:
         for path, name, kind_of in readable:
             if name in parsed:
-                yield from parsed[name]
+                if not releasing[0]:
+                    yield from parsed[name]
+                    continue
+                docs = list(parsed.pop(name))
+                while docs:
+                    yield docs.pop(0)
                 continue
             try:
                 text = read_text(path, encoding=encoding, errors=errors)
@@ -300,13 +306,26 @@ def _join(
             files[name] = (pos + len(marker), pos + len(marker) + len(text))
             layouts[name] = _layout(extracted, pos + len(marker))
             pos += len(marker) + len(text) + 2
+            del extracted
             yield marker
             yield text
+            del text
             yield "\n\n"
         first_pass[0] = False
+        releasing[0] = True
 
-    total_bytes = sum(_size(path) for path, _, _ in readable)
-    value = assemble(texts) if total_bytes >= BIG_FILE else None
+    # parsed documents count by their text (an archive's is larger than the archive), text files by size
+    total_bytes = sum(
+        sum(len(e.text) for _, e in parsed[name]) if name in parsed else _size(path)
+        for path, name, _ in readable
+    )
+    documents = [name for _, name, _ in readable if name in parsed]
+    value = None
+    if total_bytes >= BIG_FILE:
+        value = assemble(texts)  # measures in a first pass, writes (and drops documents) in the second
+        if value is None and any(name not in parsed for name in documents):
+            raise ContextError(f"the files of {source} changed while they were being loaded; load them again")
+    releasing[0] = False
     if value is None:
         value = "".join(texts())
     if not files:
