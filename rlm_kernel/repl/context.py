@@ -22,7 +22,7 @@ from rlm_kernel.repl.documents.extracted import Extracted
 from rlm_kernel.repl.documents.sniff import TEXT_FORMATS
 from rlm_kernel.repl.errors import ContextError
 from rlm_kernel.repl.positions import FileLayout
-from rlm_kernel.repl.secret_files import secret_reason_by_path, secret_reason_of_file
+from rlm_kernel.repl.secret_files import secret_reason_by_path, secret_reason_of_file, secret_reason_of_text
 from rlm_kernel.repl.textfile import BIG_FILE, DecodeRefused, assemble, read_text
 from rlm_kernel.sandbox.roots import ROOTS_ENV, START_DIR, allowed_roots
 
@@ -57,6 +57,15 @@ def secret_reason(*paths: str | os.PathLike) -> str | None:
         if reason is not None:
             return reason
     return secret_reason_of_file(paths[-1]) if paths else None
+
+
+def secret_inside(member: str | None, text: str | None) -> str | None:
+    """Why an archive member (by its path inside the archive) or an extracted document's text is a secret,
+    with the note a skip list shows; for `extract_file`."""
+    reason = secret_reason_by_path(member) if member is not None else None
+    if reason is None and text is not None:
+        reason = secret_reason_of_text(text)
+    return None if reason is None else f"{reason}; {_SECRET_NOTE}"
 
 
 def _refuse_secret(source: str, path: Path, allow_secrets: bool) -> None:
@@ -245,7 +254,8 @@ def _check_one(
         skipped.append(f"{name} (binary)")
         return
     if kind_of not in TEXT_FORMATS:
-        extraction = extract_file(path, name, kind_of, caps, encoding, errors)
+        secret = None if allow_secrets else secret_inside
+        extraction = extract_file(path, name, kind_of, caps, encoding, errors, secret)
         skipped.extend(extraction.skipped)
         if progress is not None:
             progress(name, _size(path), len(skipped))

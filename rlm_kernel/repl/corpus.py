@@ -108,7 +108,7 @@ def load_corpus(source: object, partition_mb: float = DEFAULT_PARTITION_MB) -> C
 def _spool(real: Path, name: str, fmt: str, caps: Caps, skipped: list[str]) -> list[tuple[str, Path]]:
     """Parse a document once and write its text (UTF-8) to a file in the kernel's private temporary folder,
     which the partitions then read like any text file: one spooled file per document (per archive member)."""
-    extraction = extract_file(real, name, fmt, caps, "utf-8", "replace")
+    extraction = extract_file(real, name, fmt, caps, "utf-8", "replace", ctxmod.secret_inside)
     skipped.extend(extraction.skipped)
     out: list[tuple[str, Path]] = []
     for doc_name, extracted in extraction.files:

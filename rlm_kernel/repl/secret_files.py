@@ -9,11 +9,14 @@ reason a file is a secret (a short phrase for the load summary), or None:
 - `secret_reason_by_content`: a private-key block (PEM, OpenSSH, PGP, PuTTY), a cloud service-account key
   (`"private_key"`), a kubeconfig's client key, or a token of a common format (AWS access key ids, GitHub,
   GitLab, Slack, OpenAI/Anthropic `sk-…`, Google API keys, Hugging Face, Stripe live keys, npm and PyPI
-  tokens, JSON Web Tokens) — over the first `HEAD_BYTES` of the file, each rule's regex run only when
-  its fixed prefix occurs there.
+  tokens, JSON Web Tokens), credentials in configuration (`DB_PASSWORD=…`, `API_KEY: …`, a URL with a
+  password, a Docker `"auth"`, a `.netrc` line, an Azure `AccountKey=`) — over the first `HEAD_BYTES` of
+  the file, each rule's regex run only when its fixed prefix occurs there;
+- `secret_reason_of_text`: the same for text already extracted (archive members, documents, notebooks), over
+  its first `SCAN_BYTES` and last `HEAD_BYTES` (the rules whose literals are common words over the head).
 
-Content is only scanned at its head, so a token deep inside a large text file is not found; the directory and
-name rules do not depend on the content.
+A token past the first `HEAD_BYTES` of a plain text file is not found; the directory and name rules do not
+depend on the content.
 """
 
 from __future__ import annotations
@@ -24,14 +27,19 @@ from pathlib import PurePath
 
 __all__ = [
     "HEAD_BYTES",
+    "SCAN_BYTES",
     "secret_reason_by_content",
     "secret_reason_by_path",
     "secret_reason_of_file",
+    "secret_reason_of_text",
 ]
 
 # Bytes of a file's head scanned for keys and tokens: key files, .env files, service-account JSON (~2.3 KB)
-# and kubeconfigs fit; the scan costs ~0.6 ms a file on this machine (about 30 MB/s for all the rules).
-HEAD_BYTES = 16 * 1024
+# and kubeconfigs fit.
+HEAD_BYTES = 64 * 1024
+# Characters of extracted text (an archive member, a document, a notebook's cells and outputs) scanned from
+# its start, and HEAD_BYTES from its end: their heads say nothing (compressed, or a notebook's first outputs).
+SCAN_BYTES = 4 * 1024 * 1024
 
 # Directories whose files are credentials or configuration that embeds them (any depth, any file inside).
 _SECRET_DIRS: dict[str, str] = {
@@ -96,9 +104,15 @@ _SECRET_SUFFIXES: dict[str, str] = {
     ".tfstate": "Terraform state (holds secrets)",
     ".gpg": "an encrypted or key file",
     ".asc": "a PGP key or signature",
+    ".env": "an environment file (*.env)",
 }
 _SSH_KEY_NAME = re.compile(r"id_(rsa|dsa|ecdsa|ed25519|ecdsa_sk|ed25519_sk|xmss)(\b|_|\.|$)")
 _SERVICE_ACCOUNT_NAME = re.compile(r"(service[-_]?account|client[-_]?secret|sa[-_]key|gcp[-_]key)\S*\.json$")
+
+# Words a setting that holds a credential is named with (`DB_PASSWORD=`, `api_key:`), in the cases they are
+# written in; the setting rule's value needs a digit and 8+ characters, and takes the whole rest of the line,
+# so code (`password = get_password()`, `token = self.token`) does not match.
+_SETTING_LITERALS = (b"passw", b"secret", b"token", b"api_key", b"apikey", b"api-key", b"access_key")
 
 # Content rules: (reason, literals, pattern). A rule's pattern runs only when one of its literals occurs in
 # the head (a bytes `in` test is a fast memchr-like scan; a regex with many alternatives is not). Tokens
@@ -145,9 +159,45 @@ _CONTENT_RULES: tuple[tuple[str, tuple[bytes, ...], re.Pattern[bytes]], ...] = t
             (b"eyJ",),
             rb"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}",
         ),
+        (
+            "it holds an AWS secret access key",
+            (b"aws_secret_access_key", b"AWS_SECRET_ACCESS_KEY", b"SecretAccessKey"),
+            rb"(?i)(?:aws_secret_access_key|SecretAccessKey)[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{30,}",
+        ),
+        ("it holds an Azure storage key", (b"AccountKey=",), rb"AccountKey=[A-Za-z0-9+/]{40,}"),
+        # -- from here on: rules whose literals are common words (URLs, "machine", "token"), run on the
+        # first HEAD_BYTES only (_DEEP_RULES)
+        (
+            'it holds a registry login ("auth")',
+            (b'"auth"',),
+            rb'"auth"\s*:\s*"[A-Za-z0-9+/]{12,}={0,2}"',
+        ),
+        (
+            "it holds a URL with a password",
+            (b"://",),
+            rb"://[^\s/:@\"'<>]{1,64}:[^\s/@\"'<>]{4,}@[A-Za-z0-9.-]+",
+        ),
+        (
+            "it holds login credentials (machine … password …)",
+            (b"machine",),
+            rb"\bmachine\s+\S+\s+login\s+\S+\s+password\s+\S{4,}",
+        ),
+        (
+            "it holds a password or key setting (NAME_PASSWORD=…, API_KEY: …)",
+            _SETTING_LITERALS,
+            rb"(?im)^[ \t]*(?:export[ \t]+|set[ \t]+)?[\"']?[A-Za-z0-9_.-]*"
+            rb"(?:passw(?:or)?d|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)"
+            rb"(?:[_.-][A-Za-z0-9_.-]*)?[\"']?[ \t]*[=:][ \t]*(?=[\"']?[^\s\"']*\d)"
+            rb"(?:\"[^\"\s]{8,}\"[ \t]*,?|'[^'\s]{8,}'[ \t]*,?|[^\s\"'$<>{}()\[\],;`.]{8,})[ \t]*$",
+        ),
     )
 )
 
+
+# Rules run over all the scanned text (the first _DEEP_RULES: rare literals, looked at line by line); the rest
+# only over the first HEAD_BYTES.
+_DEEP_RULES = next(i for i, rule in enumerate(_CONTENT_RULES) if rule[0].startswith("it holds a registry"))
+_SETTING_RULE = next(i for i, rule in enumerate(_CONTENT_RULES) if rule[0].startswith("it holds a password"))
 
 # The gate before the rules: every token format and every key body holds a run of at least 20 characters of
 # [A-Za-z0-9_-] (AKIA + 16, ghp_ + 36, base64 lines of a PEM body …); prose and logs rarely do. Mapping the
@@ -156,7 +206,8 @@ _TOKEN_CHARS = bytes(
     0x61 if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "_-") else 0x20 for i in range(256)
 )
 _RUN = b"a" * 20
-_NO_RUN_MARKERS = (b"PRIVATE KEY", b"PuTTY-User-Key-File-")
+# Rules whose secret can be shorter than the 20-character run: the gate also opens when these occur.
+_NO_RUN_MARKERS = (b"private key", b"putty-user-key-file-", b"://", b"machine", b'"auth"', *_SETTING_LITERALS)
 
 
 def secret_reason_by_path(path: str | os.PathLike[str]) -> str | None:
@@ -194,15 +245,63 @@ def secret_reason_by_path(path: str | os.PathLike[str]) -> str | None:
 
 
 def secret_reason_by_content(head: bytes) -> str | None:
-    """Why text starting with `head` is a secret (a private-key block or a token of a common format), or
-    None. Only the first `HEAD_BYTES` are looked at."""
-    head = bytes(head[:HEAD_BYTES])
-    if _RUN not in head.translate(_TOKEN_CHARS) and not any(m in head for m in _NO_RUN_MARKERS):
+    """Why text holding `head` is a secret (a private-key block, a token of a common format, a credential
+    setting), or None. The caller bounds what it passes (`SCAN_BYTES`)."""
+    head = bytes(head)
+    lowered = head[:HEAD_BYTES].lower()
+    if _RUN not in head.translate(_TOKEN_CHARS) and not any(m in lowered for m in _NO_RUN_MARKERS):
         return None  # no 20-character run of token characters: no token, key body or service-account key
-    for reason, literals, pattern in _CONTENT_RULES:
-        if any(literal in head for literal in literals) and pattern.search(head):
+    for index, (reason, literals, pattern) in enumerate(_CONTENT_RULES):
+        if index == _SETTING_RULE:
+            if _setting_found(pattern, lowered, head):
+                return reason
+        elif index >= _DEEP_RULES:
+            found = any(literal in lowered for literal in literals) or any(lit in head for lit in literals)
+            if found and pattern.search(head, 0, HEAD_BYTES):
+                return reason
+        elif any(literal in head for literal in literals) and _found(pattern, literals, head):
             return reason
     return None
+
+
+def _setting_found(pattern: re.Pattern[bytes], lowered: bytes, head: bytes) -> bool:
+    """The setting rule, tried at the start of each line of the head whose lowered text has a setting word."""
+    tried = -1
+    for word in _SETTING_LITERALS:
+        pos = lowered.find(word)
+        while pos != -1:
+            start = lowered.rfind(b"\n", 0, pos) + 1
+            if start != tried and pattern.match(head, start, HEAD_BYTES) is not None:
+                return True
+            tried = start
+            pos = lowered.find(word, lowered.find(b"\n", pos) + 1 or len(lowered))
+    return False
+
+
+_LOOKS = 20_000  # occurrences of one literal looked at one by one; past that, the regex scans the whole text
+_BEFORE = {b"PRIVATE KEY": 64, b"k_live_": 1}  # how far before its literal a match can start (else at it)
+
+
+def _found(pattern: re.Pattern[bytes], literals: tuple[bytes, ...], data: bytes) -> bool:
+    """`pattern.search(data)`, tried at each occurrence of a literal (every match starts at one, or within
+    `_BEFORE` bytes of it): a regex scan of megabytes costs ~50 ms a rule, one try a microsecond."""
+    if len(data) <= HEAD_BYTES:
+        return pattern.search(data) is not None
+    for literal in literals:
+        before = _BEFORE.get(literal, 0)
+        pos = data.find(literal)
+        looks = 0
+        while pos != -1:
+            looks += 1
+            if looks > _LOOKS:
+                return pattern.search(data, pos) is not None
+            if before:
+                if pattern.search(data, max(0, pos - before), pos + 1024) is not None:
+                    return True
+            elif pattern.match(data, pos) is not None:
+                return True
+            pos = data.find(literal, pos + 1)
+    return False
 
 
 def secret_reason_of_file(path: str | os.PathLike[str]) -> str | None:
@@ -217,3 +316,11 @@ def secret_reason_of_file(path: str | os.PathLike[str]) -> str | None:
     except OSError:
         return None
     return secret_reason_by_content(head)
+
+
+def secret_reason_of_text(text: str) -> str | None:
+    """`secret_reason_by_content` of extracted text (an archive member, a document, a notebook): its first
+    `SCAN_BYTES` and last `HEAD_BYTES` characters."""
+    if len(text) > SCAN_BYTES + HEAD_BYTES:
+        text = text[:SCAN_BYTES] + "\n" + text[-HEAD_BYTES:]
+    return secret_reason_by_content(text.encode("utf-8", "replace"))

@@ -16,7 +16,7 @@ import json
 import types
 import typing
 
-from rlm_kernel.sandbox.safe_int import CappedInt
+from rlm_kernel.sandbox.safe_int import REAL_CLASSES
 
 __all__ = ["AnswerTypeError", "check_type", "convert", "describe", "prompt_line", "rejection", "text_of"]
 
@@ -46,8 +46,13 @@ def _generic(t: object) -> tuple[object, tuple] | None:
 
 
 def _real(t: object) -> object:
-    """A cell's `int` is the sandbox's checked int (sandbox/safe_int.py); as an answer type it is int."""
-    return int if t is CappedInt else t
+    """A cell's `int`, `dict`, `set` … are the sandbox's checked classes (sandbox/safe_int.py, bulk.py); as
+    answer types they are the real classes (`dict[str, int]` too)."""
+    if type(t) is types.GenericAlias:
+        origin = t.__origin__
+        real = next((r for checked, r in REAL_CLASSES.items() if origin is checked), None)
+        return t if real is None else types.GenericAlias(real, t.__args__)
+    return next((real for checked, real in REAL_CLASSES.items() if t is checked), t)
 
 
 def _one_of(value: object, *options: object) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import builtins as _py
 import enum
-import heapq
 import itertools
 import operator
 import sys
@@ -15,12 +14,15 @@ import types
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from rlm_kernel.sandbox.bulk import CappedDict, CappedFrozenset, CappedSet
 from rlm_kernel.sandbox.data.standins import check_base, class_for_cell
 from rlm_kernel.sandbox.errors import LimitExceeded, SandboxTypeError, refusal
 from rlm_kernel.sandbox.names import REFUSED_NAMES
 from rlm_kernel.sandbox.origin import register_pass_through
+from rlm_kernel.sandbox.ordering import checked_max, checked_min, chunked_sort, python_level
 from rlm_kernel.sandbox.safe_int import (
     CELL_CLASSES,
+    REAL_CLASSES,
     CappedInt,
     capped_int_new,
     configure,
@@ -30,7 +32,7 @@ from rlm_kernel.sandbox.safe_int import (
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
-__all__ = ["SafeType", "chunked_sort", "make_builtins", "PLAIN_BUILTINS", "EXCEPTIONS"]
+__all__ = ["SafeType", "chunked_sort", "make_builtins", "python_level", "PLAIN_BUILTINS", "EXCEPTIONS"]
 
 PLAIN_BUILTINS = (
     "abs all any ascii bin bool callable chr classmethod complex dict divmod enumerate filter float "
@@ -104,23 +106,6 @@ def _iter_callable(fn: Callable[[], Any], sentinel: Any) -> Iterator[Any]:
 _CHUNK = 1024  # items a C consumer handles between two chances for the time limit to stop it
 
 
-def runs_python(fn: Any) -> bool:
-    """True if calling `fn` runs Python bytecode (so the time limit can stop a C loop calling it per item)."""
-    return isinstance(fn, (types.FunctionType, types.MethodType))
-
-
-def python_level(fn: Any) -> Any:
-    """`fn`, or a Python wrapper around it when it is C code: per-item callbacks of C loops (map, filter,
-    sorted(key=…), max(key=…)) then give the time limit a chance at every item."""
-    if fn is None or runs_python(fn):
-        return fn
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
-
-    return call
-
-
 def _map(fn: Any, iterable: Any, *iterables: Any) -> Iterator[Any]:
     """map() whose items each pass through Python code (a C function mapped over many big items, e.g.
     map(sum, [range(10**8)] * 100), would otherwise be one uninterruptible C loop)."""
@@ -131,32 +116,6 @@ def _filter(fn: Any, iterable: Any) -> Iterator[Any]:
     """filter() with its predicate run through Python code (see `_map`); filter(None, …) stays native (the
     truth of a built-in value costs O(1); that of your own objects runs their Python `__bool__`)."""
     return filter(python_level(fn), iterable)
-
-
-def _keyed(builtin: Callable[..., Any]) -> Callable[..., Any]:
-    """sorted/min/max with a C `key` wrapped in Python code (see `_map`)."""
-
-    def keyed(*args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("key") is not None:
-            kwargs["key"] = python_level(kwargs["key"])
-        return builtin(*args, **kwargs)
-
-    keyed.__name__ = keyed.__qualname__ = builtin.__name__
-    keyed.__doc__ = builtin.__doc__
-    return keyed
-
-
-SORT_CHUNK = 1 << 20  # items one C sort handles at a time (about 0.5 s for random floats on this machine)
-
-
-def chunked_sort(items: list[Any], key: Any = None, reverse: bool = False) -> list[Any]:
-    """sorted(items) that the time limit can stop: with no key (C comparisons, n log n in one C call — 10**8
-    floats sort for minutes), runs of SORT_CHUNK items are sorted and merged by a Python-level heapq.merge
-    (stable, like sorted); with a key, each comparison already runs Python code."""
-    if key is not None or len(items) <= SORT_CHUNK:
-        return sorted(items, key=python_level(key), reverse=reverse)
-    runs = [sorted(items[i : i + SORT_CHUNK], reverse=reverse) for i in range(0, len(items), SORT_CHUNK)]
-    return list(heapq.merge(*runs, reverse=reverse))
 
 
 def _sorted(iterable: Any, /, *, key: Any = None, reverse: bool = False) -> list[Any]:
@@ -263,10 +222,13 @@ def make_builtins(
             "map": _map,
             "filter": _filter,
             "sorted": _sorted,
-            "min": _keyed(min),
-            "max": _keyed(max),
+            "min": checked_min,
+            "max": checked_max,
             "sum": _sum,
             "int": CappedInt,
+            "set": CappedSet,
+            "frozenset": CappedFrozenset,
+            "dict": CappedDict,
             "round": _round,
             "bytes": sized(bytes),
             "bytearray": sized(bytearray),
@@ -307,7 +269,8 @@ def safe_build_class(func: Any, name: str, *bases: Any, **kwargs: Any) -> Any:
     runs. CPython's `except*` calls a group's own `split` (an override can hand a handler a non-exception or
     crash the interpreter), and checking after creation is too late: an Enum mixin builds its members — and
     runs their `__init__` — while the class is being created, so an instance could escape a later refusal."""
-    bases = tuple(int if base is CappedInt else base for base in bases)  # the real int (Enum mixins work)
+    # the real int, set, dict … (Enum mixins work; the checked classes build only real objects)
+    bases = tuple(next((r for c, r in REAL_CLASSES.items() if c is base), base) for base in bases)
     resolved = types.resolve_bases(bases)
     if resolved and any(lib in sys.modules for lib in ("numpy", "pandas", "matplotlib")):
         for base in resolved:

@@ -25,6 +25,7 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from rlm_kernel.sandbox.builtins import SafeType, chunked_sort
+from rlm_kernel.sandbox.bulk import CappedDict
 from rlm_kernel.sandbox.caps import Caps, SafeFormatter
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
@@ -33,7 +34,7 @@ from rlm_kernel.sandbox.fastpath import RANGE_BITS
 from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
 from rlm_kernel.sandbox.origin import register_pass_through
-from rlm_kernel.sandbox.safe_int import CELL_CLASSES, decimal_to_int_check
+from rlm_kernel.sandbox.safe_int import CELL_CLASSES, REAL_CLASSES, decimal_to_int_check
 from rlm_kernel.sandbox.safe_stdlib import counter_elements
 from rlm_kernel.sandbox.text_caps import TEXT_METHODS, text_method
 from rlm_kernel.sandbox.writes import WRITABLE_TYPES, AttrWriter, refused_write
@@ -118,7 +119,15 @@ def special_elements(obj: Any, name: str) -> Any:
 def special_mro(obj: Any, name: str) -> Any:
     """`cls.mro()` names the checked classes cells see (`bool.mro()` would hand out the real int)."""
     if isinstance(obj, type):
-        return lambda: [CELL_CLASSES.get(c, c) for c in type.mro(obj)]
+        real = next((r for checked, r in REAL_CLASSES.items() if obj is checked), obj)
+        return lambda: [CELL_CLASSES.get(c, c) for c in type.mro(real)]
+    return _RAISE
+
+
+def special_fromkeys(obj: Any, name: str) -> Any:
+    """`dict.fromkeys` (on the class or a dict) in chunks the time limit can stop between (bulk.py)."""
+    if obj is dict or type(obj) is dict:
+        return CappedDict.fromkeys
     return _RAISE
 
 
@@ -337,6 +346,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "from_bytes": special_from_bytes,
         "elements": special_elements,
         "mro": special_mro,
+        "fromkeys": special_fromkeys,
         "sort": special_sort,
         "as_integer_ratio": special_integer_ratio,
     }

@@ -20,10 +20,12 @@ import math
 import operator
 from typing import Any
 
+from rlm_kernel.sandbox.bulk import BULK_CLASSES
 from rlm_kernel.sandbox.errors import LimitExceeded
 
 __all__ = [
     "CELL_CLASSES",
+    "REAL_CLASSES",
     "DECIMAL_INT_DIGITS",
     "CappedFraction",
     "CappedInt",
@@ -168,5 +170,7 @@ CappedFraction.__name__ = CappedFraction.__qualname__ = "Fraction"
 CappedFraction.__module__ = "fractions"
 CappedFraction.__doc__ = fractions.Fraction.__doc__
 
-# What `type(x)` gives a cell for these real classes (builtins.SafeType).
-CELL_CLASSES: dict[type, type] = {int: CappedInt, fractions.Fraction: CappedFraction}
+# What `type(x)` gives a cell for these real classes (builtins.SafeType), and what a class statement
+# subclasses when a cell names the checked one (the real class).
+CELL_CLASSES: dict[type, type] = {int: CappedInt, fractions.Fraction: CappedFraction, **BULK_CLASSES}
+REAL_CLASSES: dict[type, type] = {checked: real for real, checked in CELL_CLASSES.items()}

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import collections
 import functools
-import itertools
 import math
 import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from rlm_kernel.sandbox.bulk import feed
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
 
 __all__ = [
@@ -179,22 +179,14 @@ def gcd_like(
     return wrapper
 
 
-_COUNT_CHUNK = 1 << 16
 _c_count_elements = collections._count_elements  # type: ignore[attr-defined]
 
 
 def _count_in_chunks(mapping: Any, iterable: Iterable[Any]) -> None:
-    """collections' `_count_elements` (what Counter(iterable) and Counter.update run) fed _COUNT_CHUNK items
-    at a time, so the time limit can stop counting a 10**8-character string between two C calls."""
-    if type(iterable) in (list, tuple) and len(iterable) <= _COUNT_CHUNK:
-        _c_count_elements(mapping, iterable)
-        return
-    it = iter(iterable)
-    while True:
-        chunk = list(itertools.islice(it, _COUNT_CHUNK))
-        if not chunk:
-            return
-        _c_count_elements(mapping, chunk)
+    """collections' `_count_elements` (what Counter(iterable) and Counter.update run) fed in chunks that stay
+    short (bulk.feed: a 10**8-character string, or keys that share one hash value), so the time limit can
+    stop counting between two C calls."""
+    feed(lambda chunk: _c_count_elements(mapping, chunk), iterable)
 
 
 def install_counter_chunks() -> None:

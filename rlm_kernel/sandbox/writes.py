@@ -67,7 +67,9 @@ class AttrWriter:
         raise refusal(f"cannot delete attributes of a {type(self._rlm_target).__name__} in the sandbox")
 
 
-CHECKED_CLASSES = frozenset({CELL_CLASSES[int]})  # `int` in cells: a built-in (immutable) type to writers
+# `int`, `set`, `frozenset`, `dict` in cells: built-in (immutable) types to writers (not Fraction, a Python
+# class)
+CHECKED_CLASSES = frozenset(CELL_CLASSES[kind] for kind in (int, set, frozenset, dict))
 
 
 def refused_write(obj: Any, *, attribute: bool) -> Any:

@@ -232,3 +232,133 @@ def test_kernel_summary_says_what_was_skipped_and_why(kernel: KernelHarness) -> 
 def test_kernel_loads_ordinary_files(kernel: KernelHarness) -> None:
     ex = kernel.execute("load_context('docs')\nprint(len(context.splitlines()) > 5, 'sk-learn' in context)")
     assert ex.ok and ex.stdout.strip() == "True True", str(ex)
+
+
+# -- issue 26 red team: secrets inside archives and documents, late in a file, in configuration settings -----
+def _zip(members: dict[str, str]) -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for member, text in members.items():
+            z.writestr(member, text)
+    return buf.getvalue()
+
+
+def _tar_gz(members: dict[str, str]) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for member, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _notebook(output: str) -> str:
+    import json
+
+    cell = {"cell_type": "code", "source": "print(x)", "metadata": {}, "execution_count": 1}
+    cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": output}]
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+# Files whose head or name says nothing: the secret is an archive member, a compressed document's text, or
+# past the first screen of a notebook.
+INSIDE = {
+    "bundle/backup.zip": _zip({".ssh/id_rsa": PEM, "readme.txt": "plain\n"}),
+    "bundle/env.zip": _zip({"app/.env": f"DB_PASSWORD={CANARY}\n"}),
+    "bundle/aws.zip": _zip({"home/.aws/credentials": f"[default]\nkey = {CANARY}\n"}),
+    "bundle/home.tar.gz": _tar_gz({"u/.kube/config": f"users:\n- name: {CANARY}\n"}),
+    "bundle/key.txt.gz": __import__("gzip").compress(PEM.encode()),
+    "bundle/notes.zip": _zip({"notes/deploy.txt": "x" * 100_000 + "\n" + PEM}),
+    "bundle/analysis.ipynb": _notebook("y" * (HEAD_BYTES + 5000) + "\n" + PEM).encode(),
+}
+# Credentials in configuration that no token format covers (the head of an ordinary-named file).
+SETTINGS = {
+    "conf/prod.env": f"DB_PASSWORD={CANARY}\n",
+    "conf/app.cfg": f"[db]\nexport API_KEY='{CANARY}'\n",
+    "conf/values.yaml": f"db:\n  password: {CANARY}\n",
+    "conf/deploy.yaml": f"env:\n  AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE # {CANARY}\n",
+    "conf/registry.json": '{"auths": {"ghcr.io": {"auth": "dXNlcjpwYXNzd29yZDEyMw=="}}, "x": "'
+    + CANARY
+    + '"}',
+    "conf/netrc.txt": f"machine api.example.com login bob password {CANARY}\n",
+    "conf/creds.txt": f"https://bob:{CANARY}@github.com\n",
+    "conf/db.txt": f"DATABASE_URL=postgres://admin:{CANARY}@db.internal:5432/app\n",
+    "conf/azure.txt": f"DefaultEndpointsProtocol=https;AccountKey={'A1b2' * 15}==;{CANARY}\n",
+    "conf/late.txt": "x" * 17_000 + "\n" + PEM,
+}
+# Code and prose that name credential settings without holding one.
+CODE = {
+    "conf/plain.txt": "plain\n",
+    "src/settings.py": (
+        "password = get_password()\ntoken = self.token\nSECRET_KEY = os.environ['SECRET_KEY']\n"
+        "api_key = settings.api_key\ntokenizer: gpt2-large-v2\nmax_tokens: 1000\nsecret = None\n"
+        "private_key: PKCS7PrivateKeyTypes,\nsee https://example.com/path and http://localhost:8080/api\n"
+        "The machine learning password problem.\n"
+    ),
+}
+
+
+@pytest.fixture
+def inside_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for table in (INSIDE, SETTINGS, CODE):
+        for name, content in table.items():
+            path = tmp_path / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        yield tmp_path
+    finally:
+        os.chdir(cwd)
+
+
+@pytest.mark.parametrize("name", sorted({**INSIDE, **SETTINGS}))
+def test_secrets_inside_archives_documents_and_settings_never_load(inside_tree: Path, name: str) -> None:
+    try:
+        loaded = ctxmod.load(name, kind="file")
+    except ContextError as err:
+        assert CANARY not in str(err) and "allow_secrets=True" in str(err), str(err)
+    else:
+        assert CANARY not in loaded.value
+        assert any("allow_secrets=True" in note for note in loaded.skipped), loaded.skipped
+    assert CANARY in repr(ctxmod.load(name, kind="file", allow_secrets=True).value) or name.endswith(
+        "registry.json"
+    )
+
+
+@pytest.mark.parametrize("source", ["bundle", "conf", "**/*"])
+def test_directory_loads_skip_what_is_inside_with_the_reason(inside_tree: Path, source: str) -> None:
+    loaded = ctxmod.load(source)
+    assert CANARY not in loaded.value
+    text = "\n".join(loaded.skipped)
+    if source == "bundle":
+        assert (
+            "backup.zip!.ssh/id_rsa (inside .ssh" in text and "analysis.ipynb (it holds a private key" in text
+        )
+        assert "bundle/backup.zip!readme.txt" in loaded.files  # the archive's other members load
+    if source == "**/*":
+        assert "src/settings.py" in loaded.files
+
+
+def test_load_corpus_skips_secret_members(inside_tree: Path) -> None:
+    corpus = corpusmod.load_corpus("bundle")
+    assert not any(".ssh" in name or "analysis" in name or ".env" in name for name in corpus.files)
+    assert "bundle/backup.zip!readme.txt" in corpus.files
+
+
+def test_code_naming_settings_is_not_a_secret() -> None:
+    for text in CODE.values():
+        assert secret_reason_by_content(text.encode()) is None

@@ -63,6 +63,54 @@ def render(payload: Payload, secret_file: str) -> str:
 _P = Payload
 
 # fmt: off
+# Hash tables built in one C call: 60 000 ints with one hash value (k * (2**61 - 1)) ran for minutes, 10**8
+# items for tens of seconds (sandbox/bulk.py builds them in chunks the time limit can stop between).
+_COLLIDE = "M = 2**61 - 1\nx = [k * M for k in range(1, 60001)]\n"
+# Comparisons that cost a millisecond each: two 10**7-character strings that differ only at the end (sorted,
+# min and max of 200 000 of them ran for minutes; sandbox/ordering.py compares them in Python then).
+_LONG = "a = 'x' * 10**7 + 'a'\nb = 'x' * 10**7 + 'b'\n"
+STEP_ATTACKS: list[Payload] = [
+    Payload("op_step", "set_colliding", _COLLIDE + "s = set(x)", LIMIT),
+    Payload("op_step", "frozenset_colliding", _COLLIDE + "s = frozenset(x)", LIMIT),
+    Payload("op_step", "fromkeys_colliding", _COLLIDE + "s = dict.fromkeys(x)", LIMIT),
+    Payload("op_step", "instance_fromkeys_colliding", _COLLIDE + "s = {}.fromkeys(x)", LIMIT),
+    Payload("op_step", "dict_zip_colliding", _COLLIDE + "s = dict(zip(x, x))", LIMIT),
+    Payload("op_step", "counter_colliding", "import collections\n" + _COLLIDE + "s = collections.Counter(x)", LIMIT),
+    Payload("op_step", "set_of_dict_keys_colliding", _COLLIDE + "d = {}\nfor k in x[:3000]:\n    d[k] = 1\ns = set(x + list(d.keys()))", LIMIT),
+    Payload("op_step", "set_range", "s = set(range(10**8))", LIMIT),
+    Payload("op_step", "frozenset_range", "s = frozenset(range(10**8))", LIMIT),
+    Payload("op_step", "fromkeys_range", "s = dict.fromkeys(range(10**8))", LIMIT),
+    Payload("op_step", "set_via_type", "s = type(set())(range(10**8))", LIMIT),
+    Payload("op_step", "sorted_long_texts", _LONG + "x = sorted([a, b] * 10**5)", LIMIT),
+    Payload("op_step", "list_sort_long_texts", _LONG + "x = [a, b] * 10**5\nx.sort()", LIMIT),
+    Payload("op_step", "sorted_key_long_texts", _LONG + "x = sorted([a, b] * 10**5, key=str.lower)", LIMIT),
+    Payload("op_step", "sorted_tuples_long_texts", _LONG + "x = sorted([(a, 1), (b, 2)] * 10**5)", LIMIT),
+    Payload("op_step", "max_long_texts", _LONG + "x = max([a, b] * 10**5)", LIMIT),
+    Payload("op_step", "min_long_texts", _LONG + "x = min([a, b] * 10**5)", LIMIT),
+    Payload("op_step", "max_key_long_texts", _LONG + "x = max([a, b] * 10**5, key=lambda v: v)", LIMIT),
+    Payload("op_step", "min_long_bytes", "a = b'x' * 10**7 + b'a'\nb = b'x' * 10**7 + b'b'\nx = min([a, b] * 10**5)", LIMIT),
+    Payload("op_step", "sorted_wide_ints", "a = 2**1999000\nb = a + 1\nx = sorted([a, b] * 10**5)", LIMIT),
+    Payload("op_step", "statistics_median_long_texts", "import statistics\n" + _LONG + "x = statistics.median_low([a, b] * 10**5)", LIMIT),
+]
+STEP_CONTROLS: list[Payload] = [
+    Payload("control", "bulk_classes_ok",
+            "class S(set):\n    pass\nprint(set('abca') == {'a', 'b', 'c'}, type(set()) is set, isinstance(frozenset(), frozenset), "
+            "set[int], dict(a=1), dict([(1, 2)], b=3), dict.fromkeys('ab', 0), {}.fromkeys('c'), sorted(S([2, 1]) | {3}), "
+            "dict.mro(), len(set(range(10**5))))",
+            OK, match="True True True set[int] {'a': 1} {1: 2, 'b': 3} {'a': 0, 'b': 0} {'c': None} [1, 2, 3] [<class 'dict'>, <class 'object'>] 100000"),
+    Payload("control", "bulk_dataclass_ok",
+            "import dataclasses, collections, json\n@dataclasses.dataclass\nclass P:\n    d: dict = dataclasses.field(default_factory=dict)\n"
+            "print(P(), collections.defaultdict(set)['k'], json.dumps(dict(x=[1])), isinstance(collections.OrderedDict(), dict))",
+            OK, match='P(d={}) set() {"x": [1]} True'),
+    Payload("control", "ordering_ok",
+            "x = [3, 1, 2]\nx.sort(reverse=True)\nt = 'y' * 200\nprint(x, sorted([t + 'b', t + 'a'])[0][-1], max([1, 1.0]), min([1.0, 1]), "
+            "sorted([(1, 'b'), (1, 'a')]), max('abc', key=ord), min([], default=7), min(3, 1, 2), sorted([2, 1], key=lambda v: -v), "
+            "max([[1], [3]]), sorted([1, 1.0, True]))",
+            OK, match="[3, 2, 1] a 1 1.0 [(1, 'a'), (1, 'b')] c 7 1 [2, 1] [3] [1, 1.0, True]"),
+]
+# fmt: on
+
+# fmt: off
 PAYLOADS: list[Payload] = [
     # -- dunder walks ---------------------------------------------------------------------------------------
     _P("dunder", "subclasses", "().__class__.__bases__[0].__subclasses__()", REFUSED),
@@ -81,7 +129,9 @@ PAYLOADS: list[Payload] = [
     _P("dunder", "del_def", "class A:\n    def __del__(self):\n        while True: pass", REFUSED),
     _P("dunder", "super_walk", "class A:\n    def f(self):\n        return super().__thisclass__\nA().f()", REFUSED),
     _P("dunder", "super_two_args", "import json\nsuper(json.JSONDecoder, json.JSONDecoder()).__init__", REFUSED),
-    _P("dunder", "super_getattr_foreign", "getattr(super(dict, {}), '__setitem__')", REFUSED),
+    _P("dunder", "super_getattr_foreign", "getattr(super(list, []), '__setitem__')", REFUSED),
+    # `dict` in a cell is the checked class (bulk.py): super() of it with a real dict is Python's TypeError
+    _P("dunder", "super_getattr_foreign_dict", "getattr(super(dict, {}), '__setitem__')", BLOCKED),
     _P("dunder", "repr_hook_foreign", "[1]._repr_html_()", REFUSED),
     _P("dunder", "name_is_text_only", "def f(): pass\nf.__name__ = 'x'", REFUSED),
     # -- computed attribute names ------------------------------------------------------------------------
@@ -440,6 +490,9 @@ PAYLOADS: list[Payload] = [
     _P("op_cap", "statistics_median_sort", "import random, statistics\nx = [random.random() for i in range(10**6)] * 30\nwhile True:\n    statistics.median(x)", LIMIT),
     _P("op_cap", "json_indent", "import json\njson.dumps([[1]] * 10, indent=10**9)", LIMIT),
     _P("op_cap", "pformat_indent", "import pprint\npprint.pformat([[1]] * 10, indent=10**9)", LIMIT),
+    # -- one C call whose cost a count of items does not see (issue 26 red team: bulk.py, ordering.py) -----
+    *STEP_ATTACKS,
+    *STEP_CONTROLS,
     _P("control", "stats_json_ok", "import json, statistics\nprint(statistics.median([3, 1, 2]), json.dumps([1], indent=1).count(chr(10)), json.loads('[7]', parse_int=int))", OK, match="2 2 [7]"),
     _P("control", "int_ok", "print(int('12'), int('ff', 16), int(3.9), int(b'101', 2), int('0x1f', 0), int())", OK, match="12 255 3 5 31 0"),
     _P("control", "int_type_identity", "print(type(5) is int, isinstance(True, int), issubclass(bool, int), isinstance(5, (int, float)), int | None)", OK, match="True True True True int | None"),

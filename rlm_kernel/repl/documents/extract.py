@@ -3,6 +3,7 @@ and a per-file time limit; a file that fails or exceeds a cap becomes a skip rea
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from rlm_kernel.repl.documents.extracted import Extracted
 from rlm_kernel.repl.documents.html_text import extract_html
 from rlm_kernel.repl.documents.sniff import FORMATS, TEXT_FORMATS, sniff
 
-__all__ = ["FORMATS", "Extraction", "extract_file", "format_of", "text_positions"]
+__all__ = ["FORMATS", "Extraction", "SecretCheck", "extract_file", "format_of", "text_positions"]
 
 _HEAD = 8192
 
@@ -76,8 +77,22 @@ def _decode(data: bytes, encoding: str, errors: str) -> str:
         raise FileSkipped(f"not {encoding} text ({err})") from None
 
 
+# Judges a member or document: (its name inside the archive or None, its extracted text or None) → the
+# reason it is a secret (a credentials path, a key in the text) or None. Given by the loader
+# (repl/context.secret_inside, after repl/secret_files.py).
+SecretCheck = Callable[[str | None, str | None], str | None]
+
+
 def _one(
-    name: str, data: bytes, fmt: str, caps: Caps, depth: int, encoding: str, errors: str, out: Extraction
+    name: str,
+    data: bytes,
+    fmt: str,
+    caps: Caps,
+    depth: int,
+    encoding: str,
+    errors: str,
+    out: Extraction,
+    secret: SecretCheck | None = None,
 ) -> None:
     try:
         if fmt in ("gz", "zip", "tar"):
@@ -87,18 +102,26 @@ def _one(
                 )
             members = archives.members(name, data, fmt, caps)
             for member in members:
+                reason = secret(member.name.rsplit("!", 1)[-1], None) if secret is not None else None
+                if reason is not None:
+                    out.skipped.append(f"{member.name} ({reason})")
+                    continue
                 head = member.data[:_HEAD]
                 inner = sniff(member.name, head, member.data if head.startswith(b"PK\x03\x04") else None)
                 if inner == "binary":
                     out.skipped.append(f"{member.name} (binary)")
                     continue
-                _one(member.name, member.data, inner, caps, depth + 1, encoding, errors, out)
+                _one(member.name, member.data, inner, caps, depth + 1, encoding, errors, out, secret)
             return
         if fmt in TEXT_FORMATS:
             extracted = text_positions(_decode(data, encoding, errors), fmt)
         else:
             extracted = _parse(data, fmt, caps)
         caps.check_text(extracted.text, name)
+        reason = secret(None, extracted.text) if secret is not None else None
+        if reason is not None:
+            out.skipped.append(f"{name} ({reason})")
+            return
         out.files.append((name, extracted))
     except FileSkipped as err:
         out.skipped.append(f"{name} ({err})")
@@ -109,9 +132,16 @@ def _one(
 
 
 def extract_file(
-    path: Path, name: str, fmt: str, caps: Caps, encoding: str = "utf-8", errors: str = "strict"
+    path: Path,
+    name: str,
+    fmt: str,
+    caps: Caps,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+    secret: SecretCheck | None = None,
 ) -> Extraction:
-    """Parse the file at `path` (shown as `name`) as `fmt` within `caps` and `caps.seconds`."""
+    """Parse the file at `path` (shown as `name`) as `fmt` within `caps` and `caps.seconds`; members and
+    documents that `secret` judges secrets are skipped with its reason."""
     out = Extraction([], [])
     try:
         size = path.stat().st_size
@@ -121,7 +151,7 @@ def extract_file(
             )
         with deadline(caps.seconds, name):
             data = path.read_bytes()
-            _one(name, data, fmt, caps, 0, encoding, errors, out)
+            _one(name, data, fmt, caps, 0, encoding, errors, out, secret)
     except FileSkipped as err:
         del out.files[:]
         out.skipped.append(f"{name} ({err})")

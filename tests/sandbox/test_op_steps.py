@@ -1,0 +1,84 @@
+"""One C call whose cost a count of items does not see: hash tables built at once and comparisons of long
+values (sandbox/bulk.py, sandbox/ordering.py). Each attack must stop at the CPU limit — not minutes later,
+when the C call returns — and the checked classes and functions must give what the real ones give.
+"""
+
+from __future__ import annotations
+
+import random
+import resource
+
+import pytest
+
+from rlm_kernel.sandbox import SandboxSession, new_namespace, run_source
+from rlm_kernel.sandbox.bulk import CappedDict, CappedFrozenset, CappedSet
+from rlm_kernel.sandbox.ordering import checked_max, checked_min, chunked_sort
+from tests.sandbox.payloads import STEP_ATTACKS, Payload
+from tests.sandbox.test_payloads import check
+
+# CPU seconds one attack may use in all, for a cell limit of 1 s (tests/sandbox/conftest.py): unchecked, each
+# of these runs for minutes in one C call.
+CPU_CEILING = 8.0
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@pytest.mark.parametrize("payload", STEP_ATTACKS, ids=[p.id for p in STEP_ATTACKS])
+def test_attack_stops_at_the_limit(payload: Payload, session: SandboxSession) -> None:
+    namespace = new_namespace(session)
+    start = _cpu()
+    outcome = run_source(payload.code, namespace, session)
+    spent = _cpu() - start
+    check(payload, outcome)
+    assert spent < CPU_CEILING, f"{payload.id} used {spent:.1f} s of CPU for a 1 s limit"
+
+
+def _samples() -> list[list[object]]:
+    rng = random.Random(7)
+    long = "x" * 300
+    return [
+        [rng.random() for _ in range(5000)],
+        [rng.randrange(-(10**6), 10**6) for _ in range(5000)],
+        [rng.randrange(2**200) for _ in range(500)],
+        [rng.choice("abc") * rng.randrange(1, 5) for _ in range(3000)],
+        [long + rng.choice("abc") for _ in range(3000)],
+        [(rng.randrange(5), rng.choice("xy")) for _ in range(3000)],
+        [(rng.randrange(5), long + rng.choice("xy")) for _ in range(3000)],
+        [bytes([rng.randrange(256)]) * 3 for _ in range(2000)],
+        [1, 1.0, True, 0, 0.0, False],
+        [[2], [1, 2], [1]],
+        [],
+    ]
+
+
+@pytest.mark.parametrize("items", _samples(), ids=lambda items: type(items[0]).__name__ if items else "empty")
+def test_ordering_gives_what_the_builtins_give(items: list[object]) -> None:
+    for reverse in (False, True):
+        assert chunked_sort(list(items), reverse=reverse) == sorted(items, reverse=reverse)
+        got = chunked_sort(list(items), key=str, reverse=reverse)
+        assert got == sorted(items, key=str, reverse=reverse)  # stable: equal keys keep their order
+        assert [id(x) for x in got] == [id(x) for x in sorted(items, key=str, reverse=reverse)]
+    if items:
+        for mine, real in ((checked_min, min), (checked_max, max)):
+            assert mine(items) is real(items)  # the first of equal extremes, as the builtins
+            assert mine(items, key=str) is real(items, key=str)
+            assert mine(iter(items)) is real(iter(items))
+    assert checked_min([], default=None) is None and checked_max(3, 9, 4) == 9
+
+
+def test_bulk_classes_give_real_objects() -> None:
+    rng = random.Random(3)
+    data = [rng.randrange(10**4) for _ in range(20_000)]
+    assert type(CappedSet(data)) is set and CappedSet(data) == set(data)
+    assert type(CappedFrozenset(data)) is frozenset and CappedFrozenset(data) == frozenset(data)
+    pairs = list(enumerate(data))
+    assert type(CappedDict(pairs)) is dict and CappedDict(pairs) == dict(pairs)
+    assert CappedDict(pairs, z=1) == dict(pairs, z=1)
+    assert list(CappedDict.fromkeys(data, 0)) == list(dict.fromkeys(data, 0))  # insertion order kept
+    assert CappedDict({"a": 1}) == {"a": 1} and CappedSet() == set() and CappedDict() == {}
+    assert isinstance(set(), CappedSet) and issubclass(bool, int) and not isinstance([], CappedDict)
+    with pytest.raises(TypeError):
+        CappedSet([1], [2])
