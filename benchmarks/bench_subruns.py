@@ -1,7 +1,8 @@
 """Parallel sub-RLMs: `rlm_query_batched` of three-turn sub-RLMs vs one, at 200 ms per model call.
 
-In-process: the real sandbox, helpers and client against the test server (its scripted replies make every
-sub-RLM take three turns). Two kinds of sub-RLM:
+In-process: the real sandbox, helpers and client, against the test server run in its own process (its
+scripted replies make every sub-RLM take three turns), so the server's CPU and its share of the GIL are not
+the client's — as with a real model server. Two kinds of sub-RLM:
 
 - blocks without model calls (the first row): only the sub-RLMs' root calls can overlap;
 - the first block calls `llm_query` over its context (issue 31), as a sub-RLM's code usually does: one such
@@ -15,12 +16,14 @@ Baseline: one sub-RLM of the same kind, same run (median of the repetitions).
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 import warnings
 from collections.abc import Callable
 
 from benchmarks.common import Figure, repeat_median
+from benchmarks.echo_server import start_server_process
 from rlm_kernel import llm
 from rlm_kernel.llm.pricing import UnknownPriceWarning
 from rlm_kernel.repl import preload
@@ -42,6 +45,8 @@ FIRST_BLOCKS = {
 
 
 def _reply(first: str) -> Callable[[object], str]:
+    """The server's rule: three turns per sub-RLM, the first running `first`; other calls answer "child"."""
+
     def reply(rec) -> str:  # noqa: ANN001 - a RecordedRequest
         if ROOT_MARK in rec.prompt and SUB_MARK in rec.prompt:
             turn = rec.prompt.count("Output of turn") + 1
@@ -70,9 +75,22 @@ def _batched(n: int) -> float:
     return took
 
 
-def _timed(server: LLMTestServer, first: str, sizes: list[int], reps: int, concurrency: int) -> list[float]:
-    """Median wall time of a batch of each size, with the sub-RLMs' first block `first`."""
-    server.reply_with(_reply(first))
+def _serve(kind: str, latency: float) -> None:
+    """`python -m benchmarks.bench_subruns --serve KIND`: the test server with the scripted sub-RLMs whose
+    first block is `FIRST_BLOCKS[KIND]`; prints its base URL and serves until killed."""
+    server = LLMTestServer(latency=latency).start()
+    server.reply_with(_reply(FIRST_BLOCKS[kind]))
+    print(server.base_url, flush=True)
+    while True:
+        time.sleep(3600)
+
+
+def _timed(kind: str, sizes: list[int], reps: int, concurrency: int) -> list[float]:
+    """Median wall time of a batch of each size, with the sub-RLMs' first block `FIRST_BLOCKS[kind]`."""
+    proc, url = start_server_process(
+        ["benchmarks.bench_subruns", "--serve", kind, "--latency", str(LATENCY)], "test server"
+    )
+    os.environ["RLM_BASE_URL"] = url + "/v1"
     os.environ["RLM_SUBRUN_CONCURRENCY"] = str(concurrency)
     session = llm.LLMSession()  # its client reads the environment
     try:
@@ -80,16 +98,16 @@ def _timed(server: LLMTestServer, first: str, sizes: list[int], reps: int, concu
             return [repeat_median(lambda n=n: _batched(n), reps) for n in sizes]
     finally:
         session.close()
+        proc.kill()
+        proc.wait()
 
 
 def run(quick: bool) -> list[Figure]:
     reps = 3 if quick else 7
-    server = LLMTestServer(latency=LATENCY).start()
     saved = dict(os.environ)
     os.environ.update(
         {
             "RLM_PROVIDER": "openai",
-            "RLM_BASE_URL": server.openai_base_url,
             "RLM_API_KEY": "sk-bench",
             "RLM_MODEL": "bench",
             "RLM_CACHE": "off",
@@ -99,13 +117,12 @@ def run(quick: bool) -> list[Figure]:
     os.environ.pop("RLM_CONFIG", None)
     try:
         warnings.simplefilter("ignore", UnknownPriceWarning)  # the unpriced test model
-        one, four = _timed(server, FIRST_BLOCKS["plain"], [1, 4], reps, 4)
-        one_asks, four_asks = _timed(server, FIRST_BLOCKS["asks"], [1, 4], reps, 4)
-        (sixteen_asks,) = _timed(server, FIRST_BLOCKS["asks"], [16], reps, 16)
+        one, four = _timed("plain", [1, 4], reps, 4)
+        one_asks, four_asks = _timed("asks", [1, 4], reps, 4)
+        (sixteen_asks,) = _timed("asks", [16], reps, 16)
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        server.stop()
     setup = f"{TURNS} turns per sub-RLM, L={LATENCY * 1000:.0f} ms/call, median of {reps}"
     asking = "first block calls llm_query (4 model calls in a row per sub-RLM)"
     return [
@@ -140,3 +157,11 @@ def run(quick: bool) -> list[Figure]:
             note=f"{setup}, subrun_concurrency=16; {asking}",
         ),
     ]
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_subruns")
+    parser.add_argument("--serve", choices=sorted(FIRST_BLOCKS), required=True)
+    parser.add_argument("--latency", type=float, default=LATENCY)
+    args = parser.parse_args()
+    _serve(args.serve, args.latency)
