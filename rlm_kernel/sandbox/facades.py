@@ -154,6 +154,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         "east_asian_width mirrored decomposition normalize is_normalized "
         "unidata_version",
     )
+    f["unicodedata"]["normalize"] = safe.checked_normalize(session.limits.max_sequence)
     f["hashlib"] = _pick(
         hashlib,
         "md5 sha1 sha224 sha256 sha384 sha512 sha3_224 sha3_256 sha3_384 sha3_512 "

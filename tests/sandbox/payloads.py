@@ -77,6 +77,8 @@ STEP_ATTACKS: list[Payload] = [
     Payload("op_step", "dict_zip_colliding", _COLLIDE + "s = dict(zip(x, x))", LIMIT),
     Payload("op_step", "counter_colliding", "import collections\n" + _COLLIDE + "s = collections.Counter(x)", LIMIT),
     Payload("op_step", "set_of_dict_keys_colliding", _COLLIDE + "d = {}\nfor k in x[:3000]:\n    d[k] = 1\ns = set(x + list(d.keys()))", LIMIT),
+    Payload("op_step", "normalize_expands", "import unicodedata\nx = unicodedata.normalize('NFKD', ('\\ufdfa' * 1000 + ' ') * 10**5)", LIMIT),
+    Payload("op_step", "normalize_no_ascii", "import unicodedata\nx = unicodedata.normalize('NFKD', '\\ufdfa' * 10**8)", LIMIT),
     Payload("op_step", "set_range", "s = set(range(10**8))", LIMIT),
     Payload("op_step", "frozenset_range", "s = frozenset(range(10**8))", LIMIT),
     Payload("op_step", "fromkeys_range", "s = dict.fromkeys(range(10**8))", LIMIT),
@@ -107,6 +109,10 @@ STEP_CONTROLS: list[Payload] = [
             "sorted([(1, 'b'), (1, 'a')]), max('abc', key=ord), min([], default=7), min(3, 1, 2), sorted([2, 1], key=lambda v: -v), "
             "max([[1], [3]]), sorted([1, 1.0, True]))",
             OK, match="[3, 2, 1] a 1 1.0 [(1, 'a'), (1, 'b')] c 7 1 [2, 1] [3] [1, 1.0, True]"),
+    Payload("control", "normalize_ok",
+            "import unicodedata\nt = 'Cafe\\u0301 \\ufb01' * 100000\nx = unicodedata.normalize('NFC', t)\n"
+            "print(len(x), x[:6], unicodedata.normalize('NFKD', '\\ufb01'))",
+            OK, match="600000 Café ﬁ fi"),
 ]
 # fmt: on
 

@@ -82,3 +82,30 @@ def test_bulk_classes_give_real_objects() -> None:
     assert isinstance(set(), CappedSet) and issubclass(bool, int) and not isinstance([], CappedDict)
     with pytest.raises(TypeError):
         CappedSet([1], [2])
+
+
+def test_normalize_in_pieces_gives_what_unicodedata_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces split before ASCII characters normalise as the whole text does (small pieces, random text of
+    composing marks, Hangul jamo, compatibility characters and ASCII)."""
+    import unicodedata
+
+    import rlm_kernel.sandbox.safe_stdlib as safe
+
+    monkeypatch.setattr(safe, "_NORMALIZE_PIECE", 50)
+    normalize = safe.checked_normalize(0)
+    rng = random.Random(1)
+    codes = [*range(0x20, 0x7F), *range(0x20, 0x7F), *range(0x300, 0x370), *range(0xC0, 0x180)]
+    codes += [*range(0x1100, 0x1176), *range(0xAC00, 0xAC40), 0xFDFA, 0x1E9B, 0x212B, 0x0344, 0x0F73]
+    codes += [0x2126, 0xFB2C, 0x0DCF, 0x0DD9, 0x0BBE, 0x09BE, 0x0B3E, 0x0B57, 0x102E, 0x1161, 0x11A8]
+    alphabet = [chr(c) for c in codes]
+    compared = 0
+    for _ in range(1500):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(50, 400)))
+        for form in ("NFC", "NFD", "NFKC", "NFKD"):
+            try:
+                got = normalize(form, text)
+            except Exception:  # LimitExceeded: no ASCII character within a piece
+                continue
+            compared += 1
+            assert got == unicodedata.normalize(form, text), (form, text)
+    assert compared > 3000
