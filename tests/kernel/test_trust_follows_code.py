@@ -300,14 +300,20 @@ def test_finalizers_cannot_be_left_by_model_code(served) -> None:
     assert probe(kernel, "'trap' in dir()") is False
 
 
+def max_tokens_row(kernel) -> str:
+    """The max_tokens line of `%rlm show` (the whole table holds the test server's port and other numbers)."""
+    rows = ok(kernel, "%rlm show").all_text
+    return next((line for line in rows.splitlines() if line.strip().startswith("max_tokens")), "")
+
+
 def test_magic_through_a_model_function_is_refused(served) -> None:
     _, kernel = served
     ok(kernel, "def set_tokens():\n    %rlm set max_tokens=91")
     shared_run(served, "def tidy():\n    return set_tokens()")
     refused(kernel, "tidy()", ON_STACK)
-    assert "91" not in ok(kernel, "%rlm show").all_text
+    assert "91" not in max_tokens_row(kernel)
     ok(kernel, "set_tokens()")  # the person's own function keeps its power
-    assert "91" in ok(kernel, "%rlm show").all_text
+    assert "91" in max_tokens_row(kernel)
     ok(kernel, "%rlm set max_tokens=")
 
 
