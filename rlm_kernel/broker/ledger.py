@@ -30,10 +30,12 @@ from rlm_kernel.llm.pricing import cost_usd
 from rlm_kernel.llm.providers.base import ChatRequest, ChatResponse
 from rlm_kernel.llm.tiers import estimate_tokens
 
-__all__ = ["ROOT_ID", "Ledger", "estimate_input"]
+__all__ = ["MAX_TEXT", "ROOT_ID", "Ledger", "estimate_input"]
 
 MAX_SCOPES = 10_000
 """Budgets the ledger remembers by id; beyond, the oldest is forgotten (the root still holds the session)."""
+MAX_TEXT = 200
+"""Characters of a budget id or label the ledger keeps (a scope lives on after its request)."""
 ROOT_ID = "session@broker"
 """The id of the ledger's root budget in snapshots."""
 
@@ -100,7 +102,9 @@ class Ledger:
         for position, entry in enumerate(wire):
             if not isinstance(entry, dict) or not isinstance(entry.get("limits"), dict):
                 raise ValueError("each budget of a chain needs an id and limits")
-            sid = str(entry["id"])
+            sid = entry["id"]
+            if not isinstance(sid, str) or not 0 < len(sid) <= MAX_TEXT:
+                raise ValueError(f"a budget id is a text of 1 to {MAX_TEXT} characters")
             if sid in (ROOT_ID, "unscoped"):
                 raise ValueError(f"a budget chain may not name {sid!r}")
             limits = {k: entry["limits"].get(k) for k in _LIMITS}
@@ -111,7 +115,9 @@ class Ledger:
                 limits = self.start.narrow(limits)
             budget = self._budgets.get(sid)
             if budget is None or budget.parent is not parent:
-                budget = Budget(parent=parent, label=str(entry.get("label") or ""), **limits)  # type: ignore[arg-type]
+                label = entry.get("label")
+                label = label[:MAX_TEXT] if isinstance(label, str) else ""  # kept as long as the scope
+                budget = Budget(parent=parent, label=label, **limits)  # type: ignore[arg-type]
                 used = entry.get("used") or {}
                 # a budget new to this ledger starts from what the kernel has settled (a restarted broker)
                 budget._used.update({k: _number(used.get(k, 0), k) for k in _USED})  # noqa: SLF001

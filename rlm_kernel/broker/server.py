@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rlm_kernel.broker.endpoints import Endpoint, EndpointPolicy
-from rlm_kernel.broker.ledger import ROOT_ID, Ledger
+from rlm_kernel.broker.ledger import MAX_TEXT, ROOT_ID, Ledger
 from rlm_kernel.broker.spend_store import SpendStore
 from rlm_kernel.broker.start_config import StartConfig
 from rlm_kernel.llm.broker_protocol import (
@@ -40,11 +40,21 @@ from rlm_kernel.llm.redact import install_log_redaction, redact
 from rlm_kernel.llm.session import LLMSession
 from rlm_kernel.private_files import cache_key_bytes, key_dir, replay_snapshot
 
-__all__ = ["MAX_ENGINES", "MAX_PENDING", "MAX_SNAPSHOT", "WRITE_HIGH_WATER", "Broker", "run_broker"]
+__all__ = [
+    "MAX_ENGINE_FIELDS",
+    "MAX_ENGINES",
+    "MAX_PENDING",
+    "MAX_SNAPSHOT",
+    "WRITE_HIGH_WATER",
+    "Broker",
+    "run_broker",
+]
 
 MAX_ENGINES = 256
 """Distinct client settings one broker serves (each holds HTTP connections): a kernel describing endless new
 ones is refused past this."""
+MAX_ENGINE_FIELDS = 64 * 1024
+"""Characters of one client description (its JSON) the broker accepts."""
 MAX_PENDING = 512
 """Requests one broker works on at once; past this it reads no further frame until one ends."""
 WRITE_HIGH_WATER = 8 * 1024 * 1024
@@ -197,6 +207,12 @@ class Broker:
         if not isinstance(fields, dict):
             raise ValueError("an engine is described by a dict of fields")
         ident = json.dumps(fields, sort_keys=True)
+        if len(ident) > MAX_ENGINE_FIELDS:  # an engine lives as long as the broker: so does what it holds
+            raise ConfigError(
+                f"the LLM broker refused a client described in {len(ident)} characters (at most "
+                f"{MAX_ENGINE_FIELDS}: a prices table of a few hundred models fits)",
+                key="engine",
+            )
         eid = self._engine_ids.get(ident)
         if eid is None or eid not in self._engines:
             if len(self._engines) >= MAX_ENGINES:
@@ -243,7 +259,7 @@ class Broker:
         if not isinstance(scope, dict):
             raise ValueError("a batch's scope must be a dict")
         budget, names = self.ledger.chain(scope.get("budgets"))
-        owners = [f"{k}:{scope[k]}" for k in ("owner", "run") if isinstance(scope.get(k), str)]
+        owners = [f"{k}:{scope[k][:MAX_TEXT]}" for k in ("owner", "run") if isinstance(scope.get(k), str)]
         items = message["items"]
         if not isinstance(items, list):
             raise ValueError("a batch's items must be a list")

@@ -96,6 +96,13 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
+FIELDS = (
+    "FIELDS = {'provider': 'openai', 'base_url': BASE, 'proxy': None,\n"
+    "          'api_key': 'broker-key-ref:RLM_API_KEY', 'concurrency': 4, 'max_connections': 4,\n"
+    "          'max_retries': 0, 'timeout': 10.0, 'connect_timeout': 5.0, 'retry_after_cap': 1.0,\n"
+    "          'cache': 'off', 'cache_dir': '/tmp', 'prices': {}, 'transport': 'aiohttp'}\n"
+)
+
 FLOODS = {
     # many budget scopes (a batch with no items makes its chain), then snapshots of all of them
     "snapshots": (
@@ -107,6 +114,28 @@ FLOODS = {
     ),
     # requests whose error answer repeats what they sent (an unknown op of a megabyte)
     "echoes": "frame = encode({'op': 'x' * 2**20, 'id': 5})\ncount = 600\n",
+}
+
+KEPT = {
+    # what the broker keeps after a request ended: budget scopes (id, label), engines (their fields)
+    "labels": (
+        "big = 'x' * 2**20\n"
+        "frames = (encode({'op': 'batch', 'id': 10 + i, 'engine': eid, 'items': [], 'scope': {'budgets': [\n"
+        "    {'id': 'scope-%d' % i, 'label': big, 'limits': {}, 'elapsed': 0.0, 'used': {}}]}})\n"
+        "    for i in range(1500))\n"
+    ),
+    "ids": (
+        "big = 'y' * 2**20\n"
+        "frames = (encode({'op': 'batch', 'id': 10 + i, 'engine': eid, 'items': [], 'scope': {'budgets': [\n"
+        "    {'id': big + str(i), 'label': '', 'limits': {}, 'elapsed': 0.0, 'used': {}}]}})\n"
+        "    for i in range(1500))\n"
+    ),
+    "engines": (
+        "big = {'m%d' % j: [1.0, 1.0] for j in range(12_000)}\n"
+        "frames = (encode({'op': 'engine', 'id': 10 + i,\n"
+        "    'fields': {**FIELDS, 'prices': big, 'timeout': 1 + i}})\n"
+        "    for i in range(250))\n"
+    ),
 }
 
 
@@ -136,13 +165,7 @@ def test_answers_the_kernel_never_reads_do_not_pile_up(
             "    time.sleep(0.1)\n"
             "print('sent', sent)\n"
         )
-        fields = (
-            "FIELDS = {'provider': 'openai', 'base_url': BASE, 'proxy': None,\n"
-            "          'api_key': 'broker-key-ref:RLM_API_KEY', 'concurrency': 4, 'max_connections': 4,\n"
-            "          'max_retries': 0, 'timeout': 10.0, 'connect_timeout': 5.0, 'retry_after_cap': 1.0,\n"
-            "          'cache': 'off', 'cache_dir': '/tmp', 'prices': {}, 'transport': 'aiohttp'}\n"
-        )
-        ok(kernel, fields)
+        ok(kernel, FIELDS)
         out = ok(kernel, code, timeout=180).stdout
         brokers = broker_pids(kernel_pid)
         assert brokers, out
@@ -156,5 +179,37 @@ def test_answers_the_kernel_never_reads_do_not_pile_up(
                 break  # settled
             time.sleep(0.25)
         assert peak < 300, (peak, series[::8], out)  # unread, the answers would be gigabytes
+    finally:
+        kernel.shutdown()
+
+
+@pytest.mark.parametrize("kept", sorted(KEPT))
+def test_what_the_broker_keeps_of_a_request_is_bounded(
+    servers: tuple[LLMTestServer, LLMTestServer], tmp_path: Path, kept: str
+) -> None:
+    server, _other = servers
+    kernel = _kernel(server, tmp_path)
+    try:
+        ok(kernel, RAW)
+        ok(kernel, FIELDS)
+        kernel_pid = kernel.km.provisioner.process.pid
+        code = (
+            "s = raw_broker()\n"
+            "eid = ask(s, {'op': 'engine', 'id': 1, 'fields': dict(FIELDS)})['engine']\n"
+            + KEPT[kept]
+            + "import threading\n"
+            "def drain():\n"
+            "    while s.recv(1 << 20):\n"
+            "        pass\n"
+            "threading.Thread(target=drain, daemon=True).start()\n"
+            "for f in frames:\n"
+            "    s.sendall(f)\n"
+            "s.sendall(encode({'op': 'status', 'id': 3}))\n"
+        )
+        ok(kernel, code, timeout=300)
+        time.sleep(2)
+        rss = max(_rss_mb(b) for b in broker_pids(kernel_pid))
+        assert rss < 400, (kept, rss)  # kept whole, a gigabyte and more
+        ok(kernel, "llm_query('honest after')")  # honest control (a new broker)
     finally:
         kernel.shutdown()
