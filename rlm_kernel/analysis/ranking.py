@@ -1,8 +1,9 @@
 """BM25 index over ~50-line overlapping chunks of one text, code-aware terms, cached per content string.
 
 Chunks are (start, end) offsets. The text is tokenised once by numpy (`wordspans`: spans and hashes, no str
-per word; overlaps are not re-read), equal words grouped by one stable sort of their hashes, and the index is a
-term-major sparse matrix of BM25 (Lucene variant, as bm25s) scores built with numpy, reused by later queries.
+per word; overlaps are not re-read), equal words grouped by one stable sort of their hashes, and the index is
+a term-major sparse matrix of BM25 (Lucene variant, as bm25s) scores built with numpy, reused by later
+queries.
 """
 
 from __future__ import annotations

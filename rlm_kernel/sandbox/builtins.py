@@ -18,8 +18,8 @@ from rlm_kernel.sandbox.bulk import CappedDict, CappedFrozenset, CappedSet
 from rlm_kernel.sandbox.data.standins import check_base, class_for_cell
 from rlm_kernel.sandbox.errors import LimitExceeded, SandboxTypeError, refusal
 from rlm_kernel.sandbox.names import REFUSED_NAMES
-from rlm_kernel.sandbox.origin import register_pass_through
 from rlm_kernel.sandbox.ordering import checked_max, checked_min, chunked_sort, python_level
+from rlm_kernel.sandbox.origin import register_pass_through
 from rlm_kernel.sandbox.safe_int import (
     CELL_CLASSES,
     REAL_CLASSES,
