@@ -88,6 +88,7 @@ _PROXY_FILES = frozenset(
         "writes.py",
         "builtins.py",
         "caps.py",
+        "ordering.py",  # sorted/min/max in steps: it calls the cell's key and comparisons
         # the data facades act for the cell too; data/loader.py (loading the libraries) is kernel code
         os.path.join("data", "__init__.py"),
         os.path.join("data", "attrs.py"),

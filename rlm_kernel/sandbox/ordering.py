@@ -108,7 +108,7 @@ def _cheap_for_c(weight: int | None, n: int) -> bool:
 def chunked_sort(items: list[Any], key: Any = None, reverse: bool = False) -> list[Any]:
     """sorted(items, key=key, reverse=reverse) that the time limit can stop (see the module docstring)."""
     n = len(items)
-    if n < 2:
+    if n < 2 and key is None:  # with a key, Python's sorted calls it even on one item (it may raise)
         return list(items)
     if key is not None:
         keys = list(map(python_level(key), items))
