@@ -32,3 +32,16 @@ def llm_session():
     with use_session(session):
         yield session
     session.close()
+
+
+@pytest.fixture(autouse=True)
+def _restore_cpu_backstop():
+    """In-process tests run cells under `cell_limits`, which lowers RLIMIT_CPU's soft limit as a backstop;
+    one left lowered (seen after tests/repl/test_batch_failures.py: soft 94 s) kills the whole pytest process
+    later with SIGXCPU. Each test starts and ends with the limit the run began with."""
+    import resource
+
+    saved = resource.getrlimit(resource.RLIMIT_CPU)
+    yield
+    if resource.getrlimit(resource.RLIMIT_CPU) != saved:
+        resource.setrlimit(resource.RLIMIT_CPU, saved)
