@@ -11,6 +11,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -72,8 +73,8 @@ def _hint(status: int | None, retryable: bool, timed_out: bool = False) -> str:
     return ""
 
 
-def _dns_failure(exc: BaseException) -> socket.gaierror | None:
-    """The resolver's error behind a failed connection (aiohttp's and httpx's wrap it), or None."""
+def _exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and every exception behind it (causes, contexts, aiohttp's `os_error`), each once."""
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:
@@ -81,10 +82,13 @@ def _dns_failure(exc: BaseException) -> socket.gaierror | None:
         if e is None or id(e) in seen:
             continue
         seen.add(id(e))
-        if isinstance(e, socket.gaierror):
-            return e
+        yield e
         todo += [e.__cause__, e.__context__, getattr(e, "os_error", None)]
-    return None
+
+
+def _dns_failure(exc: BaseException) -> socket.gaierror | None:
+    """The resolver's error behind a failed connection (aiohttp's and httpx's wrap it), or None."""
+    return next((e for e in _exception_chain(exc) if isinstance(e, socket.gaierror)), None)
 
 
 _CONNECT_FAILURES = frozenset(
@@ -104,17 +108,10 @@ _CONNECT_FAILURES = frozenset(
 def _never_sent(exc: BaseException) -> bool:
     """Whether a failed attempt never reached the server (its connection was never made): then nothing can
     have been served or billed. A read timeout or a connection lost once the request was out may have been."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        e = todo.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, ConnectionRefusedError | socket.gaierror) or type(e).__name__ in _CONNECT_FAILURES:
-            return True
-        todo += [e.__cause__, e.__context__]
-    return False
+    return any(
+        isinstance(e, ConnectionRefusedError | socket.gaierror) or type(e).__name__ in _CONNECT_FAILURES
+        for e in _exception_chain(exc)
+    )
 
 
 class InProcessCalls:
