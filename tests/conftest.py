@@ -35,13 +35,26 @@ def llm_session():
 
 
 @pytest.fixture(autouse=True)
-def _restore_cpu_backstop():
-    """In-process tests run cells under `cell_limits`, which lowers RLIMIT_CPU's soft limit as a backstop;
-    one left lowered (seen after tests/repl/test_batch_failures.py: soft 94 s) kills the whole pytest process
-    later with SIGXCPU. Each test starts and ends with the limit the run began with."""
+def _process_limits_given_back():
+    """In-process tests run cells under `cell_limits`, which arms process-wide limits (the CPU timer and
+    its handler, RLIMIT_CPU's soft limit as a backstop). One left armed kills the pytest process later
+    (SIGXCPU) or cancels unrelated code, so a test that leaves them changed fails here, and the next test
+    starts clean."""
     import resource
+    import signal
 
-    saved = resource.getrlimit(resource.RLIMIT_CPU)
+    def state() -> tuple:
+        return (
+            signal.getitimer(signal.ITIMER_PROF),
+            signal.getsignal(signal.SIGPROF),
+            resource.getrlimit(resource.RLIMIT_CPU),
+        )
+
+    saved = state()
     yield
-    if resource.getrlimit(resource.RLIMIT_CPU) != saved:
-        resource.setrlimit(resource.RLIMIT_CPU, saved)
+    left = state()
+    if left != saved:
+        signal.setitimer(signal.ITIMER_PROF, *saved[0])
+        signal.signal(signal.SIGPROF, saved[1] if saved[1] is not None else signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_CPU, saved[2])
+        pytest.fail(f"the test left process limits changed: (timer, handler, RLIMIT_CPU) {saved} -> {left}")

@@ -80,8 +80,8 @@ def own(obj: Any, state: Callable[[], Any] | None = None) -> Any:
     cell) makes an object whose display is sanitised like any cell's, never the kernel's styled one."""
     key = id(obj)
 
-    def forget(_ref: Any, key: int = key) -> None:
-        _OWNED.pop(key, None)
+    def forget(_ref: Any, key: int = key, owned: dict = _OWNED) -> None:
+        owned.pop(key, None)  # bound now: at interpreter exit the module's globals may already be gone
 
     try:
         _OWNED[key] = (weakref.ref(obj, forget), state, _fingerprint(state))

@@ -176,25 +176,28 @@ def _is_user_stack(frame: Any) -> bool:
 
 
 class _SignalTimers:
-    """CPU (ITIMER_PROF) and wall (ITIMER_REAL) timers for the main thread; they repeat once fired."""
+    """CPU (ITIMER_PROF) and wall (ITIMER_REAL) timers for the main thread; they repeat once fired. A firing
+    cancels every session in `sessions` (the live list of `_ProcessHold`)."""
 
-    def __init__(self, session: SandboxSession, limits: Limits) -> None:
-        self.session = session
+    def __init__(self, sessions: list[SandboxSession], limits: Limits) -> None:
+        self.sessions = sessions
         self.limits = limits
         self.saved: list[tuple[int, Any, tuple[float, float]]] = []
         self.started = 0.0
 
     def _handler(self, kind: str, seconds: float) -> Any:
-        session = self.session
+        sessions = self.sessions
+        message = (
+            f"the cell ran past its {kind} time limit of {seconds:g} s "
+            f"(RLM_{kind.upper()}_SECONDS); split the work into smaller cells"
+        )
 
         def handle(signum: int, frame: Any) -> None:
-            if session.cancelled is None:
-                session.cancelled = (
-                    f"the cell ran past its {kind} time limit of {seconds:g} s "
-                    f"(RLM_{kind.upper()}_SECONDS); split the work into smaller cells"
-                )
+            for session in sessions:
+                if session.cancelled is None:
+                    session.cancelled = message
             if _is_user_stack(frame):
-                raise CellTimeout(session.cancelled)
+                raise CellTimeout(message)
 
         return handle
 
@@ -220,6 +223,77 @@ class _SignalTimers:
             signal.setitimer(which, delay, interval)
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
         self.saved.clear()
+
+
+class _ProcessHold:
+    """The process-wide limits — the CPU backstop (RLIMIT_CPU), the memory cap, and on the main thread the
+    signal timers — armed by the first `cell_limits` that needs them and given back when the last one
+    ends, in whatever order they end.
+
+    Order matters because the cooperative sub-RLMs of a batch (greenlets on the main thread) each enter their
+    own session's limits and finish in any order, as do cells on other threads: saving and restoring per
+    entry handed a finished run's timer back to the process (it then fired in later, unrelated code) and
+    left RLIMIT_CPU lowered. A session entered on the main thread while the timers run rides on them: its
+    time counts against the limits already running (those of the cell that started them, so a sub-RLM's
+    blocks cannot reset the cell's CPU clock), and a firing timer cancels every session on them. Each entry
+    may only move the backstop later (to its own CPU allowance from now), never earlier."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sessions: list[SandboxSession] = []
+        self.on_main: list[SandboxSession] = []  # live: the timers' handlers read it
+        self.timers: _SignalTimers | None = None
+        self.saved_cpu: tuple[int, int] | None = None
+        self.marker: Path | None = None
+
+    def join(self, session: SandboxSession, on_main: bool) -> None:
+        limits = session.limits
+        with self.lock:
+            first = not self.sessions
+            self.sessions.append(session)
+            _apply_memory_cap(limits)
+            saved = _set_cpu_backstop(limits, only_later=not first)
+            if first:
+                self.saved_cpu = saved
+                marker = session.backstop_marker
+                if marker is not None and saved is not None:
+                    self.marker = Path(marker)
+                    with contextlib.suppress(OSError):
+                        _mark(
+                            self.marker,
+                            json.dumps(
+                                {"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds}
+                            ),
+                        )
+            if on_main:
+                self.on_main.append(session)
+                if len(self.on_main) == 1:
+                    self.timers = _SignalTimers(self.on_main, limits)
+                    self.timers.start()
+
+    def leave(self, session: SandboxSession, on_main: bool) -> None:
+        with self.lock:
+            # tolerant: a join cut short (a timer firing in user code below it) may not have added it
+            if on_main and session in self.on_main:
+                self.on_main.remove(session)
+                if not self.on_main:
+                    timers, self.timers = self.timers, None
+                    if timers is not None:
+                        timers.stop()
+            if session in self.sessions:
+                self.sessions.remove(session)
+            if self.sessions:
+                return
+            saved_cpu, self.saved_cpu = self.saved_cpu, None
+            if saved_cpu is not None:
+                with contextlib.suppress(ValueError, OSError):
+                    resource.setrlimit(resource.RLIMIT_CPU, saved_cpu)
+            marker, self.marker = self.marker, None
+            if marker is not None:
+                _forget(marker)
+
+
+_HOLD = _ProcessHold()
 
 
 class _ThreadWatchdog:
@@ -342,7 +416,9 @@ def _time_uncounted() -> Iterator[None]:
                 resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
 
 
-def _set_cpu_backstop(limits: Limits) -> tuple[int, int] | None:
+def _set_cpu_backstop(limits: Limits, only_later: bool = False) -> tuple[int, int] | None:
+    """Lower RLIMIT_CPU's soft limit to the CPU used so far + the cell's allowance + the backstop margin;
+    returns the limit it replaced (None if no backstop applies). `only_later`: never lower it, only raise."""
     if not limits.cpu_seconds or not limits.cpu_backstop_seconds:
         return None
     try:
@@ -352,6 +428,8 @@ def _set_cpu_backstop(limits: Limits) -> tuple[int, int] | None:
         want = int(_process_cpu() + limits.cpu_seconds + limits.cpu_backstop_seconds) + 1
         if hard != resource.RLIM_INFINITY:
             want = min(want, hard)
+        if only_later and (soft == resource.RLIM_INFINITY or want <= soft):
+            return None
         resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
         return soft, hard
     except (ValueError, OSError):
@@ -388,36 +466,22 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
         finally:
             session.active_depth -= 1
         return
-    limits = session.limits
     session.begin_cell()
-    _apply_memory_cap(limits)
-    timers: _SignalTimers | _ThreadWatchdog
-    if threading.current_thread() is threading.main_thread():
-        timers = _SignalTimers(session, limits)
-    else:
-        timers = _ThreadWatchdog(session, limits)
-    saved_cpu = _set_cpu_backstop(limits)
-    marker = session.backstop_marker
-    if marker is not None and saved_cpu is not None:
-        with contextlib.suppress(OSError):
-            _mark(
-                Path(marker),
-                json.dumps({"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds}),
-            )
+    on_main = threading.current_thread() is threading.main_thread()
+    watchdog = None if on_main else _ThreadWatchdog(session, session.limits)
     session.active_depth = 1
     session.owner_thread = threading.get_ident()
     session.cell_thread.in_cell = True
-    timers.start()
     try:
+        _HOLD.join(session, on_main)
+        if watchdog is not None:
+            watchdog.start()
         with session.audit.guarding():
             yield
     finally:
-        timers.stop()
+        if watchdog is not None:
+            watchdog.stop()
         session.cell_thread.in_cell = False
         session.active_depth = 0
-        if saved_cpu is not None:
-            with contextlib.suppress(ValueError, OSError):
-                resource.setrlimit(resource.RLIMIT_CPU, saved_cpu)
-        if marker is not None:
-            _forget(Path(marker))
+        _HOLD.leave(session, on_main)
         session.end_cell()

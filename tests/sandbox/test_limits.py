@@ -77,6 +77,54 @@ def test_timers_and_handlers_are_restored(session: SandboxSession) -> None:
     assert session.cancelled is None and session.active_depth == 0
 
 
+def test_sessions_ending_out_of_order_give_every_limit_back() -> None:
+    """Cooperative sub-RLMs (greenlets on the main thread) enter their own sessions' limits and end in any
+    order: the timers, their handlers and RLIMIT_CPU come back as they were only when the last one ends (a
+    per-entry save/restore left the first run's timer armed and the backstop lowered)."""
+    from greenlet import greenlet
+
+    before = (
+        signal.getitimer(signal.ITIMER_PROF),
+        signal.getsignal(signal.SIGPROF),
+        signal.getsignal(signal.SIGALRM),
+        resource.getrlimit(resource.RLIMIT_CPU),
+    )
+    first, second = SandboxSession(Limits(**TEST_LIMITS)), SandboxSession(Limits(**TEST_LIMITS))
+    hub = greenlet.getcurrent()
+
+    def run(session: SandboxSession) -> None:
+        with cell_limits(session):
+            hub.switch()  # waits for a model, as a sub-RLM's block does
+
+    a, b = greenlet(run), greenlet(run)
+    a.switch(first)  # a enters first ...
+    b.switch(second)  # ... b enters while a is inside
+    a.switch()  # a ends first
+    assert signal.getitimer(signal.ITIMER_PROF)[0] > 0  # b still runs under the timers
+    assert first.active_depth == 0 and second.active_depth == 1
+    b.switch()
+    assert a.dead and b.dead
+    after = (
+        signal.getitimer(signal.ITIMER_PROF),
+        signal.getsignal(signal.SIGPROF),
+        signal.getsignal(signal.SIGALRM),
+        resource.getrlimit(resource.RLIMIT_CPU),
+    )
+    assert after == before
+
+
+def test_a_session_entered_inside_a_cell_rides_on_its_clock(session: SandboxSession) -> None:
+    """A sub-RLM's session entered inside a cell runs on the cell's CPU clock, not a fresh allowance of its
+    own (each of its blocks would otherwise restart it), and a firing timer cancels both sessions."""
+    inner = SandboxSession(Limits(**{**TEST_LIMITS, "cpu_seconds": 20}))
+    with cell_limits(session):
+        outcome = run_source("while True:\n    pass", new_namespace(inner), inner)
+        assert outcome.error is not None and "cpu time limit of 1 s" in outcome.error, outcome.error
+        assert session.cancelled is not None and "cpu time limit of 1 s" in session.cancelled
+        again = run_source("while True:\n    pass", new_namespace(session), session)
+        assert again.error is not None and "cpu time limit" in again.error  # the cell's clock has run out
+
+
 def test_nested_cell_limits_pass_through(session: SandboxSession) -> None:
     with cell_limits(session):
         with cell_limits(session):
