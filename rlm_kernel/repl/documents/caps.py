@@ -35,7 +35,7 @@ class Caps:
     pages: int = 5000  # RLM_CORPUS_MAX_PAGES: PDF pages (and EPUB chapters) per file
     members: int = 10000  # RLM_CORPUS_MAX_MEMBERS: members of an archive, messages of a mbox
     line_chars: int = 1_000_000  # RLM_CORPUS_MAX_LINE_CHARS: one extracted line (a record, a paragraph)
-    seconds: float = 30.0  # RLM_CORPUS_FILE_SECONDS: time to parse one file
+    seconds: float = 30.0  # RLM_CORPUS_FILE_SECONDS: CPU time to parse one file
     depth: int = 2  # archives inside archives
 
     @classmethod
@@ -76,25 +76,35 @@ class _Expired(BaseException):
     must not swallow it)."""
 
 
+_WALL_FACTOR = 10  # a parse waiting on something (not using CPU) still ends after this many times the limit
+_POLL = 0.05
+
+
 @contextmanager
 def deadline(seconds: float, what: str) -> Iterator[None]:
-    """Stop the code inside after `seconds` with `FileSkipped`: a watchdog thread raises into this thread at
-    its next bytecode. C code (lxml, zlib, pyarrow) is stopped when it returns; its input is bounded by the
-    size caps beforehand."""
+    """Stop the code inside after `seconds` of this thread's CPU time (or `_WALL_FACTOR` times that of wall
+    time) with `FileSkipped`: a watchdog thread raises into this thread at its next bytecode. CPU time, not
+    wall time, so a busy machine does not skip an ordinary file. C code (lxml, zlib, pyarrow) is stopped
+    when it returns; its input is bounded by the size caps beforehand."""
     target = threading.get_ident()
+    clock = time.pthread_getcpuclockid(target)
     done = threading.Event()
     fired = [False]
+    cpu_start, wall_start = time.clock_gettime(clock), time.monotonic()
+
+    def over() -> bool:
+        cpu = time.clock_gettime(clock) - cpu_start
+        return cpu >= seconds or time.monotonic() - wall_start >= seconds * _WALL_FACTOR
 
     def watch() -> None:
-        if not done.wait(seconds):
-            fired[0] = True
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(_Expired))
-            while not done.wait(0.05):  # re-raise if the first landed somewhere that swallowed it
+        while not done.wait(min(_POLL, seconds)):
+            if fired[0] or over():
+                fired[0] = True  # raise again while it runs: the first may land where it is swallowed
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(_Expired))
 
     watcher = threading.Thread(target=watch, name="rlm-corpus-deadline", daemon=True)
-    started = time.monotonic()
     watcher.start()
+    message = f"parsing {what} took over {seconds:g} s of CPU (RLM_CORPUS_FILE_SECONDS)"
     try:
         try:
             yield
@@ -103,6 +113,6 @@ def deadline(seconds: float, what: str) -> Iterator[None]:
             watcher.join()
             ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
     except _Expired:
-        raise FileSkipped(f"parsing {what} took over {seconds:g} s (RLM_CORPUS_FILE_SECONDS)") from None
-    if fired[0] and time.monotonic() - started >= seconds:
-        raise FileSkipped(f"parsing {what} took over {seconds:g} s (RLM_CORPUS_FILE_SECONDS)")
+        raise FileSkipped(message) from None
+    if fired[0]:
+        raise FileSkipped(message)
