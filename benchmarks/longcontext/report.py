@@ -53,8 +53,23 @@ def summary(rows: list[dict]) -> dict[str, dict]:
             "model_seconds": sum(r["model_seconds"] for r in rs),
             "wall_seconds": sum(r["wall_seconds"] for r in rs),
             "tokens_per_right": (tokens / right) if right else None,
+            **_citation_figures(rs),
         }
     return out
+
+
+def _citation_figures(rows: list[dict]) -> dict:
+    """Under `--cite` (rows with a "citations" list): right answers carrying a citation the context holds
+    (checked again by the benchmark), and accepted citations it does not hold (the target is 0)."""
+    cited = [r for r in rows if "citations" in r]
+    if not cited:
+        return {}
+    right = [r for r in cited if r["score"] >= RIGHT]
+    return {
+        "right_with_citation": sum(any(c["in_context"] for c in r["citations"]) for r in right),
+        "right_under_cite": len(right),
+        "false_citations": sum(not c["in_context"] for r in cited for c in r["citations"]),
+    }
 
 
 def table(rows: list[dict]) -> str:
@@ -80,6 +95,18 @@ def table(rows: list[dict]) -> str:
             f"{v['input_tokens']:,} | {v['output_tokens']:,} | {v['model_seconds']:.0f} | "
             f"{v['wall_seconds']:.0f} | {tpr} |"
         )
+    cites = {k: v for k, v in s.items() if "right_under_cite" in v}
+    if cites:
+        lines += [
+            "",
+            "| system (--cite) | right answers | with a verified citation | share | accepted citations not "
+            "in the context |",
+            "|---|---|---|---|---|",
+        ]
+        for system, v in cites.items():
+            n, k = v["right_under_cite"], v["right_with_citation"]
+            share = f"{k / n:.0%}" if n else "–"
+            lines.append(f"| {system} | {n} | {k} | {share} | {v['false_citations']} |")
     return "\n".join(lines)
 
 

@@ -110,9 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default=str(RESULTS / "calls.jsonl"))
     parser.add_argument("--out", default=str(RESULTS / "latest.json"))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cite", action="store_true", help="ask our root for citations (%%%%rlm --cite)")
     args = parser.parse_args(argv)
     settings = Settings(
-        model=args.model, window=args.window, max_iterations=args.max_iterations, max_depth=args.max_depth
+        model=args.model,
+        window=args.window,
+        max_iterations=args.max_iterations,
+        max_depth=args.max_depth,
+        cite=args.cite,
     )
     with contextlib.ExitStack() as stack:
         upstream = args.base_url

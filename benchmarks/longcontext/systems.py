@@ -47,6 +47,8 @@ class Settings:
     excerpt_chars: int = 8_000
     """The pipeline's find_relevant excerpts, in chars, sent with the question."""
     rlms_python: str = str(RLMS_VENV / "bin" / "python")
+    cite: bool = False
+    """Ask our root for citations (`%%rlm --cite`); the rows then say which the context really holds."""
 
 
 @contextlib.contextmanager
@@ -99,7 +101,9 @@ def run_ours(case: Case, base_url: str, settings: Settings) -> dict:
         result = run_rlm(
             case.question,
             _loaded(case),
-            options=RunOptions(max_iterations=settings.max_iterations, max_depth=settings.max_depth),
+            options=RunOptions(
+                max_iterations=settings.max_iterations, max_depth=settings.max_depth, cite=settings.cite
+            ),
         )
     turns = [
         {
@@ -119,7 +123,26 @@ def run_ours(case: Case, base_url: str, settings: Settings) -> dict:
         "termination": result.termination,
         "iterations": result.iterations,
         "turns": turns,
+        **({"citations": _checked_again(result.citations, case)} if settings.cite else {}),
     }
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _checked_again(citations: list[dict], case: Case) -> list[dict]:
+    """The kernel's verified citations, each checked again here, independently of the kernel's own check:
+    its quote (whitespace-normalised) must occur in the case's context, and its span must hold that quote."""
+    whole = _normalised(case.context)
+    out = []
+    for c in citations[:20]:
+        quote = str(c.get("quote", ""))
+        start, end = (c.get("span") or [0, 0])[:2]
+        in_context = bool(quote.strip()) and _normalised(quote) in whole
+        span_holds = _normalised(case.context[start:end]) == _normalised(quote)
+        out.append({"quote": quote[:300], "where": c.get("where"), "in_context": in_context and span_holds})
+    return out
 
 
 def _ensure_rlms(python: str) -> None:

@@ -91,3 +91,58 @@ def test_the_reference_library_runs_a_case(llm_server: LLMTestServer, tmp_path) 
     (row,) = doc["rows"]
     assert row["calls"] >= 2 and row["termination"] in ("returned", "error"), row
     assert all(r.body.get("temperature") == 0 for r in llm_server.requests)
+
+
+CITING_ROOT = (
+    "```repl\nimport re\nm = re.search(r'access code for the \\w+ vault is (\\S+)\\.', context)\n"
+    "print(m.group(0))\nFINAL(m.group(1), cite=[m.group(0), 'a sentence the context does not hold'])\n```"
+)
+
+
+def test_cite_rows_count_citations_the_context_holds(llm_server: LLMTestServer, tmp_path) -> None:
+    """`--cite`: our root is asked for citations; each row lists the kernel's verified citations checked
+    again by the benchmark, and the report counts right answers with one and citations the context lacks."""
+    llm_server.reply_with(lambda req: CITING_ROOT if "```repl" in req.prompt else "child")
+    doc = run(
+        llm_server.openai_base_url,
+        families=["needle"],
+        lengths=["32K"],
+        per_length=1,
+        systems=["ours"],
+        settings=Settings(max_iterations=3, cite=True),
+        store=tmp_path / "calls.jsonl",
+        select=r"^needle/32K-d10$",
+        log=lambda *_: None,
+    )
+    (row,) = doc["rows"]
+    assert row["score"] == 1.0 and row["accepted"], row
+    assert "Cite your evidence" in llm_server.requests[0].prompt
+    # the quote not in the context was refused by the kernel (fed back once), the real one kept
+    assert [c["in_context"] for c in row["citations"]] == [True], row["citations"]
+    assert "access code for the" in row["citations"][0]["quote"]
+    figures = report.summary(doc["rows"])["ours"]
+    assert (figures["right_under_cite"], figures["right_with_citation"], figures["false_citations"]) == (
+        1,
+        1,
+        0,
+    )
+    assert "| ours | 1 | 1 | 100% | 0 |" in report.table(doc["rows"])
+
+
+def test_the_benchmark_checks_citations_itself() -> None:
+    """The benchmark does not take the kernel's word: a quote the context lacks, or a span that does not
+    hold its quote, counts as not in the context."""
+    from benchmarks.longcontext.cases import Case
+    from benchmarks.longcontext.systems import _checked_again
+
+    text = "alpha beta\n  gamma delta"
+    case = Case("needle", "t", "q", text, "x", "token", score=lambda _: 0.0)
+    got = _checked_again(
+        [
+            {"quote": "beta gamma", "span": [6, 18]},  # whitespace aside, at its span
+            {"quote": "beta gamma", "span": [0, 5]},  # the span holds something else
+            {"quote": "omega", "span": [0, 5]},
+        ],
+        case,
+    )
+    assert [c["in_context"] for c in got] == [True, False, False]
