@@ -31,6 +31,21 @@ def _scripted(req: RecordedRequest) -> str:
     return f"The access code is {found.group(1)}." if found else "I found 3."
 
 
+def _one_needle(server: LLMTestServer, tmp_path, system: str, settings: Settings) -> dict:  # noqa: ANN001
+    """The 32K needle at 10 % depth through one system."""
+    return run(
+        server.openai_base_url,
+        families=["needle"],
+        lengths=["32K"],
+        per_length=1,
+        systems=[system],
+        settings=settings,
+        store=tmp_path / "calls.jsonl",
+        select=r"^needle/32K-d10$",
+        log=lambda *_: None,
+    )
+
+
 def _rows(doc: dict) -> list[tuple]:
     return [(r["system"], r["case"], r["answer"], r["score"], r["calls"]) for r in doc["rows"]]
 
@@ -78,16 +93,7 @@ def test_every_family_runs_through_the_runner_and_replays(llm_server: LLMTestSer
 )
 def test_the_reference_library_runs_a_case(llm_server: LLMTestServer, tmp_path) -> None:
     llm_server.reply_with(_scripted)
-    doc = run(
-        llm_server.openai_base_url,
-        families=["needle"],
-        lengths=["32K"],
-        per_length=1,
-        systems=["rlms"],
-        settings=Settings(max_iterations=2),
-        store=tmp_path / "calls.jsonl",
-        log=lambda *_: None,
-    )
+    doc = _one_needle(llm_server, tmp_path, "rlms", Settings(max_iterations=2))
     (row,) = doc["rows"]
     assert row["calls"] >= 2 and row["termination"] in ("returned", "error"), row
     assert all(r.body.get("temperature") == 0 for r in llm_server.requests)
@@ -103,17 +109,7 @@ def test_cite_rows_count_citations_the_context_holds(llm_server: LLMTestServer, 
     """`--cite`: our root is asked for citations; each row lists the kernel's verified citations checked
     again by the benchmark, and the report counts right answers with one and citations the context lacks."""
     llm_server.reply_with(lambda req: CITING_ROOT if "```repl" in req.prompt else "child")
-    doc = run(
-        llm_server.openai_base_url,
-        families=["needle"],
-        lengths=["32K"],
-        per_length=1,
-        systems=["ours"],
-        settings=Settings(max_iterations=3, cite=True),
-        store=tmp_path / "calls.jsonl",
-        select=r"^needle/32K-d10$",
-        log=lambda *_: None,
-    )
+    doc = _one_needle(llm_server, tmp_path, "ours", Settings(max_iterations=3, cite=True))
     (row,) = doc["rows"]
     assert row["score"] == 1.0 and row["accepted"], row
     assert "Cite your evidence" in llm_server.requests[0].prompt
