@@ -12,7 +12,7 @@ import pytest
 
 from rlm_kernel.sandbox import SandboxSession, new_namespace, run_source
 from rlm_kernel.sandbox.bulk import CappedDict, CappedFrozenset, CappedSet
-from rlm_kernel.sandbox.ordering import checked_max, checked_min, chunked_sort
+from rlm_kernel.sandbox.ordering import checked_max, checked_min, chunked_sort, comparison_weight
 from tests.sandbox.payloads import STEP_ATTACKS, Payload
 from tests.sandbox.test_payloads import check
 
@@ -67,6 +67,18 @@ def test_ordering_gives_what_the_builtins_give(items: list[object]) -> None:
             assert mine(items, key=str) is real(items, key=str)
             assert mine(iter(items)) is real(iter(items))
     assert checked_min([], default=None) is None and checked_max(3, 9, 4) == 9
+
+
+def test_records_are_weighed_by_position() -> None:
+    """Records of one shape are weighed position by position with C-level passes, so a sort of ordinary
+    rows (a short label and an int) stays a C sort; a long text at any position still weighs its length."""
+    rows = [(str(i % 10), -i) for i in range(1000)]
+    assert comparison_weight(rows) <= 64
+    long = "x" * 10**6
+    assert comparison_weight([(1, long + "a"), (1, long + "b")]) > 10**6
+    assert comparison_weight([(1, long + "a"), (1, long, 2)]) > 10**6  # uneven records: all flattened
+    assert comparison_weight([(1, 2.5), (1, None)]) <= 64
+    assert comparison_weight([(1, ("nested",))]) is None and comparison_weight([(1, object())]) is None
 
 
 def test_bulk_classes_give_real_objects() -> None:
