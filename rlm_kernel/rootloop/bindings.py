@@ -16,6 +16,9 @@ import builtins
 import types
 from dataclasses import dataclass, field
 
+from rlm_kernel.sandbox import made
+from rlm_kernel.sandbox.watch import WriteLog, changes
+
 __all__ = ["Bindings", "NEW", "REBOUND", "REPLACED", "DELETED", "SHADOWED", "HELPER", "note"]
 
 NEW = "new"
@@ -26,6 +29,7 @@ SHADOWED = "shadowed a builtin: removed"
 HELPER = "replaced a helper: restored"
 _MISSING = object()
 _NOTE_NAMES = 12
+_PLAIN = frozenset({int, float, str, bool, bytes, type(None)})  # nothing to record as model-made
 
 
 @dataclass
@@ -40,9 +44,11 @@ class Bindings:
         """A snapshot of `ns` to compare the block's namespace with (a shallow copy: O(names), no values)."""
         return dict(ns)
 
-    def after(self, ns: dict, before: dict) -> list[str]:
-        """Record what the block changed; remove builtins it shadowed. Returns a note for the block's output
-        (empty when nothing was undone). Run it before the helpers are repaired."""
+    def after(self, ns: dict, before: dict, writes: WriteLog | None = None) -> list[str]:
+        """Record what the block changed — names, and with `writes` (`sandbox.watch`) the attributes and
+        items it set on the person's objects (`person.helper`); remove builtins it shadowed; record the
+        objects it left as model-made (`sandbox.made`: their displays are framed). Returns a note for the
+        block's output (empty when nothing was undone). Run it before the helpers are repaired."""
         undone: list[str] = []
         get = before.get
         # one pass; exact str keys only (a namespace holds no others: nothing else is hashed here); not the
@@ -50,8 +56,11 @@ class Bindings:
         changed = [
             (k, v) for k, v in ns.items() if type(k) is str and k[:1] != "_" and get(k, _MISSING) is not v
         ]
+        left: list = []
         for name, value in changed:
             old = get(name, _MISSING)
+            if name not in self.protected and type(value) not in _PLAIN:
+                left.append(value)
             if name in self.protected:
                 if value is not self.protected[name]:  # else the kernel's own (a context model code loaded)
                     self.done.setdefault(name, HELPER)
@@ -79,6 +88,12 @@ class Bindings:
                     del self.done[name]  # made and dropped by model code: nothing of it is left
                 else:
                     self.done[name] = DELETED
+        for path, what, value in changes(writes, ns, before) if writes is not None else ():
+            self.done.setdefault(path, what)
+            if value is not None:
+                left.append(value)
+        if left:
+            made.record(left, known=lambda: {id(v) for v in before.values()})
         if not undone:
             return []
         names = ", ".join(sorted(undone))

@@ -26,6 +26,7 @@ from rlm_kernel.rootloop.display import LiveDisplay, RunBudgetDisplay
 from rlm_kernel.rootloop.steps import RunSteps, drive
 from rlm_kernel.rootloop.trajectory import RLMResult, Usage
 from rlm_kernel.rootloop.turn_loop import TurnLoop
+from rlm_kernel.sandbox import made
 
 __all__ = ["ROOT_LOOP", "run_from_namespace", "run_rlm", "run_rlm_steps"]
 
@@ -141,6 +142,7 @@ def run_rlm_steps(
         else:
             preload.forget(ns)
             state.finished = True  # its helpers stay in rlm_result.namespace: they make no more calls
+            made.record_namespace(ns, state.protected)  # what it left there is model-made (framed when shown)
     usage = Usage()
     for turn in run.turns:
         usage.add(turn.usage)
