@@ -214,6 +214,7 @@ class RLMKernel(IPythonKernel):
                 bound = Bindings(preload.protected(ns), _AGENT_BOUND)
                 for line in bound.after(ns, before, log):
                     print(line, flush=True)
+                bound.finish(ns, last_block_only=True)
         limit = self.shell.sandbox_session.limits.output_bytes
         for payload in reply.get("payload", []) if isinstance(reply, dict) else ():
             if isinstance(payload, dict) and "data" in payload:  # `x??`'s pager text

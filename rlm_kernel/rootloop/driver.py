@@ -135,6 +135,8 @@ def run_rlm_steps(
             if answer is None:
                 answer, kind, message = yield from best_effort.attempt(run, reason, message)
     finally:
+        if run.bindings is not None:
+            run.bindings.finish(ns)  # what model code left in the notebook is model-made (framed when shown)
         if live and run.bindings is not None and run.bindings.done:  # also when the run failed
             print(bindings.note(run.bindings.done))  # one line under the run, in the person's cell
         if saved is not None:

@@ -5,7 +5,7 @@ is shown later (a person's cell's `df`, `display(fig)`, `plt.show()`).
 Objects of classes model code defined carry their origin in their methods (`origin.made_by_model`); an
 instance of a library class carries nothing. So it is recorded when model code hands it over:
 
-- after each model block (a `--shared` block, an MCP agent's cell: `rootloop.bindings`), the values of the
+- when a `--shared` run or an MCP agent's cell ends (`rootloop.bindings.Bindings.finish`), the values of the
   names the block bound or rebound, and what they hold one or two steps in (items of lists, tuples, dicts and
   sets; attributes of plain instances — not the insides of library objects), and the values it stored on
   the person's objects (`sandbox.watch`);

@@ -140,3 +140,24 @@ def test_the_persons_own_objects_stay_unframed(served) -> None:
         ex = kernel.execute(expr, timeout=60)
         assert ex.ok, (expr, str(ex))
         assert ex.result_data and not _labelled(ex.result_data), (expr, ex.result_data)
+
+
+def test_a_model_made_figure_in_user_expressions_is_framed(served) -> None:
+    """user_expressions (a frontend's variable inspector) format values as a display does."""
+    _, kernel = served
+    _run(served, FIG)
+    ex = kernel.execute("1", timeout=60, user_expressions={"f": "fig", "n": "3"})
+    got = ex.reply["user_expressions"]
+    assert got["f"]["status"] == "ok" and _labelled(got["f"]["data"]), got["f"]
+    assert not _labelled(got["n"]["data"]), got["n"]
+
+
+def test_a_name_an_agent_once_bound_holds_the_persons_object_later(served) -> None:
+    """`%rlm agent` lists names across agents' cells; a later agent cell does not frame the person's own
+    object the person has since bound to such a name."""
+    _, kernel = served
+    assert agent_cell(kernel, FRAME.replace("df =", "shared_name =")).ok
+    assert kernel.execute("import pandas as pd\nshared_name = pd.DataFrame({'mine': [1]})", timeout=60).ok
+    assert agent_cell(kernel, "other = 1").ok
+    ex = kernel.execute("shared_name", timeout=60)
+    assert ex.ok and ex.result_data and not _labelled(ex.result_data), ex.result_data
