@@ -3,7 +3,8 @@
     python -m benchmarks.run --only trust
 
 - a `--shared` model block with its bindings record (a snapshot of the notebook namespace before the block,
-  a diff after) against the same block without it, in a 500-name namespace — interleaved pairs, the median
+  its write guards watched, a diff after, the objects it left recorded as model-made) against the same
+  block without it, in a 500-name namespace — interleaved pairs, the median
   of the pair ratios. The block itself is what `rootloop.blocks.execute` runs (`run_source(model=True)`);
   a real turn adds a model call, which this leaves out, so the ratio overstates the cost per turn;
 - the stack walk of `refuse_in_model_code` at a depth of 40 frames (a privileged call: rare).
@@ -19,6 +20,7 @@ from benchmarks.common import Figure
 from rlm_kernel.rootloop.bindings import Bindings
 from rlm_kernel.sandbox import SandboxSession, new_namespace, run_source
 from rlm_kernel.sandbox.origin import model_frame_on_stack
+from rlm_kernel.sandbox.watch import watching
 
 _BLOCK = "rows = [i * 2 for i in range(200)]\ntotal = sum(rows)\nlabel = f'total {total}'"
 
@@ -37,8 +39,9 @@ def _block_ratio(pairs: int) -> tuple[float, float, float]:
     def recorded() -> float:
         t0 = time.perf_counter()
         before = bound.before(ns)
-        run_source(_BLOCK, ns, session, filename="<bench>", model=True)
-        bound.after(ns, before)
+        with watching(ns) as writes:  # the block's writes to the person's objects (sandbox/watch.py)
+            run_source(_BLOCK, ns, session, filename="<bench>", model=True)
+        bound.after(ns, before, writes)
         return time.perf_counter() - t0
 
     plain(), recorded()  # warm-up

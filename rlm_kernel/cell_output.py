@@ -22,6 +22,7 @@ from rlm_kernel.output import (
 )
 from rlm_kernel.output.trust import mark_model_made, model_made
 from rlm_kernel.rootloop import provenance
+from rlm_kernel.sandbox.made import made
 from rlm_kernel.sandbox.origin import (
     called_directly_by_person,
     made_by_model,
@@ -81,8 +82,10 @@ class RLMDisplayFormatter(DisplayFormatter):
         data, metadata = super().format(obj, include=include, exclude=exclude)
         if is_owned(obj):
             metadata = mark(metadata)
-        elif made_by_model(obj):
-            metadata = mark_model_made(metadata)  # labelled on its way out, wherever it is displayed
+        elif made_by_model(obj) or made(obj):
+            # an object of a class model code defined, or a library object (a DataFrame, a figure) it made:
+            # labelled on its way out, wherever it is displayed (sandbox/made.py)
+            metadata = mark_model_made(metadata)
         return data, metadata
 
 

@@ -198,16 +198,23 @@ class RLMKernel(IPythonKernel):
             args = args[:1]
         ns = self.shell.user_ns
         before = dict(ns) if agent else {}
+        self.shell.watch_writes = agent  # the attributes and items it sets on the person's objects
         with call_scope(owner=owner), model_code() if agent else contextlib.nullcontext():
             # the model calls this cell makes are tagged (and cancelled) as its own; an agent's cell runs as
             # model-written code (origin.model_code: no magics, settings or secrets)
-            reply = await super().do_execute(code, silent, *args, **kwargs)
+            try:
+                reply = await super().do_execute(code, silent, *args, **kwargs)
+            finally:
+                self.shell.watch_writes, log = False, self.shell.last_writes
+                self.shell.last_writes = None
             if agent:
                 # as after a --shared run's block: builtins it shadowed (`len = ...`, which would run the
-                # agent's code on the person's data in every later cell) are removed, its names recorded
+                # agent's code on the person's data in every later cell) are removed, its names and the
+                # attributes it set on the person's objects recorded, the objects it left framed when shown
                 bound = Bindings(preload.protected(ns), _AGENT_BOUND)
-                for line in bound.after(ns, before):
+                for line in bound.after(ns, before, log):
                     print(line, flush=True)
+                bound.finish(ns, last_block_only=True)
         limit = self.shell.sandbox_session.limits.output_bytes
         for payload in reply.get("payload", []) if isinstance(reply, dict) else ():
             if isinstance(payload, dict) and "data" in payload:  # `x??`'s pager text

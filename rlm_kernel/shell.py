@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import dataclasses
 import logging
 import sys
@@ -55,6 +56,7 @@ from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.sandbox.data.figures import flush_figures
 from rlm_kernel.sandbox.errors import add_name_suggestion
 from rlm_kernel.sandbox.origin import model_code_running, new_cell, note_cell_code, register_model_filename
+from rlm_kernel.sandbox.watch import WriteLog, watching
 from rlm_kernel.warnings_display import install_warning_format
 from rlm_kernel.widgets import widget_magics as widgets_magics
 
@@ -114,6 +116,8 @@ class RLMShell(ZMQInteractiveShell):
     displayhook_class = Type(RLMDisplayHook)
     display_pub_class = Type(RLMDisplayPublisher)
     sandbox_session = AnyTrait(help="the SandboxSession of this kernel").tag(config=False)
+    watch_writes = False  # set by the kernel for an MCP agent's cell: its writes are recorded (sandbox/watch)
+    last_writes: WriteLog | None = None
     sandbox_limits = Dict(
         help=(
             "Sandbox limits that override the RLM_* environment variables, by Limits field name, e.g. "
@@ -224,7 +228,10 @@ class RLMShell(ZMQInteractiveShell):
             except SandboxError as exc:
                 kwargs["preprocessing_exc_tuple"] = (type(exc), exc, None)
         self._rlm_last_error = None
-        result = await super().run_cell_async(raw_cell, *args, **kwargs)
+        # an MCP agent's cell: its writes to the person's objects are recorded (after the repair above)
+        with watching(self.user_ns) if self.watch_writes else contextlib.nullcontext() as writes:
+            self.last_writes = writes
+            result = await super().run_cell_async(raw_cell, *args, **kwargs)
         # ipykernel builds the execute_reply from str(error): hand it the text already shown (capped, and
         # computed under the cell's limits), never the cell's own exception object.
         shown = self._rlm_last_error

@@ -16,6 +16,9 @@ import builtins
 import types
 from dataclasses import dataclass, field
 
+from rlm_kernel.sandbox import made
+from rlm_kernel.sandbox.watch import WriteLog, changes
+
 __all__ = ["Bindings", "NEW", "REBOUND", "REPLACED", "DELETED", "SHADOWED", "HELPER", "note"]
 
 NEW = "new"
@@ -26,6 +29,7 @@ SHADOWED = "shadowed a builtin: removed"
 HELPER = "replaced a helper: restored"
 _MISSING = object()
 _NOTE_NAMES = 12
+_PLAIN = frozenset({int, float, str, bool, bytes, type(None)})  # nothing to record as model-made
 
 
 @dataclass
@@ -35,14 +39,34 @@ class Bindings:
     protected: dict = field(default_factory=dict)
     """The namespace's preloaded names and values (`ReplState.protected`, live): what `repair` restores."""
     done: dict[str, str] = field(default_factory=dict)
+    first: dict | None = None  # the namespace before the first block
+    stored: list = field(default_factory=list)  # what model code stored on the person's objects
+
+    recent: set = field(default_factory=set)  # the names the last block bound or rebound
+
+    def finish(self, ns: dict, *, last_block_only: bool = False) -> None:
+        """Record what model code left — the values of the names it bound, what it stored on the person's
+        objects — as model-made (`sandbox.made`: their displays are framed wherever they are shown). Once,
+        when the run ends (an agent's cell: `last_block_only`, as its `done` holds the names of every agent
+        cell): no person's cell can show anything before that."""
+        kept = (REPLACED, REBOUND, NEW)
+        names = self.recent if last_block_only else self.done
+        left = [ns[k] for k in names if self.done.get(k) in kept and k in ns and type(ns[k]) not in _PLAIN]
+        left += self.stored
+        self.stored = []
+        first = self.first or {}
+        if left:
+            made.record(left, known=lambda: {id(v) for v in first.values()})
 
     def before(self, ns: dict) -> dict:
         """A snapshot of `ns` to compare the block's namespace with (a shallow copy: O(names), no values)."""
         return dict(ns)
 
-    def after(self, ns: dict, before: dict) -> list[str]:
-        """Record what the block changed; remove builtins it shadowed. Returns a note for the block's output
-        (empty when nothing was undone). Run it before the helpers are repaired."""
+    def after(self, ns: dict, before: dict, writes: WriteLog | None = None) -> list[str]:
+        """Record what the block changed — names, and with `writes` (`sandbox.watch`) the attributes and
+        items it set on the person's objects (`person.helper`); remove builtins it shadowed. Returns a note
+        for the block's output (empty when nothing was undone). Run it before the helpers are repaired;
+        `finish` when the run ends."""
         undone: list[str] = []
         get = before.get
         # one pass; exact str keys only (a namespace holds no others: nothing else is hashed here); not the
@@ -50,6 +74,9 @@ class Bindings:
         changed = [
             (k, v) for k, v in ns.items() if type(k) is str and k[:1] != "_" and get(k, _MISSING) is not v
         ]
+        if self.first is None:
+            self.first = before  # the person's objects, as the run found them (not recorded as model-made)
+        self.recent = {name for name, _ in changed}
         for name, value in changed:
             old = get(name, _MISSING)
             if name in self.protected:
@@ -79,6 +106,10 @@ class Bindings:
                     del self.done[name]  # made and dropped by model code: nothing of it is left
                 else:
                     self.done[name] = DELETED
+        for path, what, value in changes(writes, ns, before) if writes is not None else ():
+            self.done.setdefault(path, what)
+            if value is not None and type(value) not in _PLAIN:
+                self.stored.append(value)
         if not undone:
             return []
         names = ", ".join(sorted(undone))

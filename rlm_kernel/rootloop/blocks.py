@@ -6,6 +6,7 @@ Functions of the running run (`rootloop.turn_loop.TurnLoop`: its namespace, stat
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from rlm_kernel import sandbox
@@ -14,6 +15,7 @@ from rlm_kernel.repl.gate import block_facts, names_from_sub_calls, prints_only_
 from rlm_kernel.rootloop import answer_dict
 from rlm_kernel.rootloop.trajectory import Turn
 from rlm_kernel.sandbox.origin import model_code
+from rlm_kernel.sandbox.watch import watching
 
 __all__ = ["execute", "execute_blocks"]
 
@@ -73,14 +75,18 @@ def execute(run: Any, code: str, index: int) -> tuple[str, str | None, str | Non
     bound = getattr(run, "bindings", None)  # a --shared run: what model code binds in the notebook is listed
     before = bound.before(run.ns) if bound is not None else None
     notes: list[str] = []
+    writes = watching(run.ns) if bound is not None else contextlib.nullcontext()
+    log = None
     try:
-        with model_code():  # model-written: may not run magics or change settings (sandbox/origin.py)
+        # model-written: may not run magics or change settings (sandbox/origin.py); in a --shared run the
+        # attributes and items it sets on the person's objects are listed too (sandbox/watch.py)
+        with model_code(), writes as log:
             outcome = sandbox.run_source(code, run.ns, session, filename=f"<rlm turn {index}>", model=True)
         dropped = session.output_dropped
     finally:
         session.output_used, session.output_dropped = saved
         if bound is not None and before is not None:  # also after an interrupt: no shadowed builtin stays
-            notes = bound.after(run.ns, before)
+            notes = bound.after(run.ns, before, log)
     stdout = outcome.stdout
     if dropped:
         stdout += f"\n[output cut: {dropped:,} more bytes over the per-block limit (RLM_OUTPUT_BYTES)]"

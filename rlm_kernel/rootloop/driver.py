@@ -26,6 +26,7 @@ from rlm_kernel.rootloop.display import LiveDisplay, RunBudgetDisplay
 from rlm_kernel.rootloop.steps import RunSteps, drive
 from rlm_kernel.rootloop.trajectory import RLMResult, Usage
 from rlm_kernel.rootloop.turn_loop import TurnLoop
+from rlm_kernel.sandbox import made
 
 __all__ = ["ROOT_LOOP", "run_from_namespace", "run_rlm", "run_rlm_steps"]
 
@@ -134,6 +135,8 @@ def run_rlm_steps(
             if answer is None:
                 answer, kind, message = yield from best_effort.attempt(run, reason, message)
     finally:
+        if run.bindings is not None:
+            run.bindings.finish(ns)  # what model code left in the notebook is model-made (framed when shown)
         if live and run.bindings is not None and run.bindings.done:  # also when the run failed
             print(bindings.note(run.bindings.done))  # one line under the run, in the person's cell
         if saved is not None:
@@ -141,6 +144,7 @@ def run_rlm_steps(
         else:
             preload.forget(ns)
             state.finished = True  # its helpers stay in rlm_result.namespace: they make no more calls
+            made.record_namespace(ns, state.protected)  # what it left there is model-made (framed when shown)
     usage = Usage()
     for turn in run.turns:
         usage.add(turn.usage)

@@ -11,6 +11,9 @@ import base64
 import io
 from typing import TYPE_CHECKING, Any
 
+from rlm_kernel.output.trust import mark_model_made
+from rlm_kernel.sandbox.made import made
+
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
@@ -24,13 +27,14 @@ def figure_bundle(fig: Any) -> dict[str, Any]:
     return {"image/png": base64.b64encode(buffer.getvalue()).decode("ascii"), "text/plain": repr(fig)}
 
 
-def _publish(session: SandboxSession, bundle: dict[str, Any]) -> None:
+def _publish(session: SandboxSession, bundle: dict[str, Any], by_model: bool = False) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     if InteractiveShell.initialized():
         from IPython.display import display
 
-        display(bundle, raw=True)
+        # a figure model-written code made (sandbox/made.py) is framed as its output, whoever shows it
+        display(bundle, raw=True, metadata=mark_model_made() if by_model else None)
     else:  # run_source outside a kernel (root loop blocks): a line of text says what was drawn
         session.write_output(f"{bundle['text/plain']} (shown as an image in the notebook)\n")
 
@@ -51,7 +55,8 @@ def show(session: SandboxSession) -> None:
         for num in numbers:
             if session.cancelled is not None or shown >= MAX_FIGURES:
                 break
-            _publish(session, figure_bundle(plt.figure(num)))
+            fig = plt.figure(num)
+            _publish(session, figure_bundle(fig), made(fig))
             shown += 1
     finally:
         plt.close("all")

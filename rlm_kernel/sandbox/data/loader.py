@@ -18,6 +18,7 @@ from rlm_kernel.sandbox.data.plotting import RcParamsView
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import ModuleNotAvailable, refusal
 from rlm_kernel.sandbox.limits import uncounted
+from rlm_kernel.sandbox.made import watch_figures
 
 __all__ = ["load", "available"]
 
@@ -69,6 +70,7 @@ def load() -> None:
         pd.DataFrame({"a": [1]})._repr_html_()
         pd.Series(["x1"]).str.extract(r"(\d)")
         _register_writable(np, pd)
+        watch_figures()  # a figure made while model code runs is recorded as model-made (framed when shown)
         _LOADED.append(True)
 
 
