@@ -13,6 +13,8 @@ helpers are restored by `repl.preload.repair` as in every cell. The block's outp
 from __future__ import annotations
 
 import builtins
+import itertools
+import operator
 import types
 from dataclasses import dataclass, field
 
@@ -28,6 +30,21 @@ DELETED = "deleted your variable"
 SHADOWED = "shadowed a builtin: removed"
 HELPER = "replaced a helper: restored"
 _MISSING = object()
+
+
+def _changed(ns: dict, before: dict) -> list[tuple[str, object]]:
+    """The (name, value) pairs of `ns` that are new or rebound since `before`: exact str keys only (nothing
+    else is hashed here: a key's own `__hash__` never runs), not the sandbox's own underscore names
+    (`_print`, guards), which model code cannot spell. Compared by identity in C-level passes (a notebook
+    holds hundreds of names and a block changes a few)."""
+    keys = list(ns)
+    get = before.get
+    if set(map(type, keys)) == {str}:
+        differs = map(operator.is_not, ns.values(), map(get, keys, itertools.repeat(_MISSING)))
+        return [(k, ns[k]) for k in itertools.compress(keys, differs) if k[:1] != "_"]
+    return [(k, v) for k, v in ns.items() if type(k) is str and k[:1] != "_" and get(k, _MISSING) is not v]
+
+
 _NOTE_NAMES = 12
 _PLAIN = frozenset({int, float, str, bool, bytes, type(None)})  # nothing to record as model-made
 
@@ -69,11 +86,7 @@ class Bindings:
         `finish` when the run ends."""
         undone: list[str] = []
         get = before.get
-        # one pass; exact str keys only (a namespace holds no others: nothing else is hashed here); not the
-        # sandbox's own underscore names (`_print`, guards), which model code cannot spell
-        changed = [
-            (k, v) for k, v in ns.items() if type(k) is str and k[:1] != "_" and get(k, _MISSING) is not v
-        ]
+        changed = _changed(ns, before)
         if self.first is None:
             self.first = before  # the person's objects, as the run found them (not recorded as model-made)
         self.recent = {name for name, _ in changed}
