@@ -62,7 +62,8 @@ def secret_reason(*paths: str | os.PathLike) -> str | None:
 def secret_inside(member: str | None, text: str | None) -> str | None:
     """Why an archive member (by its path inside the archive) or an extracted document's text is a secret,
     with the note a skip list shows; for `extract_file`."""
-    reason = secret_reason_by_path(member) if member is not None else None
+    # archives made on Windows may separate a member's directories with backslashes (".ssh\\id_rsa")
+    reason = secret_reason_by_path(member.replace("\\", "/")) if member is not None else None
     if reason is None and text is not None:
         reason = secret_reason_of_text(text)
     return None if reason is None else f"{reason}; {_SECRET_NOTE}"

@@ -10,7 +10,8 @@ reason a file is a secret (a short phrase for the load summary), or None:
   (`"private_key"`), a kubeconfig's client key, or a token of a common format (AWS access key ids, GitHub,
   GitLab, Slack, OpenAI/Anthropic `sk-…`, Google API keys, Hugging Face, Stripe live keys, npm and PyPI
   tokens, JSON Web Tokens), credentials in configuration (`DB_PASSWORD=…`, `API_KEY: …`, a URL with a
-  password, a Docker `"auth"`, a `.netrc` line, an Azure `AccountKey=`) — over the first `HEAD_BYTES` of
+  password, a Docker `"auth"`, an npm/yarn `_authToken=`, an HTTP `Authorization: Bearer …` header, a
+  `.netrc` line, an Azure `AccountKey=`) — over the first `HEAD_BYTES` of
   the file, each rule's regex run only when its fixed prefix occurs there;
 - `secret_reason_of_text`: the same for text already extracted (archive members, documents, notebooks), over
   its first `SCAN_BYTES` and last `HEAD_BYTES` (the rules whose literals are common words over the head).
@@ -165,6 +166,11 @@ _CONTENT_RULES: tuple[tuple[str, tuple[bytes, ...], re.Pattern[bytes]], ...] = t
             rb"(?i)(?:aws_secret_access_key|SecretAccessKey)[\"']?\s*[=:]\s*[\"']?[A-Za-z0-9/+]{30,}",
         ),
         ("it holds an Azure storage key", (b"AccountKey=",), rb"AccountKey=[A-Za-z0-9+/]{40,}"),
+        (
+            "it holds a package-registry token (_authToken=…)",
+            (b"_authToken", b"_auth", b"_password"),
+            rb"\b_(?:authToken|auth|password)\s*=\s*[\"']?[A-Za-z0-9+/=._~-]{8,}",
+        ),
         # -- from here on: rules whose literals are common words (URLs, "machine", "token"), run on the
         # first HEAD_BYTES only (_DEEP_RULES)
         (
@@ -176,6 +182,11 @@ _CONTENT_RULES: tuple[tuple[str, tuple[bytes, ...], re.Pattern[bytes]], ...] = t
             "it holds a URL with a password",
             (b"://",),
             rb"://[^\s/:@\"'<>]{1,64}:[^\s/@\"'<>]{4,}@[A-Za-z0-9.-]+",
+        ),
+        (
+            "it holds an HTTP Authorization header (Bearer / Basic …)",
+            (b"authorization",),
+            rb"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+[A-Za-z0-9+/=._~-]{16,}",
         ),
         (
             "it holds login credentials (machine … password …)",
@@ -207,7 +218,17 @@ _TOKEN_CHARS = bytes(
 )
 _RUN = b"a" * 20
 # Rules whose secret can be shorter than the 20-character run: the gate also opens when these occur.
-_NO_RUN_MARKERS = (b"private key", b"putty-user-key-file-", b"://", b"machine", b'"auth"', *_SETTING_LITERALS)
+_NO_RUN_MARKERS = (
+    b"private key",
+    b"putty-user-key-file-",
+    b"://",
+    b"machine",
+    b'"auth"',
+    b"_auth",
+    b"_password",
+    b"authorization",
+    *_SETTING_LITERALS,
+)
 
 
 def secret_reason_by_path(path: str | os.PathLike[str]) -> str | None:

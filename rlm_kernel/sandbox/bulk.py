@@ -12,12 +12,21 @@ class, as `int` does) and `dict.fromkeys` behave as with the real classes; every
 
 from __future__ import annotations
 
+import collections
 import itertools
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["BULK_CLASSES", "CappedDict", "CappedFrozenset", "CappedSet", "feed"]
+__all__ = [
+    "BULK_CLASSES",
+    "CHECKED_NAMES",
+    "CappedDict",
+    "CappedFrozenset",
+    "CappedSet",
+    "checked_method",
+    "feed",
+]
 
 _FIRST = 4096  # items of the first chunk (and inputs up to this size are built in one call)
 _MOST = 1 << 16  # items of a chunk at most
@@ -132,6 +141,81 @@ class CappedDict(dict, metaclass=_BulkMeta):  # type: ignore[type-arg]
         out: dict[Any, Any] = {}
         feed(lambda chunk: out.update(dict.fromkeys(chunk, value)), iterable)
         return out
+
+
+def _set_arg(arg: Any) -> Any:
+    """A method's iterable argument as a set built in chunks (sets and dicts' key views pass as they are)."""
+    return arg if isinstance(arg, (set, frozenset, type({}.keys()))) else _build_set((arg,), {})
+
+
+def _set_update(target: set[Any], args: tuple[Any, ...]) -> None:
+    for arg in args:
+        feed(target.update, arg.keys() if type(arg) is dict else arg)
+
+
+def _checked_set_method(obj: Any, name: str) -> Callable[..., Any] | None:
+    real = set if isinstance(obj, set) else frozenset
+    if name == "update" and real is set:
+        return lambda *args: _set_update(obj, args)
+    if name == "union":
+
+        def union(*args: Any) -> Any:
+            out = set(obj)  # a copy of a table: no insertion walks a chain
+            _set_update(out, args)
+            return out if real is set else frozenset(out)
+
+        return union
+    if name in ("issubset", "symmetric_difference", "symmetric_difference_update"):
+        method = getattr(obj, name)
+        return lambda arg: method(_set_arg(arg))
+    return None
+
+
+def _dict_update(target: dict[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    if len(args) > 1:
+        raise TypeError(f"update expected at most 1 argument, got {len(args)}")
+    if args:
+        source = args[0]
+        if type(source) is dict and not target:
+            target.update(source)  # into an empty dict: a copy of the table
+        else:
+            feed(target.update, _pairs(source))
+    if kwargs:
+        target.update(kwargs)
+
+
+CHECKED_NAMES = frozenset(
+    {"update", "union", "issubset", "symmetric_difference", "symmetric_difference_update"}
+)
+# Mapping types whose `update` is C code inserting item by item (OrderedDict's too).
+_C_UPDATE = (dict, collections.defaultdict, collections.OrderedDict)
+
+
+def checked_method(obj: Any, name: str) -> Callable[..., Any] | None:
+    """The set/dict method `name` of `obj` built in chunks when its C code would insert every item of an
+    iterable in one call (`s.update(x)`, `s.union(x)`, `s.issubset(x)`, `d.update(zip(a, b))` with keys that
+    share one hash ran for minutes), else None (the real method serves)."""
+    if isinstance(obj, type):  # unbound: `set.update(s, x)`, `dict.update(d, pairs)`
+        real = getattr(obj, "_real", obj)
+        if real not in (set, frozenset, *_C_UPDATE) or name not in CHECKED_NAMES:
+            return None
+        unbound = getattr(real, name, None)
+        if unbound is None:
+            return None
+
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if not isinstance(self, real):
+                return unbound(self, *args, **kwargs)  # the real method's own TypeError
+            checked = checked_method(self, name)
+            return unbound(self, *args, **kwargs) if checked is None else checked(*args, **kwargs)
+
+        return call
+    kind = type(obj)
+    if kind in (set, frozenset):
+        return _checked_set_method(obj, name)
+    if kind in _C_UPDATE and name == "update":
+        return lambda *args, **kwargs: _dict_update(obj, args, kwargs)
+    return None
 
 
 for _cls in (CappedSet, CappedFrozenset, CappedDict):

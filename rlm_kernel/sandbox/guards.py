@@ -25,7 +25,7 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from rlm_kernel.sandbox.builtins import SafeType, chunked_sort
-from rlm_kernel.sandbox.bulk import CappedDict
+from rlm_kernel.sandbox.bulk import CHECKED_NAMES, CappedDict, checked_method
 from rlm_kernel.sandbox.caps import Caps, SafeFormatter
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
@@ -142,6 +142,12 @@ def special_integer_ratio(obj: Any, name: str) -> Any:
 
         return as_integer_ratio
     return _RAISE
+
+
+def special_bulk(obj: Any, name: str) -> Any:
+    """Set and dict methods that insert a whole iterable in one C call, built in chunks (bulk.py)."""
+    checked = checked_method(obj, name)
+    return _RAISE if checked is None else checked
 
 
 def special_sort(obj: Any, name: str) -> Any:
@@ -348,6 +354,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "mro": special_mro,
         "fromkeys": special_fromkeys,
         "sort": special_sort,
+        **dict.fromkeys(CHECKED_NAMES, special_bulk),
         "as_integer_ratio": special_integer_ratio,
     }
     slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)

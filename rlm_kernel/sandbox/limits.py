@@ -165,10 +165,20 @@ def _forget(path: Path) -> None:
             _mark(path, "")
 
 
+# Code objects of the limits' own set-up and teardown (filled in below, once the functions exist): a timer
+# that fires while one of them runs only cancels (the next guard raises), since a CellTimeout raised part-way
+# through would leave a session in `_HOLD` — its timers armed and RLIMIT_CPU lowered after the cell.
+_MACHINERY: set[Any] = set()
+
+
 def _is_user_stack(frame: Any) -> bool:
+    """True when sandboxed code is on the stack and the limits' own set-up or teardown is not running."""
     depth = 0
     while frame is not None and depth < 200:
-        if is_sandboxed_filename(frame.f_code.co_filename):
+        code = frame.f_code
+        if code in _MACHINERY:
+            return False
+        if is_sandboxed_filename(code.co_filename):
             return True
         frame = frame.f_back
         depth += 1
@@ -253,18 +263,18 @@ class _ProcessHold:
             self.sessions.append(session)
             _apply_memory_cap(limits)
             saved = _set_cpu_backstop(limits, only_later=not first)
-            if first:
+            if self.saved_cpu is None:
+                # the first to change RLIMIT_CPU keeps what to give back (the first session may have no
+                # backstop, and a later one moves it: it was then left raised after the last one ended)
                 self.saved_cpu = saved
-                marker = session.backstop_marker
-                if marker is not None and saved is not None:
-                    self.marker = Path(marker)
-                    with contextlib.suppress(OSError):
-                        _mark(
-                            self.marker,
-                            json.dumps(
-                                {"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds}
-                            ),
-                        )
+            marker = session.backstop_marker
+            if self.marker is None and marker is not None and saved is not None:
+                self.marker = Path(marker)
+                with contextlib.suppress(OSError):
+                    _mark(
+                        self.marker,
+                        json.dumps({"backstop_seconds": limits.cpu_seconds + limits.cpu_backstop_seconds}),
+                    )
             if on_main:
                 self.on_main.append(session)
                 if len(self.on_main) == 1:
@@ -485,3 +495,17 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
         session.active_depth = 0
         _HOLD.leave(session, on_main)
         session.end_cell()
+
+
+_MACHINERY.update(
+    fn.__code__
+    for fn in (
+        cell_limits.__wrapped__,  # type: ignore[attr-defined]
+        _ProcessHold.join,
+        _ProcessHold.leave,
+        _SignalTimers.start,
+        _SignalTimers.stop,
+        _ThreadWatchdog.start,
+        _ThreadWatchdog.stop,
+    )
+)

@@ -280,6 +280,10 @@ INSIDE = {
     "bundle/key.txt.gz": __import__("gzip").compress(PEM.encode()),
     "bundle/notes.zip": _zip({"notes/deploy.txt": "x" * 100_000 + "\n" + PEM}),
     "bundle/analysis.ipynb": _notebook("y" * (HEAD_BYTES + 5000) + "\n" + PEM).encode(),
+    # a member judged by its whole path in the archive: "!" is legal in a name, "\\" separates on Windows
+    "bundle/bang.zip": _zip({".ssh/config!notes.txt": f"Host x\n  IdentityFile {CANARY}\n"}),
+    "bundle/windows.zip": _zip({".ssh\\config": f"Host x\n  IdentityFile {CANARY}\n"}),
+    "bundle/nested.zip": _zip({"inner.zip": _zip({"a!b/.pgpass": f"h:5432:db:u:{CANARY}\n"})}),
 }
 # Credentials in configuration that no token format covers (the head of an ordinary-named file).
 SETTINGS = {
@@ -295,6 +299,10 @@ SETTINGS = {
     "conf/db.txt": f"DATABASE_URL=postgres://admin:{CANARY}@db.internal:5432/app\n",
     "conf/azure.txt": f"DefaultEndpointsProtocol=https;AccountKey={'A1b2' * 15}==;{CANARY}\n",
     "conf/late.txt": "x" * 17_000 + "\n" + PEM,
+    "conf/npm.txt": f"//registry.npmjs.org/:_authToken=0b3c6a2e-7c4d-4f5e-9a1b-2c3d4e5f6a7b\n# {CANARY}\n",
+    "conf/yarn.txt": f"_auth = dXNlcjpwYXNz\n# {CANARY}\n",
+    "conf/curl.sh": f"curl -H 'Authorization: Bearer abcdef0123456789abcdef01' https://x # {CANARY}\n",
+    "conf/headers.json": f'{{"Authorization": "Basic dXNlcjpwYXNzd29yZA==", "x": "{CANARY}"}}\n',
 }
 # Code and prose that name credential settings without holding one.
 CODE = {
@@ -304,6 +312,7 @@ CODE = {
         "api_key = settings.api_key\ntokenizer: gpt2-large-v2\nmax_tokens: 1000\nsecret = None\n"
         "private_key: PKCS7PrivateKeyTypes,\nsee https://example.com/path and http://localhost:8080/api\n"
         "The machine learning password problem.\n"
+        "headers['Authorization'] = f'Bearer {token}'\nauth = _auth(user)\n_password = None\n"
     ),
 }
 

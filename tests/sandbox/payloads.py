@@ -95,6 +95,13 @@ STEP_ATTACKS: list[Payload] = [
     Payload("op_step", "max_key_long_texts", _LONG + "x = max([a, b] * 10**5, key=lambda v: v)", LIMIT),
     Payload("op_step", "min_long_bytes", "a = b'x' * 10**7 + b'a'\nb = b'x' * 10**7 + b'b'\nx = min([a, b] * 10**5)", LIMIT),
     Payload("op_step", "sorted_wide_ints", "a = 2**1999000\nb = a + 1\nx = sorted([a, b] * 10**5)", LIMIT),
+    # methods that insert a whole iterable in one C call (red team of 84b5970)
+    Payload("op_step", "set_update_colliding", _COLLIDE + "s = {1}\ns.update(x)", LIMIT),
+    Payload("op_step", "set_update_unbound_colliding", _COLLIDE + "s = set()\nset.update(s, x)", LIMIT),
+    Payload("op_step", "frozenset_union_colliding", _COLLIDE + "s = frozenset().union(x)", LIMIT),
+    Payload("op_step", "issubset_colliding", _COLLIDE + "s = {1}.issubset(x)", LIMIT),
+    Payload("op_step", "dict_update_colliding", _COLLIDE + "d = {1: 2}\nd.update(zip(x, x))", LIMIT),
+    Payload("op_step", "defaultdict_update_colliding", "import collections\n" + _COLLIDE + "d = collections.defaultdict(int)\nd.update(zip(x, x))", LIMIT),
     Payload("op_step", "statistics_median_long_texts", "import statistics\n" + _LONG + "x = statistics.median_low([a, b] * 10**5)", LIMIT),
 ]
 STEP_CONTROLS: list[Payload] = [
@@ -112,6 +119,11 @@ STEP_CONTROLS: list[Payload] = [
             "sorted([(1, 'b'), (1, 'a')]), max('abc', key=ord), min([], default=7), min(3, 1, 2), sorted([2, 1], key=lambda v: -v), "
             "max([[1], [3]]), sorted([1, 1.0, True]))",
             OK, match="[3, 2, 1] a 1 1.0 [(1, 'a'), (1, 'b')] c 7 1 [2, 1] [3] [1, 1.0, True]"),
+    Payload("control", "bulk_methods_ok",
+            "import collections\ns = {1, 2}\ns.update([3], (4,), {5: 0})\nd = {'a': 1}\nd.update([('b', 2)], c=3)\nd.update({'e': 5})\n"
+            "o = collections.OrderedDict(a=1)\no.update(b=2)\ndict.update(d, z=0)\n"
+            "print(sorted(s), d, list(o.items()), frozenset({1}).union([2], {3}), {1}.issubset([1, 2]), {1, 2}.symmetric_difference([2, 3]), set.union({1}, [4]))",
+            OK, match="[1, 2, 3, 4, 5] {'a': 1, 'b': 2, 'c': 3, 'e': 5, 'z': 0} [('a', 1), ('b', 2)] frozenset({1, 2, 3}) True {1, 3} {1, 4}"),
     Payload("control", "normalize_ok",
             "import unicodedata\nt = 'Cafe\\u0301 \\ufb01' * 100000\nx = unicodedata.normalize('NFC', t)\n"
             "print(len(x), x[:6], unicodedata.normalize('NFKD', '\\ufb01'))",

@@ -21,6 +21,7 @@ from rlm_kernel.sandbox import (
     new_namespace,
     run_source,
 )
+from rlm_kernel.sandbox.filenames import register_sandboxed_filename
 from tests.sandbox.conftest import TEST_LIMITS
 
 
@@ -123,6 +124,64 @@ def test_a_session_entered_inside_a_cell_rides_on_its_clock(session: SandboxSess
         assert session.cancelled is not None and "cpu time limit of 1 s" in session.cancelled
         again = run_source("while True:\n    pass", new_namespace(session), session)
         assert again.error is not None and "cpu time limit" in again.error  # the cell's clock has run out
+
+
+class _FiringSession(SandboxSession):
+    """A session whose comparison (made by the hold's `session in ...` tests) delivers the cell's timer
+    signal: the handler then runs part-way through the hold's join or leave."""
+
+    fire = False
+
+    def __eq__(self, other: object) -> bool:
+        if self.fire:
+            signal.raise_signal(signal.SIGPROF)
+        return self is other
+
+    __hash__ = SandboxSession.__hash__
+
+
+def test_a_timer_firing_inside_the_limits_teardown_leaves_nothing_armed() -> None:
+    """A cancelled cell's timer re-fires every 50 ms; one that lands while a sub-RLM's session leaves the
+    process hold (called from the sub-RLM's blocks, so sandboxed code is on the stack) raised CellTimeout
+    there, left that session in the hold and so the timers armed and RLIMIT_CPU lowered after the cell."""
+    before = (signal.getitimer(signal.ITIMER_PROF), signal.getsignal(signal.SIGPROF))
+    outer = SandboxSession(Limits(**TEST_LIMITS))
+    inner = _FiringSession(Limits(**TEST_LIMITS))
+    # the sub-RLM's code calls into kernel code that enters its session's limits: a sandboxed frame below
+    code = compile(
+        "def enter(limits, inner):\n    with limits(inner):\n        inner.fire = True\n",
+        "<rlm turn 1>",
+        "exec",
+    )
+    register_sandboxed_filename("<rlm turn 1>")
+    space: dict = {}
+    exec(code, space)  # noqa: S102 - a frame with a sandboxed file name, no restricted code
+    with cell_limits(outer):
+        outer.cancelled = "the cell ran past its cpu time limit"
+        try:
+            space["enter"](cell_limits, inner)
+        except CellTimeout:
+            pass  # the timer may raise once the teardown is over; what matters is what it left behind
+    assert (signal.getitimer(signal.ITIMER_PROF), signal.getsignal(signal.SIGPROF)) == before
+    assert inner.active_depth == 0 and outer.active_depth == 0
+
+
+def test_a_backstop_moved_by_a_later_session_is_given_back() -> None:
+    """The first session has no backstop, a session entered inside it moves RLIMIT_CPU later: the limit the
+    process had comes back when the last ends (only the first session's change was remembered)."""
+    saved = resource.getrlimit(resource.RLIMIT_CPU)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    low = int(used.ru_utime + used.ru_stime) + 20
+    first = SandboxSession(Limits(**TEST_LIMITS))  # cpu_backstop_seconds=0
+    later = SandboxSession(Limits(**{**TEST_LIMITS, "cpu_seconds": 30, "cpu_backstop_seconds": 30}))
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (low, saved[1]))
+        with cell_limits(first):
+            with cell_limits(later):
+                assert resource.getrlimit(resource.RLIMIT_CPU)[0] > low
+        assert resource.getrlimit(resource.RLIMIT_CPU) == (low, saved[1])
+    finally:
+        resource.setrlimit(resource.RLIMIT_CPU, saved)
 
 
 def test_nested_cell_limits_pass_through(session: SandboxSession) -> None:

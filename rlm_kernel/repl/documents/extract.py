@@ -102,7 +102,9 @@ def _one(
                 )
             members = archives.members(name, data, fmt, caps)
             for member in members:
-                reason = secret(member.name.rsplit("!", 1)[-1], None) if secret is not None else None
+                # its path inside this archive: a member's own name may hold "!" (".ssh/config!notes.txt")
+                own = member.name[len(name) + 1 :] if member.name.startswith(name + "!") else member.name
+                reason = secret(own, None) if secret is not None else None
                 if reason is not None:
                     out.skipped.append(f"{member.name} ({reason})")
                     continue
