@@ -25,7 +25,7 @@ from rlm_kernel.llm.config import register_setting
 from rlm_kernel.llm.errors import LLMCancelled
 from rlm_kernel.rootloop.steps import RunSteps, drive
 from rlm_kernel.sandbox.errors import CellTimeout
-from rlm_kernel.sandbox.limits import cell_limits
+from rlm_kernel.sandbox.limits import cell_limits, uninterruptible
 from rlm_kernel.sandbox.session import SandboxSession
 
 __all__ = ["DEFAULT_CONCURRENCY", "concurrency", "register_concurrency_setting", "run_concurrently"]
@@ -158,6 +158,23 @@ class _Driver:
             return lambda: CellTimeout(text)
         reason = f"{type(cause).__name__}: {cause}"
         return lambda: LLMCancelled(f"the batch of sub-RLMs stopped ({reason})")
+
+
+# The batch's own bookkeeping runs with the cell's frames below it: a sticky time limit raising part-way
+# through (between a switch and the swap of output captures back, or in the middle of stopping the tasks)
+# would leave tasks suspended, to be finished later by the garbage collector outside the cell. The loop
+# checks the cell's cancellation itself (`check_time_limit`, at least every `_WAKE` seconds).
+uninterruptible(
+    _Driver.run,
+    _Driver.loop,
+    _Driver.settle,
+    _Driver.report,
+    cooperative.Hub.spawn,
+    cooperative.Hub.resume,
+    cooperative.Hub.finished,
+    cooperative.Hub.ready,
+    cooperative.Hub.stop,
+)
 
 
 def run_concurrently(

@@ -25,7 +25,7 @@ from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
-__all__ = ["Limits", "cell_limits", "consume_backstop_note", "check_source_size"]
+__all__ = ["Limits", "cell_limits", "consume_backstop_note", "check_source_size", "uninterruptible"]
 
 _TICK = 0.05  # seconds between repeated timeouts once a cell is cancelled (sticky cancellation)
 
@@ -169,6 +169,15 @@ def _forget(path: Path) -> None:
 # that fires while one of them runs only cancels (the next guard raises), since a CellTimeout raised part-way
 # through would leave a session in `_HOLD` — its timers armed and RLIMIT_CPU lowered after the cell.
 _MACHINERY: set[Any] = set()
+
+
+def uninterruptible(*functions: Any) -> None:
+    """Mark kernel functions whose own lines a firing timer must not break into: bookkeeping that runs with
+    a cell's frames below it and must finish what it started (the limits' own set-up and teardown; a batch
+    of cooperative sub-RLMs switching output captures and stopping its tasks). A timer firing in one of
+    them only cancels the cell; the next guard, or the function's own check of `session.cancelled`, raises.
+    Code they call in another greenlet (a task's blocks) is not covered: it has frames of its own."""
+    _MACHINERY.update(fn.__code__ for fn in functions)
 
 
 def _is_user_stack(frame: Any) -> bool:
@@ -497,15 +506,12 @@ def cell_limits(session: SandboxSession) -> Iterator[None]:
         session.end_cell()
 
 
-_MACHINERY.update(
-    fn.__code__
-    for fn in (
-        cell_limits.__wrapped__,  # type: ignore[attr-defined]
-        _ProcessHold.join,
-        _ProcessHold.leave,
-        _SignalTimers.start,
-        _SignalTimers.stop,
-        _ThreadWatchdog.start,
-        _ThreadWatchdog.stop,
-    )
+uninterruptible(
+    cell_limits.__wrapped__,  # type: ignore[attr-defined]
+    _ProcessHold.join,
+    _ProcessHold.leave,
+    _SignalTimers.start,
+    _SignalTimers.stop,
+    _ThreadWatchdog.start,
+    _ThreadWatchdog.stop,
 )

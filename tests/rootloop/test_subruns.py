@@ -261,3 +261,50 @@ def test_nested_batches_in_two_sub_rlms_overlap_their_calls_through_the_outer_ba
     nested_children = [r for r in client_on_server.requests if key.search(r.prompt)]
     assert len(nested_children) == 4 and max_overlap(nested_children) == 4
     assert session.active_depth == 0 and not session.cell_thread.in_cell
+
+
+def test_a_time_limit_firing_in_the_batchs_bookkeeping_only_cancels() -> None:
+    """The hub switches output captures around every switch and stops every task on the way out, with the
+    cell's frames below it. A sticky time limit that fires there (here: inside the capture swap) must not
+    raise part-way — the task's capture would not be put back, and a stop cut short leaves tasks suspended
+    for the garbage collector to finish outside the cell. It only cancels; the batch's own check raises."""
+    import concurrent.futures
+
+    import rlm_kernel.rootloop.subruns  # noqa: F401 - registers the batch's bookkeeping as uninterruptible
+    from rlm_kernel.sandbox.filenames import register_sandboxed_filename
+    from rlm_kernel.sandbox.limits import Limits, cell_limits
+
+    session = SandboxSession(Limits(cpu_seconds=5, wall_seconds=60, cpu_backstop_seconds=0, memory_mb=0))
+    swaps: list[object] = []
+    fire = [False]
+
+    def swap(state: object) -> object:
+        swaps.append(state)
+        if fire[0]:
+            signal.raise_signal(signal.SIGPROF)  # the timer, between the switch and the swap back
+        return f"capture {len(swaps)}"
+
+    future: concurrent.futures.Future = concurrent.futures.Future()
+    hub = cooperative.Hub(swap)
+
+    def task() -> str:
+        cooperative.wait_any([future], None)
+        return "done"
+
+    code = compile("def below(run):\n    return run()\n", "<rlm turn 7>", "exec")
+    register_sandboxed_filename("<rlm turn 7>")
+    space: dict = {}
+    exec(code, space)  # noqa: S102 - a frame with a sandboxed file name, as a block calling the batch
+
+    def batch() -> list:
+        hub.spawn(task, 0)
+        fire[0] = True
+        future.set_result(1)
+        hub.resume(hub.tasks[0])  # the swap fires the timer: no CellTimeout from inside the hub
+        return hub.finished()
+
+    with cell_limits(session):
+        ended = space["below"](batch)
+        assert session.cancelled is not None and "cpu time limit of 5 s" in session.cancelled  # it fired
+    assert [t.outcome for t in ended] == [("done", None)]
+    assert len(swaps) == 4 and swaps[2] == "capture 2"  # the task's capture was swapped back in and out
