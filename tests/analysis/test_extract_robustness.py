@@ -146,9 +146,16 @@ def test_pathological_text_costs_at_most_a_constant_times_real_code(
     )
 
 
-def test_exact_engine_refuses_what_it_cannot_parse_in_time() -> None:
-    """A run of closing brackets: tree-sitter's error recovery grows faster than the text; "exact" stops at
-    its time limit with a clear error, "auto" answers from the linear engine."""
+def test_exact_engine_refuses_what_it_cannot_parse_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parse past its CPU allowance: "exact" stops at its time limit with a clear error, "auto" answers
+    from the linear engine. The allowance is made small here: a run of a million closing brackets takes
+    tree-sitter 0.5-0.7 s of CPU, right at the real 0.6 s per MB, so the real one would test the machine."""
+    from rlm_kernel.analysis import extract as extract_module
+
+    monkeypatch.setattr(extract_module, "EXACT_SECONDS_PER_MB", 0.01)
+    monkeypatch.setattr(extract_module, "_EXACT_MIN_SECONDS", 0.001)
+    monkeypatch.setattr(extract_module, "_SECONDS_PER_MB", 0.01)
+    monkeypatch.setattr(extract_module, "_MIN_SECONDS", 0.001)
     text = HEADS["go"] + "}" * 1_000_000
     with pytest.raises(AnalysisInputError, match="time limit"):
         extract_functions(text, "go", engine="exact")
