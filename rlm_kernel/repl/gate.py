@@ -9,12 +9,18 @@ A FINAL is accepted when its answer is *drawn from the context* (the seed contra
    that are neither stop words nor the question's; for an answer of up to six words, its numbers) appears
    in the output of a block that ran after code first read `context` (a block that only prints literal
    text, `print("The answer is 7")`, computes nothing and does not count);
+   The facts the kernel itself stated about the context in the first message (its length in characters and
+   its number of files, `stated_facts`) count as printed: "How many files are in the email
+   package?" is answered by the corpus's file count (coder model, issue 27: its best-effort answer "29 files"
+   was right, and no FINAL of it could be accepted).
 3. what a sub-call (`llm_query*`, `rlm_query*`) answered when its prompt contained part of `context`: the
    answer appears in that answer as in rule 2 (a call without any of the context, e.g.
    `llm_query(question)`, is a guess and does not count).
 
-Refused whatever the rules say: an empty answer, and the reference-style `answer` dict while it is not ready
-(`FINAL(answer)` with `answer == {"content": None, "ready": False}`).
+Refused whatever the rules say: an empty answer, the reference-style `answer` dict while it is not ready
+(`FINAL(answer)` with `answer == {"content": None, "ready": False}`), and a text answer of four or more words
+that names nothing the question's wh-phrase asks for (`repl.asked`: "Which room's door ..." answered with the
+first hop's line "badge 35415 was issued to Marta Quist" — a step, not the answer).
 
 The run's question is never evidence, wherever the model finds it: a sub-call that only quotes it does not
 count, and the question's lines printed by code do not count for rule 2. A sub-RLM's task lies inside its
@@ -27,6 +33,7 @@ from __future__ import annotations
 import ast
 import re
 
+from rlm_kernel.repl.asked import asked_words, names_asked_thing
 from rlm_kernel.repl.derived import CONTEXT_NAME, DataFlow
 
 __all__ = [
@@ -40,6 +47,7 @@ __all__ = [
     "names_from_sub_calls",
     "rejection",
     "shares_text",
+    "stated_facts",
     "without_question",
 ]
 
@@ -205,6 +213,9 @@ _STOP_WORDS = frozenset(
 _SHORT_WORDS = 6
 """Up to this many words, an answer whose numbers code printed is accepted with its framing words; a longer
 one needs every content word printed (the join's "... 35415 ... in the images room." invented "images")."""
+_ASKED_MIN_WORDS = 4
+"""From this many words (split at white space: a path is one word), a text answer must name what the
+question's wh-phrase asks for (`off_question`)."""
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3})")
 _WORD = re.compile(r"[A-Za-z0-9_][\w.-]*\w|\w")
 
@@ -256,6 +267,8 @@ class FinalGate:
         self.no_context = False
         """Nothing is loaded: the question is the whole task, and a FINAL is accepted once a sub-call
         answered or code computed it."""
+        self.stated = ""
+        """What the kernel told the root about the context (`stated_facts`): evidence like printed output."""
         self.flow = DataFlow()
         self._source: tuple[int, str] = (0, "")
 
@@ -288,16 +301,33 @@ class FinalGate:
             return why
         if not answer.strip() or (type(value) in (list, dict, tuple, set) and not value):
             return "the answer is empty"
+        why = self.off_question(answer, value)
+        if why is not None:
+            return why
         if computed:  # drawn from the context (or a tool) by the data flow
             return None
         if self.no_context and self.context_calls:
             return None
-        evidence = self.output + "\n" + self.heard
+        evidence = self.output + "\n" + self.heard + "\n" + self.stated
         if verbatim_in(answer, evidence) or _words_in(answer, evidence, self.question):
             return None
         if len(_WORD.findall(answer)) <= _SHORT_WORDS and answer_in_output(answer, evidence):
             return None  # a short answer around printed numbers ("The count is 4")
         return NOT_DRAWN
+
+    def off_question(self, answer: str, value: object = None) -> str | None:
+        """Why a text answer does not answer the question (None: it may): four or more words naming none of
+        the question's wh-phrase words (`repl.asked`), for a question of a line or two."""
+        if not (value is None or isinstance(value, str)) or self.no_context or len(self.question) > 400:
+            return None
+        if len(answer.split()) < _ASKED_MIN_WORDS or names_asked_thing(answer, self.question):
+            return None
+        asked = "/".join(asked_words(self.question))
+        return (
+            f"the question asks for a {asked}, and this answer names no {asked}: it may be a step towards "
+            "the answer, not the answer. Search `context` for the next fact (e.g. for a name or number this "
+            "text gave), then end with the text that names it"
+        )
 
     def accepts(self, answer: str, computed: bool, value: object = None) -> bool:
         return self.problem(answer, computed, value) is None
@@ -313,6 +343,18 @@ class FinalGate:
         """Add what a sub-call given part of `context` answered (rule 3)."""
         if text:
             self.heard = (self.heard + "\n" + without_question(text, self.question))[-200_000:]
+
+
+def stated_facts(value: object, files: dict | None = None) -> str:
+    """The facts about a context the kernel states to the root (`rootloop.prompt.describe_context`), as text
+    the gate takes as evidence: its length, and for a corpus its file count. Not the files' paths: the
+    coder model ended "Which file defines `_fold_mime_parameters`?" with the first path it was shown
+    (`email/__init__.py`, wrong) four times in one run (issue 27)."""
+    size = len(value) if isinstance(value, str | list | tuple | dict) else None
+    facts = [f"{size} characters" if isinstance(value, str) else f"{size} items"] if size is not None else []
+    if files:
+        facts.append(f"{len(files)} files")
+    return "\n".join(facts)
 
 
 def final_arguments(code: str) -> list[ast.expr]:

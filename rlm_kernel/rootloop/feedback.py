@@ -10,8 +10,10 @@ import ast
 import re
 from typing import Any
 
+from rlm_kernel.repl.asked import asked_words
 from rlm_kernel.repl.gate import answer_in_output, names_from_sub_calls, prints_only_literals
 from rlm_kernel.repl.subtask import quotes_task
+from rlm_kernel.rootloop.found import best_line, candidates, files_of, next_key, wants_file
 from rlm_kernel.rootloop.prompt import COMMON_WORDS
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
@@ -20,6 +22,8 @@ __all__ = ["assigned_names", "case_mismatch", "feedback", "found_by_code", "hint
 
 _ANSWER_LIKE_CHARS = 200
 _ANSWER_LIKE_LINES = 4
+_FOUND_CHARS = 600
+"""A search's output up to this long (the count and a few hits) can be what code found for the question."""
 
 
 def _same_code(a: str, b: str) -> bool:
@@ -121,21 +125,7 @@ def hints(run: Any, turn: Turn) -> list[str]:
             # code that searched for the question's own words: after `print(len(context))` a hint to end was
             # followed by re-running the block (measured earlier).
             run.found = (turn.index, printed)
-            # The question is restated: measured on the two-fact join, the first hop's line ("badge 35415 was
-            # issued to Marta Quist") was ended with as the answer to "which room's door ...".
-            example = _example(lines)
-            end = (
-                f"— reply with just:\n```repl\nFINAL({example})\n```\n"
-                if example is not None
-                else "with FINAL of the line that answers it, copied from the output as text. "
-            )
-            out.append(
-                "Your code's output comes from `context` and it searched for the question's words. Does it "
-                f"answer exactly this question: {truncate(run.question, 300)!r}? If it does, end the run now "
-                f"{end}No sub-model call is needed "
-                "for what code found. If the question asks for something the output does not show yet, "
-                "search `context` for it next (e.g. for a name or number the output gave)."
-            )
+            out.append(_found_hint(run, printed))
         elif any(t.stdout.strip() == printed for t in earlier):
             # Only once the root prints the same output again: a first short output is as often a step
             # (a length, a count of hits) as the answer, and a small model told "reply with just
@@ -144,6 +134,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
             # the block until told this, then ended with FINAL(4) (coder model, measured).
             one = len(lines) == 1 and short
             argument = _example(lines) if one else _holder(run, turn)
+            if argument is None and short:
+                best = best_line(run.question, candidates(printed))
+                argument = repr(best) if best is not None else None
             if argument is None:
                 # No line or variable to name: a placeholder here (`FINAL("<the part of the output that
                 # answers>")`) was sent back as written, turn after turn, by the coder model (tutorial 5,
@@ -160,6 +153,56 @@ def hints(run: Any, turn: Turn) -> list[str]:
                     "(or FINAL_VAR('name') for a variable holding the answer)."
                 )
     return out
+
+
+def _found_hint(run: Any, printed: str) -> str:
+    """The hint after code printed something short for the question's words: end with the line (or the
+    corpus file) that answers, copied from this output; or, when the line names nothing the question asks
+    for, search for what it gave next (a multi-hop question's next fact)."""
+    question = truncate(run.question, 300)
+    lines = candidates(printed)
+    best = best_line(run.question, lines)
+    if best is None and len(lines) == 1:
+        best = lines[0]  # the one thing printed: a count ("537"), a value
+    context = run.loaded.value if isinstance(run.loaded.value, str) else ""
+    files = files_of(lines, context, run.loaded.files) if run.loaded.files and context else []
+    tracker = run.state.run
+    if wants_file(run.question) and len(files) == 1:
+        # Measured with the coder model (issue 27, `_fold_mime_parameters`): the search printed the `def` line
+        # and the model, which cannot see which file a line is in, ended with a guessed file 7 times. The
+        # kernel located the printed lines in the corpus: that file is drawn from `context` (gate rule 2).
+        if tracker is not None:
+            tracker.gate.saw(f"file: {files[0]}")
+        return (
+            f"Your code's output comes from `context`: the lines it printed are in the corpus file "
+            f"{files[0]!r} (context_files). If that answers exactly this question: {question!r}, end the "
+            f"run now — reply with just:\n```repl\nFINAL({files[0]!r})\n```\nNo sub-model call is needed for "
+            "what code found."
+        )
+    key = next_key(best, run.question) if best is not None else None
+    if key is not None:
+        # Measured with the coder model (issue 27, protocol/join): the first hop's line was ended with as
+        # the answer ("... issued to Marta Quist in the images room", "images" its own guess); a generic
+        # "search for a name or number the output gave" was not acted on, so the search is spelt out.
+        run.next_key = key
+        asked = "/".join(asked_words(run.question))
+        return (
+            f"Your code's output comes from `context`, but it names no {asked}, which this question asks "
+            f"for: {question!r}. It is a step towards the answer: search `context` for what it gave — reply "
+            f"with:\n```repl\nhits = [line for line in context.splitlines() if {key!r} in line]\n"
+            "print(len(hits)); print(hits[:10])\n```"
+        )
+    end = (
+        f"— reply with just:\n```repl\nFINAL({best!r})\n```\n"
+        if best is not None
+        else "with FINAL of the line that answers it, copied from the output as text. "
+    )
+    return (
+        "Your code's output comes from `context` and it searched for the question's words. Does it answer "
+        f"exactly this question: {question!r}? If it does, end the run now {end}No sub-model call is needed "
+        "for what code found. If the question asks for something the output does not show yet, search "
+        "`context` for it next (e.g. for a name or number the output gave)."
+    )
 
 
 def _read_hint(run: Any, turn: Turn) -> str:
@@ -248,22 +291,29 @@ def _no_hits(lines: list[str]) -> bool:
 
 def found_by_code(run: Any, turn: Turn) -> bool:
     """Whether this turn's short output came from code that searched `context` for the question's words
-    (a string of the code shares a word with the question) with no sub-call: what code found."""
+    (a string of the code shares a word with the question, or is the next key a hint suggested) with no
+    sub-call: what code found."""
     if turn.calls or turn.error:
         return False
     printed = turn.stdout.strip()
     lines = [line for line in printed.splitlines() if line.strip()]
-    if not printed or len(printed) > _ANSWER_LIKE_CHARS or len(lines) > _ANSWER_LIKE_LINES:
+    if not printed or len(printed) > _FOUND_CHARS or len(lines) > _ANSWER_LIKE_LINES:
+        return False
+    found = candidates(printed)  # a few hits, each short (a printed list of them is one line)
+    if len(found) > _ANSWER_LIKE_LINES + 1 or any(len(c) > _ANSWER_LIKE_CHARS for c in found):
         return False
     if _no_hits(lines):  # a search that found nothing is not an answer (coder model: then it guessed)
         return False
     words = {w.lower() for w in re.findall(r"\w{3,}", run.question)} - COMMON_WORDS
+    key = getattr(run, "next_key", None)
     try:
         tree = ast.parse(turn.code or "")
     except (SyntaxError, ValueError):
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip():
+            if key is not None and node.value.strip() == key:
+                return True
             if {w.lower() for w in re.findall(r"\w{3,}", node.value)} & words:
                 return True
     return False

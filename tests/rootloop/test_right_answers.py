@@ -246,33 +246,45 @@ def test_the_best_effort_answer_is_read_from_a_final_in_a_block(client_on_server
     assert result.answer == "2"
 
 
-def test_the_found_hint_restates_the_question(client_on_server: LLMTestServer) -> None:
-    # the join run ended with its first hop's line as the answer to "which room's door ..."
-    lines = "\n".join(["x"] * 50 + ["badge 35415 was issued to Marta Quist"] + ["y"] * 50)
+JOIN = "\n".join(
+    ["x"] * 50
+    + ["badge 35415 was issued to Marta Quist"]
+    + ["y"] * 50
+    + ["badge 35415 opened the door of room 3F"]
+    + ["z"] * 50
+)
+JOIN_QUESTION = "Which room's door did Marta Quist's badge open?"
+
+
+def test_a_first_hop_line_gets_the_next_search_not_an_end(client_on_server: LLMTestServer) -> None:
+    # the join run ended with its first hop's line as the answer to "which room's door ..."; a generic "search
+    # for a name or number the output gave" was not acted on, so the hint spells out the search
     search = "hits = [l for l in context.splitlines() if 'marta' in l.lower()]\nprint(hits)"
-    question = "Which room's door did Marta Quist's badge open?"
-    result = run(client_on_server, Script(root=[repl(search)]), question, lines, max_iterations=1)
+    result = run(client_on_server, Script(root=[repl(search)]), JOIN_QUESTION, JOIN, max_iterations=1)
     feedback = result.trajectory[0].feedback
-    assert f"Does it answer exactly this question: {question!r}?" in feedback
-    assert "search `context` for it next" in feedback
+    assert f"names no room/door, which this question asks for: {JOIN_QUESTION!r}" in feedback
+    assert "if '35415' in line]" in feedback and "FINAL(" not in feedback.split("names no room")[1]
 
 
-def test_an_answer_with_printed_numbers_but_invented_words_is_refused(
-    client_on_server: LLMTestServer,
-) -> None:
-    # protocol/join: "... in the images room." had its number printed by code and was accepted; "images" was
-    # the model's own guess
-    lines = "\n".join(["x"] * 50 + ["badge 35415 was issued to Marta Quist"] + ["y"] * 50)
+def test_a_step_is_refused_and_the_second_hop_ends_the_run(client_on_server: LLMTestServer) -> None:
+    # protocol/join: "... in the images room." had its number printed by code and was accepted ("images" was
+    # the model's own guess); the first hop's line itself names no room and is a step, not the answer
     search = "hits = [l for l in context.splitlines() if 'marta' in l.lower()]\nprint(hits)"
+    hop = "hits = [line for line in context.splitlines() if '35415' in line]\nprint(len(hits)); print(hits)"
     script = Script(
         root=[
             repl(search),
             "FINAL(The badge 35415 was issued to Marta Quist in the images room.)",  # a long shared piece
             repl('FINAL("badge 35415 was issued to Marta Quist in the images room")'),
-            "FINAL(Badge 35415 was issued to Marta Quist.)",
+            "FINAL(Badge 35415 was issued to Marta Quist.)",  # printed, but no room: a step
+            repl(hop),
+            "FINAL('badge 35415 opened the door of room 3F')",
         ]
     )
-    question = "Which room's door did Marta Quist's badge open?"
-    result = run(client_on_server, script, question, lines, max_iterations=4)
-    assert "rejected" in result.trajectory[1].note and "rejected" in result.trajectory[2].note
-    assert result.termination == "final" and result.answer == "Badge 35415 was issued to Marta Quist."
+    result = run(client_on_server, script, JOIN_QUESTION, JOIN, max_iterations=6)
+    notes = [t.note for t in result.trajectory]
+    assert all("rejected" in n for n in notes[1:4])
+    assert "names no room/door" in notes[3] and "not computed from `context`" in notes[1]
+    assert "FINAL('badge 35415 opened the door of room 3F')" in result.trajectory[4].feedback
+    assert result.termination == "final" and result.answer == "badge 35415 opened the door of room 3F"
+    assert result.iterations == 6
