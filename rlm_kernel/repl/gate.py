@@ -109,7 +109,13 @@ def answer_in_output(answer: str, output: str) -> bool:
         return True
     if len(text) > 2 * _WINDOW and shares_text(text, output):
         return True
-    numbers = [n.replace(",", "") for n in _NUMBER.findall(text)]
+    return numbers_in(text, output)
+
+
+def numbers_in(answer: str, output: str) -> bool:
+    """Whether `answer` has numbers and every one of them is a number in `output` (thousands separators
+    aside)."""
+    numbers = [n.replace(",", "") for n in _NUMBER.findall(answer)]
     plain = output.replace(",", "")
     return bool(numbers) and all(
         re.search(r"(?<![\w.])" + re.escape(n) + r"(?![\w])", plain) for n in numbers
@@ -311,8 +317,10 @@ class FinalGate:
         evidence = self.output + "\n" + self.heard + "\n" + self.stated
         if verbatim_in(answer, evidence) or _words_in(answer, evidence, self.question):
             return None
-        if len(_WORD.findall(answer)) <= _SHORT_WORDS and answer_in_output(answer, evidence):
-            return None  # a short answer around printed numbers ("The count is 4")
+        if len(_WORD.findall(answer)) <= _SHORT_WORDS and numbers_in(_normal(answer), evidence):
+            # a short answer around printed numbers ("The count is 4"); not a piece it shares with the
+            # output: a path in the located file's directory shares a long one with that file's path
+            return None
         return NOT_DRAWN
 
     def off_question(self, answer: str, value: object = None) -> str | None:

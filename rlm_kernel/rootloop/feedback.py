@@ -18,7 +18,15 @@ from rlm_kernel.rootloop.prompt import COMMON_WORDS
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
 
-__all__ = ["assigned_names", "case_mismatch", "feedback", "found_by_code", "hints", "near_miss"]
+__all__ = [
+    "assigned_names",
+    "case_mismatch",
+    "counted_lines",
+    "feedback",
+    "found_by_code",
+    "hints",
+    "near_miss",
+]
 
 _ANSWER_LIKE_CHARS = 200
 _ANSWER_LIKE_LINES = 4
@@ -126,6 +134,14 @@ def hints(run: Any, turn: Turn) -> list[str]:
             # followed by re-running the block (measured earlier).
             run.found = (turn.index, printed)
             out.append(_found_hint(run, printed))
+        elif (count := counted_lines(run, turn)) is not None:
+            run.found = (turn.index, count)
+            out.append(
+                f"Your code counted {count} matching lines of `context` (the first number it printed). If "
+                f"that count answers exactly this question: {truncate(run.question, 300)!r}, end the run now "
+                f"— reply with just:\n```repl\nFINAL({count!r})\n```\nNo sub-model call is needed for what "
+                "code counted. If the search was not the right one, fix it and count again."
+            )
         elif any(t.stdout.strip() == printed for t in earlier):
             # Only once the root prints the same output again: a first short output is as often a step
             # (a length, a count of hits) as the answer, and a small model told "reply with just
@@ -316,6 +332,44 @@ def found_by_code(run: Any, turn: Turn) -> bool:
                 return True
             if {w.lower() for w in re.findall(r"\w{3,}", node.value)} & words:
                 return True
+    return False
+
+
+_LINE_NOUNS = frozenset({"line", "lines", "entries", "entry", "rows", "row"})
+_HOW_MANY = re.compile(r"\bhow many ((?:[a-z-]+\s+){0,2}[a-z-]+)", re.I)
+
+
+def counted_lines(run: Any, turn: Turn) -> str | None:
+    """The count a line search printed first (`print(len(hits))`, hits being lines of `context`), when the
+    question asks how many lines: None otherwise.
+
+    Measured with the coder model (issue 27, protocol/count): the search printed 215 and ten of the lines,
+    too long for the found hint, and the run went on. Only for questions that count lines ("How many log
+    lines have the level ERROR?"): a count of lines that mention "email" is not the number of files."""
+    m = _HOW_MANY.search(run.question)
+    counted = m.group(1).lower().split() if m is not None else []
+    if not _LINE_NOUNS.intersection(counted) or turn.calls or turn.error:
+        return None
+    code = turn.code or ""
+    if "splitlines()" not in code or "len(" not in code or not _filters(code):
+        return None
+    first = next((line.strip() for line in turn.stdout.splitlines() if line.strip()), "")
+    if not first.isdigit() or first == "0":
+        return None
+    return first
+
+
+def _filters(code: str) -> bool:
+    """Whether a block keeps only some items: a comprehension with an `if`, or an `if` in a loop."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.comprehension) and node.ifs:
+            return True
+        if isinstance(node, ast.For) and any(isinstance(n, ast.If) for n in ast.walk(node)):
+            return True
     return False
 
 

@@ -248,7 +248,8 @@ def test_long_output_printed_again_suggests_final(client_on_server: LLMTestServe
     # is told that printing does not end the run (the coder model then ended with FINAL(count))
     search = "hits = [ln for ln in context.splitlines() if 'ERROR' in ln]\nprint(len(hits)); print(hits[:10])"
     script = Script(root=[repl(search), repl(search + "\n")])
-    result = run(client_on_server, script, max_iterations=2)
+    # not a count of lines: that question gets the count offered at once (test_right_answers)
+    result = run(client_on_server, script, question="What do the ERROR lines say?", max_iterations=2)
     first, second = result.trajectory
     assert len(second.stdout) > 200 and "Printing an answer does not end the run" not in first.feedback
     assert "Printing an answer does not end the run" in second.feedback

@@ -160,6 +160,89 @@ def test_a_value_from_a_sub_call_given_context_is_accepted(client_on_server: LLM
     assert result.termination == "final" and result.answer == "The mood is calm."
 
 
+def _email_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ctxmod.LoadedContext:
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
+    (tmp_path / "email").mkdir()
+    (tmp_path / "email" / "__init__.py").write_text('"""A package for email."""\n')
+    (tmp_path / "email" / "_header_value_parser.py").write_text(
+        "import re\n\n\ndef _fold_mime_parameters(part, lines, maxlen):\n    pass\n\n\n"
+        "def _refold(part):\n    _fold_mime_parameters(part, [], 78)\n"
+    )
+    (tmp_path / "email" / "utils.py").write_text("def formataddr(pair):\n    return pair\n")
+    return ctxmod.load(str(tmp_path / "email"))
+
+
+def test_which_file_gets_the_file_its_printed_lines_are_in(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # protocol/email-where on the coder model: the search printed the `def` line, and the model, which cannot
+    # see which file a line is in, ended with a guessed file (`email/__init__.py`) seven times
+    corpus = _email_corpus(tmp_path, monkeypatch)
+    path = next(p for p in corpus.files if p.endswith("_header_value_parser.py"))
+    first = next(iter(corpus.files))
+    search = (
+        "hits = [line for line in context.splitlines() if '_fold_mime_parameters' in line.lower()]\n"
+        "print(len(hits)); print(hits[:10])"
+    )
+    script = Script(
+        root=[
+            repl(search),
+            repl(f"FINAL({first!r})"),  # a path it was shown, not one code found: refused
+            repl("FINAL('def _fold_mime_parameters(part, lines, maxlen):')"),  # printed, but no file: a step
+            repl(f"FINAL({path!r})"),
+        ]
+    )
+    question = "Which file defines `_fold_mime_parameters`?"
+    result = run(client_on_server, script, question, corpus, max_iterations=4)
+    hint = result.trajectory[0].feedback
+    assert f"the lines it printed are in the corpus file {path!r}" in hint
+    assert f"FINAL({path!r})" in hint
+    notes = [t.note for t in result.trajectory]
+    assert "not computed from `context`" in notes[1] and "names no file" in notes[2]
+    assert result.termination == "final" and result.answer == path and result.iterations == 4
+
+
+def test_the_file_count_the_kernel_stated_is_evidence(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # protocol/email-files: the first message says how many files the corpus has; the best-effort answer
+    # "29 files" was right and no FINAL of it could be accepted. Another number still is refused.
+    corpus = _email_corpus(tmp_path, monkeypatch)
+    script = Script(root=[repl("print(len(context))"), "FINAL(4 files)", "FINAL(3 files)"])
+    result = run(
+        client_on_server, script, "How many files are in the email package?", corpus, max_iterations=3
+    )
+    assert "It is a corpus of 3 file(s)" in client_on_server.requests[0].prompt
+    assert "rejected" in result.trajectory[1].note
+    assert result.termination == "final" and result.answer == "3 files"
+
+
+def test_a_line_count_printed_above_its_hits_is_offered_as_the_answer(
+    client_on_server: LLMTestServer,
+) -> None:
+    # protocol/count: the search printed 215 and ten long lines (too long for the found hint); a count of
+    # lines is offered only when the question counts lines, not files
+    levels = ["INFO", "DEBUG", "ERROR", "WARN", "INFO"]
+    logs = "\n".join(
+        f"2026-03-0{i % 9 + 1} 10:00:{i % 60:02d} {levels[i % 5]:5} [cart] request {i} served after a wait"
+        for i in range(500)
+    )
+    errors = sum(" ERROR " in line for line in logs.splitlines())
+    search = (
+        "hits = [line for line in context.splitlines() if 'error' in line.lower()]\n"
+        "print(len(hits)); print(hits[:10])"
+    )
+    script = Script(root=[repl(search), f"FINAL({errors})"])
+    result = run(client_on_server, script, "How many log lines have the level ERROR?", logs, max_iterations=2)
+    assert f"Your code counted {errors} matching lines" in result.trajectory[0].feedback
+    assert f"FINAL('{errors}')" in result.trajectory[0].feedback
+    assert result.termination == "final" and result.answer == str(errors) == "100"
+    other = run(
+        client_on_server, Script(root=[repl(search)]), "How many files are there?", logs, max_iterations=1
+    )
+    assert "Your code counted" not in other.trajectory[0].feedback
+
+
 # -- the prompt ----------
 
 
