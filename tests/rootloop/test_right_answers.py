@@ -56,6 +56,24 @@ def test_needle_found_by_code_ends_with_that_answer(client_on_server: LLMTestSer
     assert "you must call llm_query" not in client_on_server.requests[0].prompt.lower()
 
 
+def test_a_needle_printed_in_a_list_of_hits_ends_the_run_with_that_line(
+    client_on_server: LLMTestServer,
+) -> None:
+    # protocol/find re-measured on main (db517ff): the prompt's search example prints the count and the
+    # hits (two lines); the hint then had no line to copy and the coder model repeated its search
+    search = (
+        "hits = [line for line in context.splitlines() if 'secret' in line.lower()]\n"
+        "print(len(hits)); print(hits[:10])"
+    )
+    line = "2025-03-04T12:00:00Z INFO the secret code is 48213"
+    script = Script(root=[repl(search), repl(f"FINAL({line!r})")])
+    result = run(client_on_server, script, "What is the secret code?", HAYSTACK, max_iterations=4)
+    first = result.trajectory[0]
+    assert first.stdout.strip() == f"1\n[{line!r}]"
+    assert f"reply with just:\n```repl\nFINAL({line!r})\n```" in first.feedback
+    assert result.termination == "final" and result.answer == line and result.calls == 2  # no detour
+
+
 def test_a_count_printed_by_code_is_the_answer(client_on_server: LLMTestServer) -> None:
     count = "print(sum(1 for line in context.splitlines() if 'status=failed' in line))"
     script = Script(root=[repl(count), f"FINAL({FAILED})"])
