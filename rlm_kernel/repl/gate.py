@@ -17,10 +17,13 @@ A FINAL is accepted when its answer is *drawn from the context* (the seed contra
    answer appears in that answer as in rule 2 (a call without any of the context, e.g.
    `llm_query(question)`, is a guess and does not count).
 
-Refused whatever the rules say: an empty answer, the reference-style `answer` dict while it is not ready
+Refused whatever the rules say: an empty answer (blank, an empty container, or text that displays one:
+`[]`, `{}`, `''`; `None` unless the question asks for a default or return value: `empty_problem`), the
+reference-style `answer` dict while it is not ready
 (`FINAL(answer)` with `answer == {"content": None, "ready": False}`), and a text answer of four or more words
-that names nothing the question's wh-phrase asks for (`repl.asked`: "Which room's door ..." answered with the
-first hop's line "badge 35415 was issued to Marta Quist" — a step, not the answer).
+that reads as a step: it names nothing the question's wh-phrase asks for and gives a new number for another
+thing the question names (`repl.asked.is_step`: "Which room's door ..." answered with the first hop's line
+"badge 35415 was issued to Marta Quist" — a step, not the answer).
 
 The run's question is never evidence, wherever the model finds it: a sub-call that only quotes it does not
 count, and the question's lines printed by code do not count for rule 2. A sub-RLM's task lies inside its
@@ -33,7 +36,7 @@ from __future__ import annotations
 import ast
 import re
 
-from rlm_kernel.repl.asked import asked_words, names_asked_thing
+from rlm_kernel.repl.asked import asked_words, is_step
 from rlm_kernel.repl.derived import CONTEXT_NAME, DataFlow
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "block_facts",
     "answer_dict_problem",
     "context_text",
+    "empty_problem",
     "final_arguments",
     "names_from_sub_calls",
     "rejection",
@@ -305,8 +309,9 @@ class FinalGate:
         why = answer_dict_problem(value)
         if why is not None:
             return why
-        if not answer.strip() or (type(value) in (list, dict, tuple, set) and not value):
-            return "the answer is empty"
+        why = empty_problem(answer, value, self.question)
+        if why is not None:
+            return why
         why = self.off_question(answer, value)
         if why is not None:
             return why
@@ -324,11 +329,12 @@ class FinalGate:
         return NOT_DRAWN
 
     def off_question(self, answer: str, value: object = None) -> str | None:
-        """Why a text answer does not answer the question (None: it may): four or more words naming none of
-        the question's wh-phrase words (`repl.asked`), for a question of a line or two."""
+        """Why a text answer does not answer the question (None: it may): four or more words that read as a
+        step (`repl.asked.is_step`: naming none of the question's wh-phrase words, and giving a new number
+        right after another thing the question names), for a question of a line or two."""
         if not (value is None or isinstance(value, str)) or self.no_context or len(self.question) > 400:
             return None
-        if len(answer.split()) < _ASKED_MIN_WORDS or names_asked_thing(answer, self.question):
+        if len(answer.split()) < _ASKED_MIN_WORDS or not is_step(answer, self.question):
             return None
         asked = "/".join(asked_words(self.question))
         return (
@@ -351,6 +357,31 @@ class FinalGate:
         """Add what a sub-call given part of `context` answered (rule 3)."""
         if text:
             self.heard = (self.heard + "\n" + without_question(text, self.question))[-200_000:]
+
+
+_EMPTY_TYPES = (list, dict, tuple, set, frozenset, str, bytes)
+_EMPTY_SHOWN = frozenset({"[]", "{}", "()", "''", '""', "set()", "frozenset()", "b''"})
+_NONE_ASKED = re.compile(r"\b(default|defaults|return|returns|returned|value|none)\b", re.I)
+"""A question whose answer may be None (a parameter's default, what a function returns)."""
+
+
+def empty_problem(answer: str, value: object = None, question: str = "") -> str | None:
+    """Why an answer is empty (None: it is not): blank text, an empty container, text that only displays
+    one (`FINAL("[]")`, `FINAL(str(hits))` of no hits), or None — unless the question asks for a default,
+    a return value or a value, which None may be. Judged by the value's exact type and the answer's text,
+    never by calling the value's methods (it is the cell's object)."""
+    shown = answer.strip()
+    empty = not shown or shown in _EMPTY_SHOWN or (type(value) in _EMPTY_TYPES and not value)
+    if shown == "None" and not _NONE_ASKED.search(question):
+        empty = True
+    if not empty:
+        return None
+    what = f"it displays as {shown}" if shown else "it is blank"
+    return (
+        f"the answer is empty ({what}): that is what a search that found nothing gives, not an answer. "
+        "Search `context` again (another word of the question; mind upper and lower case), print what it "
+        "finds, and end with FINAL of the line or value that answers"
+    )
 
 
 def stated_facts(value: object, files: dict | None = None) -> str:

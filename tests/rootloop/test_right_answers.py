@@ -162,13 +162,17 @@ def test_a_literal_or_empty_answer_is_refused_after_reading_context(client_on_se
             repl("FINAL_VAR('city')"),
             repl("empty = [l for l in context.splitlines() if 'no such thing' in l]\nFINAL(empty)"),
             repl("FINAL('')"),
+            repl("shown = str(empty)\nFINAL(shown)"),  # displays as [] (a search that found nothing)
+            repl("hit = None\nfor l in context.splitlines():\n if 'zz' in l: hit = l\nFINAL(hit)"),
         ]
     )
-    result = run(client_on_server, script, "Which city?", COUNTED, max_iterations=5)
+    result = run(client_on_server, script, "Which city?", COUNTED, max_iterations=7)
     assert result.termination == "max_iterations"
     notes = [t.note for t in result.trajectory]
     assert all("rejected" in n for n in notes[1:3]) and "was not computed from `context`" in notes[1]
-    assert "the answer is empty" in notes[3] and "the answer is empty" in notes[4]
+    assert all("the answer is empty" in n for n in notes[3:7]), notes
+    assert "displays as []" in notes[5] and "displays as None" in notes[6]
+    assert "Search `context` again" in result.trajectory[6].feedback
 
 
 def test_a_value_from_a_sub_call_given_context_is_accepted(client_on_server: LLMTestServer) -> None:
@@ -277,6 +281,19 @@ def test_the_prompt_says_code_first_and_offers_the_analysis_helpers() -> None:
     assert keyword_of("How many log lines have the level ERROR?") == "error"
     assert keyword_of("Which file defines `_fold_mime_parameters`?") == "_fold_mime_parameters"
     assert "FINAL(answer)" not in text  # `answer` is the preloaded reference-style dict
+
+
+def test_the_search_example_greps_the_question_s_rarest_word_in_the_context() -> None:
+    logs = "\n".join(f"12:00 [maintenance] maintenance window {i} done" for i in range(50))
+    logs += "\n12:01 [vault] the maintenance override code is 4411-DELTA"
+    question = "What is the maintenance override code mentioned in the log?"
+    assert keyword_of(question) == "maintenance"  # without the text: the longest word
+    assert keyword_of(question, logs) == "override"  # one line of 51 has it
+    text = system_prompt(16384, question=question, context=logs)
+    assert "if 'override' in line.lower()" in text
+    # a word the text never has is no search word; a quoted term or an upper-case word still comes first
+    assert keyword_of("Which window mentions the zeppelin?", logs) == "window"
+    assert keyword_of("How many lines have the level DONE?", logs) == "done"
 
 
 # -- the data flow ----------
