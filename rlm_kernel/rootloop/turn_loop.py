@@ -115,6 +115,7 @@ class TurnLoop:
             errors=errors,
             example_file=files[0] if files else None,
             question=self.question,
+            context=self.loaded.value if isinstance(self.loaded.value, str) else "",
         )
         if self.model is None:  # named in the trajectory even if no call ever answers
             from rlm_kernel.llm.tiers import resolve_model
