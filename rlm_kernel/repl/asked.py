@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["asked_words", "is_step", "names_asked_thing"]
+__all__ = ["asked_words", "has_number", "is_step", "names_asked_thing", "wants_number"]
 
 _WH = frozenset({"which", "what", "whose"})
 _SKIP = frozenset({"the", "a", "an", "of", "kind", "one", "ones"})
@@ -138,3 +138,22 @@ def is_step(text: str, question: str) -> bool:
         if before & named:
             return True
     return False
+
+
+_HOW_MANY = re.compile(r"\bhow (many|much)\b", re.I)
+_NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand "
+    "million none no once twice".split()
+)
+
+
+def wants_number(question: str) -> bool:
+    """Whether the question asks how many or how much (in its first 400 characters: a sub-RLM's question
+    quotes its task there)."""
+    return _HOW_MANY.search(question[:400]) is not None
+
+
+def has_number(text: str) -> bool:
+    """Whether a text gives a number: a digit, or a number word ("three", "none", "twice")."""
+    return any(c.isdigit() for c in text) or any(w in _NUMBER_WORDS for w in _WORD.findall(text.lower()))

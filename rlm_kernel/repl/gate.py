@@ -18,8 +18,8 @@ A FINAL is accepted when its answer is *drawn from the context* (the seed contra
    `llm_query(question)`, is a guess and does not count).
 
 Refused whatever the rules say: an empty answer (blank, an empty container, or text that displays one:
-`[]`, `{}`, `''`; `None` unless the question asks for a default or return value: `empty_problem`), the
-reference-style `answer` dict while it is not ready
+`[]`, `{}`, `''`; `None` unless the question asks for a default or return value: `empty_problem`), an
+answer without a number to a "how many/much" question, the reference-style `answer` dict while it is not ready
 (`FINAL(answer)` with `answer == {"content": None, "ready": False}`), and a text answer of four or more words
 that reads as a step: it names nothing the question's wh-phrase asks for and gives a new number for another
 thing the question names (`repl.asked.is_step`: "Which room's door ..." answered with the first hop's line
@@ -36,7 +36,7 @@ from __future__ import annotations
 import ast
 import re
 
-from rlm_kernel.repl.asked import asked_words, is_step
+from rlm_kernel.repl.asked import asked_words, has_number, is_step, wants_number
 from rlm_kernel.repl.derived import CONTEXT_NAME, DataFlow
 
 __all__ = [
@@ -315,6 +315,13 @@ class FinalGate:
         why = self.off_question(answer, value)
         if why is not None:
             return why
+        if not self.no_context and wants_number(self.question) and not has_number(answer):
+            # coder model, tutorial 4 on the plain question "How many times does the word 'else' occur
+            # ...?": a printed line of the text (`["else" ":" suite]`) was accepted as the count
+            return (
+                "the question asks how many (or how much), and this answer has no number. Count with code "
+                "(e.g. n = len(hits) or text.count(word)), print it, and end with FINAL(n)"
+            )
         if computed:  # drawn from the context (or a tool) by the data flow
             return None
         if self.no_context and self.context_calls:

@@ -127,6 +127,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
                 "You printed your answer as text, but printing does not end the run. Submit it — reply "
                 f"with just:\n```repl\nFINAL({printed[:300]!r})\n```"
             )
+        elif (count := counted_lines(run, turn)) is not None:
+            run.found = (turn.index, count)
+            out.append(_count_hint(run, count))
         elif found_by_code(run, turn):
             # Measured with the coder model (issue 27): turn 1's search printed `the secret code is 48213`
             # and, with no hint, the root went on to ask sub-models, which invented another answer. Only for
@@ -134,14 +137,6 @@ def hints(run: Any, turn: Turn) -> list[str]:
             # followed by re-running the block (measured earlier).
             run.found = (turn.index, printed)
             out.append(_found_hint(run, printed))
-        elif (count := counted_lines(run, turn)) is not None:
-            run.found = (turn.index, count)
-            out.append(
-                f"Your code counted {count} matching lines of `context` (the first number it printed). If "
-                f"that count answers exactly this question: {truncate(run.question, 300)!r}, end the run now "
-                f"— reply with just:\n```repl\nFINAL({count!r})\n```\nNo sub-model call is needed for what "
-                "code counted. If the search was not the right one, fix it and count again."
-            )
         elif any(t.stdout.strip() == printed for t in earlier):
             # Only once the root prints the same output again: a first short output is as often a step
             # (a length, a count of hits) as the answer, and a small model told "reply with just
@@ -171,13 +166,32 @@ def hints(run: Any, turn: Turn) -> list[str]:
     return out
 
 
+def _count_hint(run: Any, count: str) -> str:
+    """The hint after a line search printed its count first, for a question that counts lines or times."""
+    per_line = ""
+    if "times" in _counted(run.question):
+        per_line = (
+            " It counts lines, each once: if a line can hold the word more than once, count the word in "
+            "each line instead (sum(line.count(word) for line in hits))."
+        )
+    return (
+        f"Your code counted {count} matching lines of `context` (the first number it printed).{per_line} If "
+        f"that count answers exactly this question: {truncate(run.question, 300)!r}, end the run now "
+        f"— reply with just:\n```repl\nFINAL({count!r})\n```\nNo sub-model call is needed for what "
+        "code counted. If the search was not the right one, fix it and count again."
+    )
+
+
 def _found_hint(run: Any, printed: str) -> str:
     """The hint after code printed something short for the question's words: end with the line (or the
     corpus file) that answers, copied from this output; or, when the line names nothing the question asks
     for, search for what it gave next (a multi-hop question's next fact)."""
     question = truncate(run.question, 300)
     lines = candidates(printed)
-    best = best_line(run.question, lines)
+    task = run.task[0] if run.task is not None else ""
+    # a sub-RLM's search also prints its task's own line: offered as FINAL, it was copied (coder model)
+    answers = [line for line in lines if line not in run.question and (not task or line not in task)]
+    best = best_line(run.question, answers)
     if best is None and len(lines) == 1:
         best = lines[0]  # the one thing printed: a count ("537"), a value
     context = run.loaded.value if isinstance(run.loaded.value, str) else ""
@@ -335,8 +349,14 @@ def found_by_code(run: Any, turn: Turn) -> bool:
     return False
 
 
-_LINE_NOUNS = frozenset({"line", "lines", "entries", "entry", "rows", "row"})
+_LINE_NOUNS = frozenset({"line", "lines", "entries", "entry", "rows", "row", "times"})
 _HOW_MANY = re.compile(r"\bhow many ((?:[a-z-]+\s+){0,2}[a-z-]+)", re.I)
+
+
+def _counted(question: str) -> list[str]:
+    """The words after "how many" (up to three): what the question counts."""
+    m = _HOW_MANY.search(question)
+    return m.group(1).lower().split() if m is not None else []
 
 
 def counted_lines(run: Any, turn: Turn) -> str | None:
@@ -345,11 +365,13 @@ def counted_lines(run: Any, turn: Turn) -> str | None:
 
     Measured with the coder model (issue 27, protocol/count): the search printed 215 and ten of the lines,
     too long for the found hint, and the run went on. Only for questions that count lines ("How many log
-    lines have the level ERROR?"): a count of lines that mention "email" is not the number of files."""
-    m = _HOW_MANY.search(run.question)
-    counted = m.group(1).lower().split() if m is not None else []
-    if not _LINE_NOUNS.intersection(counted) or turn.calls or turn.error:
+    lines have the level ERROR?") or times (tutorial 4: "How many times does the word 'else' occur ...?",
+    where the found hint offered a printed line as the count): a count of lines that mention "email" is
+    not the number of files. Comes before the found hint."""
+    if not _LINE_NOUNS.intersection(_counted(run.question)) or turn.calls or turn.error:
         return None
+    if run.task is not None and quotes_task(turn.stdout, run.task[0]):
+        return None  # the count includes the task's own line: the task hint says where to count instead
     code = turn.code or ""
     if "splitlines()" not in code or "len(" not in code or not _filters(code):
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlm_kernel.repl.asked import asked_words, is_step, names_asked_thing
+from rlm_kernel.repl.asked import asked_words, has_number, is_step, names_asked_thing, wants_number
 from rlm_kernel.repl.gate import FinalGate, empty_problem
 
 JOIN = "Which room's door did Marta Quist's badge open?"
@@ -107,3 +107,10 @@ def test_which_file_answered_without_a_path_is_a_step() -> None:
     question = "Which file defines `_fold_mime_parameters`?"
     assert is_step("def _fold_mime_parameters(part, lines, maxlen):", question)
     assert not is_step("email/_header_value_parser.py", question)
+
+
+def test_a_how_many_answer_needs_a_number() -> None:
+    assert wants_number("How many times does the word 'else' occur in the text below?")
+    assert wants_number("How much memory does it use?") and not wants_number("Which file defines `f`?")
+    assert has_number("3") and has_number("There are three.") and has_number("It occurs twice")
+    assert not has_number('["else" ":" suite]') and not has_number("else:")
