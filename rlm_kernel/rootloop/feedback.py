@@ -10,7 +10,7 @@ import ast
 import re
 from typing import Any
 
-from rlm_kernel.repl.asked import asked_words
+from rlm_kernel.repl.asked import asked_words, wants_number
 from rlm_kernel.repl.gate import answer_in_output, names_from_sub_calls, prints_only_literals
 from rlm_kernel.repl.subtask import quotes_task
 from rlm_kernel.rootloop.found import best_line, candidates, files_of, next_key, wants_file
@@ -130,7 +130,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
         elif (count := counted_lines(run, turn)) is not None:
             run.found = (turn.index, count)
             out.append(_count_hint(run, count))
-        elif found_by_code(run, turn):
+        elif found_by_code(run, turn) and not wants_number(run.question):
+            # not for "how many": the found hint offers a printed line, and a line is not a count (tutorial
+            # 4 on the coder model: FINAL('["else" ":" suite]') offered, refused, offered again ...)
             # Measured with the coder model (issue 27): turn 1's search printed `the secret code is 48213`
             # and, with no hint, the root went on to ask sub-models, which invented another answer. Only for
             # code that searched for the question's own words: after `print(len(context))` a hint to end was
