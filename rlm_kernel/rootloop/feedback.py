@@ -130,9 +130,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
         elif (count := counted_lines(run, turn)) is not None:
             run.found = (turn.index, count)
             out.append(_count_hint(run, count))
-        elif found_by_code(run, turn) and not wants_number(run.question):
-            # not for "how many": the found hint offers a printed line, and a line is not a count (tutorial
-            # 4 on the coder model: FINAL('["else" ":" suite]') offered, refused, offered again ...)
+        elif found_by_code(run, turn) and (not wants_number(run.question) or _one_number(lines)):
+            # for "how many", only a printed count: the found hint offers a printed line, and a line is not a
+            # count (tutorial 4 on the coder model: FINAL('["else" ":" suite]') offered, refused, again ...)
             # Measured with the coder model (issue 27): turn 1's search printed `the secret code is 48213`
             # and, with no hint, the root went on to ask sub-models, which invented another answer. Only for
             # code that searched for the question's own words: after `print(len(context))` a hint to end was
@@ -166,6 +166,11 @@ def hints(run: Any, turn: Turn) -> list[str]:
                     "(or FINAL_VAR('name') for a variable holding the answer)."
                 )
     return out
+
+
+def _one_number(lines: list[str]) -> bool:
+    """Whether the output is one number (a count: "537")."""
+    return len(lines) == 1 and re.fullmatch(r"\s*\d[\d,]*\s*", lines[0]) is not None
 
 
 def _count_hint(run: Any, count: str) -> str:
