@@ -22,6 +22,7 @@ __all__ = [
     "assigned_names",
     "case_mismatch",
     "counted_lines",
+    "file_count_hint",
     "feedback",
     "found_by_code",
     "hints",
@@ -117,6 +118,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
             "Your search also matched the task itself (the start of `context`); the text the task is "
             f"about is `context[{start}:]`. Do the task on `context[{start}:]`, not on `context`."
         )
+    files = file_count_hint(run, turn)
+    if files:
+        out.append(files)
     printed = turn.stdout.strip()
     lines = [line for line in printed.splitlines() if line.strip()]
     tracker = run.state.run
@@ -166,6 +170,35 @@ def hints(run: Any, turn: Turn) -> list[str]:
                     "(or FINAL_VAR('name') for a variable holding the answer)."
                 )
     return out
+
+
+_FILE_NOUNS = frozenset({"file", "files", "module", "modules"})
+
+
+def file_count_hint(run: Any, turn: Turn) -> str:
+    """For a question counting the files of a loaded corpus: after a block that did not look at
+    `context_files`, how to count them; after one that printed a count from it first, that count as the
+    FINAL to reply with ("" otherwise).
+
+    Measured with the coder model (issue 27, protocol/email-files): "How many files are in the email
+    package?" searched the lines for 'email' eight times (203 lines, not files) and ended best effort."""
+    spans = run.loaded.files
+    if not spans or not _FILE_NOUNS.intersection(_counted(run.question)) or turn.error:
+        return ""
+    if "context_files" in (turn.code or ""):
+        first = next((line.strip() for line in turn.stdout.splitlines() if line.strip()), "")
+        if not first.isdigit():
+            return ""
+        return (
+            f"Your code counted {first} files in `context_files`. If that count answers exactly this "
+            f"question: {truncate(run.question, 300)!r}, end the run now — reply with just:\n```repl\n"
+            f"FINAL({first!r})\n```"
+        )
+    return (
+        f"Lines are not files. `context_files` maps each loaded file's path to its (start, end) in "
+        f"`context`: it holds {len(spans)} files. To count files, count them there, e.g.\n```repl\n"
+        "print(len(context_files)); print(list(context_files)[:5])\n```"
+    )
 
 
 def _one_number(lines: list[str]) -> bool:

@@ -406,3 +406,23 @@ def test_a_step_is_refused_and_the_second_hop_ends_the_run(client_on_server: LLM
     assert "FINAL('badge 35415 opened the door of room 3F')" in result.trajectory[4].feedback
     assert result.termination == "final" and result.answer == "badge 35415 opened the door of room 3F"
     assert result.iterations == 6
+
+
+def test_a_file_count_question_is_shown_context_files_and_ends_with_the_count(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # protocol/email-files on the coder model: it searched the lines for 'email' eight times (203 lines)
+    corpus = _email_corpus(tmp_path, monkeypatch)
+    search = "hits = [line for line in context.splitlines() if 'email' in line.lower()]\nprint(len(hits))"
+    count = "print(len(context_files)); print(list(context_files)[:5])"
+    script = Script(root=[repl(search), repl(count), "FINAL('3')"])
+    question = "How many files are in the email package?"
+    result = run(client_on_server, script, question, corpus, max_iterations=3)
+    first, second = result.trajectory[0].feedback, result.trajectory[1].feedback
+    assert "Lines are not files" in first and "print(len(context_files))" in first
+    assert "Your code counted 3 files in `context_files`" in second and "FINAL('3')" in second
+    assert result.termination == "final" and result.answer == "3" and result.iterations == 3
+    other = run(
+        client_on_server, Script(root=[repl(search)]), "Which file defines `f`?", corpus, max_iterations=1
+    )
+    assert "Lines are not files" not in other.trajectory[0].feedback
