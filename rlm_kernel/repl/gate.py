@@ -9,12 +9,21 @@ A FINAL is accepted when its answer is *drawn from the context* (the seed contra
    that are neither stop words nor the question's; for an answer of up to six words, its numbers) appears
    in the output of a block that ran after code first read `context` (a block that only prints literal
    text, `print("The answer is 7")`, computes nothing and does not count);
+   The facts the kernel itself stated about the context in the first message (its length in characters and
+   its number of files, `stated_facts`) count as printed: "How many files are in the email
+   package?" is answered by the corpus's file count (coder model, issue 27: its best-effort answer "29 files"
+   was right, and no FINAL of it could be accepted).
 3. what a sub-call (`llm_query*`, `rlm_query*`) answered when its prompt contained part of `context`: the
    answer appears in that answer as in rule 2 (a call without any of the context, e.g.
    `llm_query(question)`, is a guess and does not count).
 
-Refused whatever the rules say: an empty answer, and the reference-style `answer` dict while it is not ready
-(`FINAL(answer)` with `answer == {"content": None, "ready": False}`).
+Refused whatever the rules say: an empty answer (blank, an empty container, or text that displays one:
+`[]`, `{}`, `''`; `None` unless the question asks for a default or return value: `empty_problem`), an
+answer without a number to a "how many/much" question, the reference-style `answer` dict while it is not ready
+(`FINAL(answer)` with `answer == {"content": None, "ready": False}`), and a text answer of four or more words
+that reads as a step: it names nothing the question's wh-phrase asks for and gives a new number for another
+thing the question names (`repl.asked.is_step`: "Which room's door ..." answered with the first hop's line
+"badge 35415 was issued to Marta Quist" — a step, not the answer).
 
 The run's question is never evidence, wherever the model finds it: a sub-call that only quotes it does not
 count, and the question's lines printed by code do not count for rule 2. A sub-RLM's task lies inside its
@@ -27,6 +36,7 @@ from __future__ import annotations
 import ast
 import re
 
+from rlm_kernel.repl.asked import asked_words, has_number, is_step, wants_number
 from rlm_kernel.repl.derived import CONTEXT_NAME, DataFlow
 
 __all__ = [
@@ -36,10 +46,12 @@ __all__ = [
     "block_facts",
     "answer_dict_problem",
     "context_text",
+    "empty_problem",
     "final_arguments",
     "names_from_sub_calls",
     "rejection",
     "shares_text",
+    "stated_facts",
     "without_question",
 ]
 
@@ -101,7 +113,13 @@ def answer_in_output(answer: str, output: str) -> bool:
         return True
     if len(text) > 2 * _WINDOW and shares_text(text, output):
         return True
-    numbers = [n.replace(",", "") for n in _NUMBER.findall(text)]
+    return numbers_in(text, output)
+
+
+def numbers_in(answer: str, output: str) -> bool:
+    """Whether `answer` has numbers and every one of them is a number in `output` (thousands separators
+    aside)."""
+    numbers = [n.replace(",", "") for n in _NUMBER.findall(answer)]
     plain = output.replace(",", "")
     return bool(numbers) and all(
         re.search(r"(?<![\w.])" + re.escape(n) + r"(?![\w])", plain) for n in numbers
@@ -205,6 +223,9 @@ _STOP_WORDS = frozenset(
 _SHORT_WORDS = 6
 """Up to this many words, an answer whose numbers code printed is accepted with its framing words; a longer
 one needs every content word printed (the join's "... 35415 ... in the images room." invented "images")."""
+_ASKED_MIN_WORDS = 4
+"""From this many words (split at white space: a path is one word), a text answer must name what the
+question's wh-phrase asks for (`off_question`)."""
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3})")
 _WORD = re.compile(r"[A-Za-z0-9_][\w.-]*\w|\w")
 
@@ -256,6 +277,8 @@ class FinalGate:
         self.no_context = False
         """Nothing is loaded: the question is the whole task, and a FINAL is accepted once a sub-call
         answered or code computed it."""
+        self.stated = ""
+        """What the kernel told the root about the context (`stated_facts`): evidence like printed output."""
         self.flow = DataFlow()
         self._source: tuple[int, str] = (0, "")
 
@@ -286,18 +309,46 @@ class FinalGate:
         why = answer_dict_problem(value)
         if why is not None:
             return why
-        if not answer.strip() or (type(value) in (list, dict, tuple, set) and not value):
-            return "the answer is empty"
+        why = empty_problem(answer, value, self.question)
+        if why is not None:
+            return why
+        why = self.off_question(answer, value)
+        if why is not None:
+            return why
+        if not self.no_context and wants_number(self.question) and not has_number(answer):
+            # coder model, tutorial 4 on the plain question "How many times does the word 'else' occur
+            # ...?": a printed line of the text (`["else" ":" suite]`) was accepted as the count
+            return (
+                "the question asks how many (or how much), and this answer has no number. Count with code "
+                "(e.g. n = len(hits) or text.count(word)), print it, and end with FINAL(n)"
+            )
         if computed:  # drawn from the context (or a tool) by the data flow
             return None
         if self.no_context and self.context_calls:
             return None
-        evidence = self.output + "\n" + self.heard
+        evidence = self.output + "\n" + self.heard + "\n" + self.stated
         if verbatim_in(answer, evidence) or _words_in(answer, evidence, self.question):
             return None
-        if len(_WORD.findall(answer)) <= _SHORT_WORDS and answer_in_output(answer, evidence):
-            return None  # a short answer around printed numbers ("The count is 4")
+        if len(_WORD.findall(answer)) <= _SHORT_WORDS and numbers_in(_normal(answer), evidence):
+            # a short answer around printed numbers ("The count is 4"); not a piece it shares with the
+            # output: a path in the located file's directory shares a long one with that file's path
+            return None
         return NOT_DRAWN
+
+    def off_question(self, answer: str, value: object = None) -> str | None:
+        """Why a text answer does not answer the question (None: it may): four or more words that read as a
+        step (`repl.asked.is_step`: naming none of the question's wh-phrase words, and giving a new number
+        right after another thing the question names), for a question of a line or two."""
+        if not (value is None or isinstance(value, str)) or self.no_context or len(self.question) > 400:
+            return None
+        if len(answer.split()) < _ASKED_MIN_WORDS or not is_step(answer, self.question):
+            return None
+        asked = "/".join(asked_words(self.question))
+        return (
+            f"the question asks for a {asked}, and this answer names no {asked}: it may be a step towards "
+            "the answer, not the answer. Search `context` for the next fact (e.g. for a name or number this "
+            "text gave), then end with the text that names it"
+        )
 
     def accepts(self, answer: str, computed: bool, value: object = None) -> bool:
         return self.problem(answer, computed, value) is None
@@ -313,6 +364,43 @@ class FinalGate:
         """Add what a sub-call given part of `context` answered (rule 3)."""
         if text:
             self.heard = (self.heard + "\n" + without_question(text, self.question))[-200_000:]
+
+
+_EMPTY_TYPES = (list, dict, tuple, set, frozenset, str, bytes)
+_EMPTY_SHOWN = frozenset({"[]", "{}", "()", "''", '""', "set()", "frozenset()", "b''"})
+_NONE_ASKED = re.compile(r"\b(default|defaults|return|returns|returned|value|none)\b", re.I)
+"""A question whose answer may be None (a parameter's default, what a function returns)."""
+
+
+def empty_problem(answer: str, value: object = None, question: str = "") -> str | None:
+    """Why an answer is empty (None: it is not): blank text, an empty container, text that only displays
+    one (`FINAL("[]")`, `FINAL(str(hits))` of no hits), or None — unless the question asks for a default,
+    a return value or a value, which None may be. Judged by the value's exact type and the answer's text,
+    never by calling the value's methods (it is the cell's object)."""
+    shown = answer.strip()
+    empty = not shown or shown in _EMPTY_SHOWN or (type(value) in _EMPTY_TYPES and not value)
+    if shown == "None" and not _NONE_ASKED.search(question):
+        empty = True
+    if not empty:
+        return None
+    what = f"it displays as {shown}" if shown else "it is blank"
+    return (
+        f"the answer is empty ({what}): that is what a search that found nothing gives, not an answer. "
+        "Search `context` again (another word of the question; mind upper and lower case), print what it "
+        "finds, and end with FINAL of the line or value that answers"
+    )
+
+
+def stated_facts(value: object, files: dict | None = None) -> str:
+    """The facts about a context the kernel states to the root (`rootloop.prompt.describe_context`), as text
+    the gate takes as evidence: its length, and for a corpus its file count. Not the files' paths: the
+    coder model ended "Which file defines `_fold_mime_parameters`?" with the first path it was shown
+    (`email/__init__.py`, wrong) four times in one run (issue 27)."""
+    size = len(value) if isinstance(value, str | list | tuple | dict) else None
+    facts = [f"{size} characters" if isinstance(value, str) else f"{size} items"] if size is not None else []
+    if files:
+        facts.append(f"{len(files)} files")
+    return "\n".join(facts)
 
 
 def final_arguments(code: str) -> list[ast.expr]:

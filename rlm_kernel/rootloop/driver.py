@@ -12,6 +12,7 @@ from rlm_kernel.errors import RLMError
 from rlm_kernel.output import own
 from rlm_kernel.repl import context as ctxmod
 from rlm_kernel.repl.errors import ReplError
+from rlm_kernel.repl.gate import stated_facts
 from rlm_kernel.repl.state import ReplState, RootLoop, RunOptions, RunTracker
 from rlm_kernel.rootloop import (
     answer_dict,
@@ -123,6 +124,7 @@ def run_rlm_steps(
     if shared:
         run.bindings = bindings.Bindings(state.protected)  # what model code binds in the notebook: listed
     tracker.gate.question = question
+    tracker.gate.stated = stated_facts(loaded.value, dict(loaded.files))
     if not tracker.gate.source_for(loaded.value).strip():
         tracker.gate.code_read_context = True  # nothing loaded: every block works on the question itself
         tracker.gate.no_context = True

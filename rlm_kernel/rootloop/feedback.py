@@ -10,16 +10,29 @@ import ast
 import re
 from typing import Any
 
+from rlm_kernel.repl.asked import asked_words, wants_number
 from rlm_kernel.repl.gate import answer_in_output, names_from_sub_calls, prints_only_literals
 from rlm_kernel.repl.subtask import quotes_task
+from rlm_kernel.rootloop.found import best_line, candidates, files_of, next_key, wants_file
 from rlm_kernel.rootloop.prompt import COMMON_WORDS
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
 
-__all__ = ["assigned_names", "case_mismatch", "feedback", "found_by_code", "hints", "near_miss"]
+__all__ = [
+    "assigned_names",
+    "case_mismatch",
+    "counted_lines",
+    "file_count_hint",
+    "feedback",
+    "found_by_code",
+    "hints",
+    "near_miss",
+]
 
 _ANSWER_LIKE_CHARS = 200
 _ANSWER_LIKE_LINES = 4
+_FOUND_CHARS = 600
+"""A search's output up to this long (the count and a few hits) can be what code found for the question."""
 
 
 def _same_code(a: str, b: str) -> bool:
@@ -105,6 +118,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
             "Your search also matched the task itself (the start of `context`); the text the task is "
             f"about is `context[{start}:]`. Do the task on `context[{start}:]`, not on `context`."
         )
+    files = file_count_hint(run, turn)
+    if files:
+        out.append(files)
     printed = turn.stdout.strip()
     lines = [line for line in printed.splitlines() if line.strip()]
     tracker = run.state.run
@@ -115,27 +131,18 @@ def hints(run: Any, turn: Turn) -> list[str]:
                 "You printed your answer as text, but printing does not end the run. Submit it — reply "
                 f"with just:\n```repl\nFINAL({printed[:300]!r})\n```"
             )
-        elif found_by_code(run, turn):
+        elif (count := counted_lines(run, turn)) is not None:
+            run.found = (turn.index, count)
+            out.append(_count_hint(run, count))
+        elif found_by_code(run, turn) and (not wants_number(run.question) or _one_number(lines)):
+            # for "how many", only a printed count: the found hint offers a printed line, and a line is not a
+            # count (tutorial 4 on the coder model: FINAL('["else" ":" suite]') offered, refused, again ...)
             # Measured with the coder model (issue 27): turn 1's search printed `the secret code is 48213`
             # and, with no hint, the root went on to ask sub-models, which invented another answer. Only for
             # code that searched for the question's own words: after `print(len(context))` a hint to end was
             # followed by re-running the block (measured earlier).
             run.found = (turn.index, printed)
-            # The question is restated: measured on the two-fact join, the first hop's line ("badge 35415 was
-            # issued to Marta Quist") was ended with as the answer to "which room's door ...".
-            example = _example(lines)
-            end = (
-                f"— reply with just:\n```repl\nFINAL({example})\n```\n"
-                if example is not None
-                else "with FINAL of the line that answers it, copied from the output as text. "
-            )
-            out.append(
-                "Your code's output comes from `context` and it searched for the question's words. Does it "
-                f"answer exactly this question: {truncate(run.question, 300)!r}? If it does, end the run now "
-                f"{end}No sub-model call is needed "
-                "for what code found. If the question asks for something the output does not show yet, "
-                "search `context` for it next (e.g. for a name or number the output gave)."
-            )
+            out.append(_found_hint(run, printed))
         elif any(t.stdout.strip() == printed for t in earlier):
             # Only once the root prints the same output again: a first short output is as often a step
             # (a length, a count of hits) as the answer, and a small model told "reply with just
@@ -144,6 +151,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
             # the block until told this, then ended with FINAL(4) (coder model, measured).
             one = len(lines) == 1 and short
             argument = _example(lines) if one else _holder(run, turn)
+            if argument is None and short:
+                best = best_line(run.question, candidates(printed))
+                argument = repr(best) if best is not None else None
             if argument is None:
                 # No line or variable to name: a placeholder here (`FINAL("<the part of the output that
                 # answers>")`) was sent back as written, turn after turn, by the coder model (tutorial 5,
@@ -160,6 +170,109 @@ def hints(run: Any, turn: Turn) -> list[str]:
                     "(or FINAL_VAR('name') for a variable holding the answer)."
                 )
     return out
+
+
+_FILE_NOUNS = frozenset({"file", "files", "module", "modules"})
+
+
+def file_count_hint(run: Any, turn: Turn) -> str:
+    """For a question counting the files of a loaded corpus: after a block that did not look at
+    `context_files`, how to count them; after one that printed a count from it first, that count as the
+    FINAL to reply with ("" otherwise).
+
+    Measured with the coder model (issue 27, protocol/email-files): "How many files are in the email
+    package?" searched the lines for 'email' eight times (203 lines, not files) and ended best effort."""
+    spans = run.loaded.files
+    if not spans or not _FILE_NOUNS.intersection(_counted(run.question)) or turn.error:
+        return ""
+    if "context_files" in (turn.code or ""):
+        first = next((line.strip() for line in turn.stdout.splitlines() if line.strip()), "")
+        if not first.isdigit():
+            return ""
+        return (
+            f"Your code counted {first} files in `context_files`. If that count answers exactly this "
+            f"question: {truncate(run.question, 300)!r}, end the run now — reply with just:\n```repl\n"
+            f"FINAL({first!r})\n```"
+        )
+    return (
+        f"Lines are not files. `context_files` maps each loaded file's path to its (start, end) in "
+        f"`context`: it holds {len(spans)} files. To count files, count them there, e.g.\n```repl\n"
+        "print(len(context_files)); print(list(context_files)[:5])\n```"
+    )
+
+
+def _one_number(lines: list[str]) -> bool:
+    """Whether the output is one number (a count: "537")."""
+    return len(lines) == 1 and re.fullmatch(r"\s*\d[\d,]*\s*", lines[0]) is not None
+
+
+def _count_hint(run: Any, count: str) -> str:
+    """The hint after a line search printed its count first, for a question that counts lines or times."""
+    per_line = ""
+    if "times" in _counted(run.question):
+        per_line = (
+            " It counts lines, each once: if a line can hold the word more than once, count the word in "
+            "each line instead (sum(line.count(word) for line in hits))."
+        )
+    return (
+        f"Your code counted {count} matching lines of `context` (the first number it printed).{per_line} If "
+        f"that count answers exactly this question: {truncate(run.question, 300)!r}, end the run now "
+        f"— reply with just:\n```repl\nFINAL({count!r})\n```\nNo sub-model call is needed for what "
+        "code counted. If the search was not the right one, fix it and count again."
+    )
+
+
+def _found_hint(run: Any, printed: str) -> str:
+    """The hint after code printed something short for the question's words: end with the line (or the
+    corpus file) that answers, copied from this output; or, when the line names nothing the question asks
+    for, search for what it gave next (a multi-hop question's next fact)."""
+    question = truncate(run.question, 300)
+    lines = candidates(printed)
+    task = run.task[0] if run.task is not None else ""
+    # a sub-RLM's search also prints its task's own line: offered as FINAL, it was copied (coder model)
+    answers = [line for line in lines if line not in run.question and (not task or line not in task)]
+    best = best_line(run.question, answers)
+    if best is None and len(lines) == 1:
+        best = lines[0]  # the one thing printed: a count ("537"), a value
+    context = run.loaded.value if isinstance(run.loaded.value, str) else ""
+    files = files_of(lines, context, run.loaded.files) if run.loaded.files and context else []
+    tracker = run.state.run
+    if wants_file(run.question) and len(files) == 1:
+        # Measured with the coder model (issue 27, `_fold_mime_parameters`): the search printed the `def` line
+        # and the model, which cannot see which file a line is in, ended with a guessed file 7 times. The
+        # kernel located the printed lines in the corpus: that file is drawn from `context` (gate rule 2).
+        if tracker is not None:
+            tracker.gate.saw(f"file: {files[0]}")
+        return (
+            f"Your code's output comes from `context`: the lines it printed are in the corpus file "
+            f"{files[0]!r} (context_files). If that answers exactly this question: {question!r}, end the "
+            f"run now — reply with just:\n```repl\nFINAL({files[0]!r})\n```\nNo sub-model call is needed for "
+            "what code found."
+        )
+    key = next_key(best, run.question) if best is not None else None
+    if key is not None:
+        # Measured with the coder model (issue 27, protocol/join): the first hop's line was ended with as
+        # the answer ("... issued to Marta Quist in the images room", "images" its own guess); a generic
+        # "search for a name or number the output gave" was not acted on, so the search is spelt out.
+        run.next_key = key
+        asked = "/".join(asked_words(run.question))
+        return (
+            f"Your code's output comes from `context`, but it names no {asked}, which this question asks "
+            f"for: {question!r}. It is a step towards the answer: search `context` for what it gave — reply "
+            f"with:\n```repl\nhits = [line for line in context.splitlines() if {key!r} in line]\n"
+            "print(len(hits)); print(hits[:10])\n```"
+        )
+    end = (
+        f"— reply with just:\n```repl\nFINAL({best!r})\n```\n"
+        if best is not None
+        else "with FINAL of the line that answers it, copied from the output as text. "
+    )
+    return (
+        "Your code's output comes from `context` and it searched for the question's words. Does it answer "
+        f"exactly this question: {question!r}? If it does, end the run now {end}No sub-model call is needed "
+        "for what code found. If the question asks for something the output does not show yet, search "
+        "`context` for it next (e.g. for a name or number the output gave)."
+    )
 
 
 def _read_hint(run: Any, turn: Turn) -> str:
@@ -248,24 +361,77 @@ def _no_hits(lines: list[str]) -> bool:
 
 def found_by_code(run: Any, turn: Turn) -> bool:
     """Whether this turn's short output came from code that searched `context` for the question's words
-    (a string of the code shares a word with the question) with no sub-call: what code found."""
+    (a string of the code shares a word with the question, or is the next key a hint suggested) with no
+    sub-call: what code found."""
     if turn.calls or turn.error:
         return False
     printed = turn.stdout.strip()
     lines = [line for line in printed.splitlines() if line.strip()]
-    if not printed or len(printed) > _ANSWER_LIKE_CHARS or len(lines) > _ANSWER_LIKE_LINES:
+    if not printed or len(printed) > _FOUND_CHARS or len(lines) > _ANSWER_LIKE_LINES:
+        return False
+    found = candidates(printed)  # a few hits, each short (a printed list of them is one line)
+    if len(found) > _ANSWER_LIKE_LINES + 1 or any(len(c) > _ANSWER_LIKE_CHARS for c in found):
         return False
     if _no_hits(lines):  # a search that found nothing is not an answer (coder model: then it guessed)
         return False
     words = {w.lower() for w in re.findall(r"\w{3,}", run.question)} - COMMON_WORDS
+    key = getattr(run, "next_key", None)
     try:
         tree = ast.parse(turn.code or "")
     except (SyntaxError, ValueError):
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip():
+            if key is not None and node.value.strip() == key:
+                return True
             if {w.lower() for w in re.findall(r"\w{3,}", node.value)} & words:
                 return True
+    return False
+
+
+_LINE_NOUNS = frozenset({"line", "lines", "entries", "entry", "rows", "row", "times"})
+_HOW_MANY = re.compile(r"\bhow many ((?:[a-z-]+\s+){0,2}[a-z-]+)", re.I)
+
+
+def _counted(question: str) -> list[str]:
+    """The words after "how many" (up to three): what the question counts."""
+    m = _HOW_MANY.search(question)
+    return m.group(1).lower().split() if m is not None else []
+
+
+def counted_lines(run: Any, turn: Turn) -> str | None:
+    """The count a line search printed first (`print(len(hits))`, hits being lines of `context`), when the
+    question asks how many lines: None otherwise.
+
+    Measured with the coder model (issue 27, protocol/count): the search printed 215 and ten of the lines,
+    too long for the found hint, and the run went on. Only for questions that count lines ("How many log
+    lines have the level ERROR?") or times (tutorial 4: "How many times does the word 'else' occur ...?",
+    where the found hint offered a printed line as the count): a count of lines that mention "email" is
+    not the number of files. Comes before the found hint."""
+    if not _LINE_NOUNS.intersection(_counted(run.question)) or turn.calls or turn.error:
+        return None
+    if run.task is not None and quotes_task(turn.stdout, run.task[0]):
+        return None  # the count includes the task's own line: the task hint says where to count instead
+    code = turn.code or ""
+    if "splitlines()" not in code or "len(" not in code or not _filters(code):
+        return None
+    first = next((line.strip() for line in turn.stdout.splitlines() if line.strip()), "")
+    if not first.isdigit() or first == "0":
+        return None
+    return first
+
+
+def _filters(code: str) -> bool:
+    """Whether a block keeps only some items: a comprehension with an `if`, or an `if` in a loop."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.comprehension) and node.ifs:
+            return True
+        if isinstance(node, ast.For) and any(isinstance(n, ast.If) for n in ast.walk(node)):
+            return True
     return False
 
 

@@ -135,14 +135,16 @@ COMMON_WORDS = frozenset(
 )
 
 
-def keyword_of(question: str) -> str:
+def keyword_of(question: str, text: str = "") -> str:
     """The search word the prompt's example shows, lower case, so the example a small model copies searches
     for something real: a term the question quotes (`name`, "name"), else its most distinctive word (an
-    identifier, an upper-case word or one with digits before a plain one, then the longest); "keyword"
-    when the question has none.
+    identifier, an upper-case word or one with digits first), then — given the context's `text` — the
+    rarest word that occurs in it, then the longest; "keyword" when the question has none.
 
     Measured with the coder model (issue 27): it copied the example's `line.lower()` and searched it for
-    "ERROR" (no hits); with the question's own word lower case in the example, the copy finds it."""
+    "ERROR" (no hits); with the question's own word lower case in the example, the copy finds it. A
+    needle's rarest word ("override" in "What is the maintenance override code mentioned in the log?")
+    finds its line among few hits; the longest word may be on every other line."""
     quoted = re.findall(r"`([^`]{3,60})`|\"([^\"]{3,60})\"", question or "")
     for pair in quoted:
         term = (pair[0] or pair[1]).strip()
@@ -151,10 +153,13 @@ def keyword_of(question: str) -> str:
     words = [w for w in _WORD.findall(question or "") if w.lower() not in COMMON_WORDS]
     if not words:
         return "keyword"
+    low = text.lower() if text else ""
+    hits = {w: low.count(w.lower()) for w in words} if low else {}
 
-    def rank(word: str) -> tuple[bool, int]:
+    def rank(word: str) -> tuple[bool, bool, int, int]:
         special = "_" in word or any(c.isdigit() for c in word) or (word.isupper() and len(word) > 1)
-        return special, len(word)
+        found = hits.get(word, 0)
+        return special, found > 0, -found, len(word)
 
     return max(words, key=rank).lower()
 
@@ -172,15 +177,17 @@ def system_prompt(
     errors: str = "raise",
     example_file: str | None = None,
     question: str = "",
+    context: str = "",
 ) -> str:
     """The root's system prompt, stating the configured sub-model's window and the chunk size it allows;
     a `corpus` (a context loaded from files) whose file `example_file` is named gets an example of
     delegating that file to a sub-model (no example without a real name); the search example looks for a
-    word of `question`; `errors` (the `errors_in_model_code` setting) says how failed calls surface."""
+    word of `question` (the rarest in `context`, the run's text); `errors` (the `errors_in_model_code`
+    setting) says how failed calls surface."""
     text = _TEMPLATE.replace("{window}", window_line(window_tokens, answer_tokens))
     size = chunk_chars(window_tokens, answer_tokens)
     text = text.replace("{size:,}", f"{size:,}").replace("{size}", str(size))
-    text = text.replace("{keyword}", repr(keyword_of(question)))
+    text = text.replace("{keyword}", repr(keyword_of(question, context)))
     text = text.replace("{failures}", _FAILURES.get(errors, _FAILURES["raise"]))
     delegate = ""
     if corpus and example_file:

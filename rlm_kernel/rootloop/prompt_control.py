@@ -23,14 +23,15 @@ def build(
     errors: str = "raise",
     example_file: str | None = None,
     question: str = "",
+    context: str = "",
 ) -> str:
     """The system prompt of a run with `options` (`corpus`: the context is several files, `example_file`
     one of them for the prompt's example; `errors`: the `errors_in_model_code` setting; `question`: the
-    run's, for the search example's word)."""
+    run's, and `context` the run's text, for the search example's word)."""
     base = (
         options.system_prompt
         if options.system_prompt is not None
-        else system_prompt(window, answer_tokens, corpus, errors, example_file, question)
+        else system_prompt(window, answer_tokens, corpus, errors, example_file, question, context)
     )
     parts = [base.rstrip()]
     if options.tools:

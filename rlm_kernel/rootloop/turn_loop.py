@@ -69,6 +69,7 @@ class TurnLoop:
             self.first = f"{self.first}\n\n{note}"
         self.raw_final: object = None
         self.found: tuple[int, str] | None = None  # (turn, output) that code found for the question
+        self.next_key: str | None = None  # what a hint told the root to search for next (rootloop.found)
         self.history: list[dict] = []
         self.model: str | None = None
         self.summary, self.compacted = "", 0  # see compaction.py
@@ -114,6 +115,7 @@ class TurnLoop:
             errors=errors,
             example_file=files[0] if files else None,
             question=self.question,
+            context=self.loaded.value if isinstance(self.loaded.value, str) else "",
         )
         if self.model is None:  # named in the trajectory even if no call ever answers
             from rlm_kernel.llm.tiers import resolve_model

@@ -140,7 +140,9 @@ def test_every_rlm_section_block_runs_as_written(
         assert "You are the root of a Recursive Language Model" in r.all_text, r
 
     def prompt_extra(code: str) -> None:
-        script = Script(root=[repl(SEEN + "FINAL(seen)")])
+        # "Which file ...?" is answered with a path (the gate refuses a text naming no file, issue 27)
+        path = "path = (list(context_files) or ['glob.py'])[0]\n"
+        script = Script(root=[repl(SEEN + path + "FINAL(path + ': ' + seen)")])
         scripted(code, script)
         assert "Quote the file path for every claim." in script.root_prompts[0]
         assert _value(kernel, "r.answer_kind") == "'final'"

@@ -248,7 +248,8 @@ def test_long_output_printed_again_suggests_final(client_on_server: LLMTestServe
     # is told that printing does not end the run (the coder model then ended with FINAL(count))
     search = "hits = [ln for ln in context.splitlines() if 'ERROR' in ln]\nprint(len(hits)); print(hits[:10])"
     script = Script(root=[repl(search), repl(search + "\n")])
-    result = run(client_on_server, script, max_iterations=2)
+    # not a count of lines: that question gets the count offered at once (test_right_answers)
+    result = run(client_on_server, script, question="What do the ERROR lines say?", max_iterations=2)
     first, second = result.trajectory
     assert len(second.stdout) > 200 and "Printing an answer does not end the run" not in first.feedback
     assert "Printing an answer does not end the run" in second.feedback
@@ -374,3 +375,36 @@ def test_unknown_price_warns_once_per_model_across_cache_hits(
     assert [
         str(w.message).count("test-model") for w in seen if w.category is pricing.UnknownPriceWarning
     ] == [1]
+
+
+PLAIN_TASK = "How many times does the word 'else' occur in the text below?"
+ELSE_TEXT = (
+    "if a:\n    x = 1\nelse:\n    x = 2\nwhile b:\n    pass\nelse:\n    done()\nfor c in d:\n    pass\n"
+)
+ELSE_TEXT += "else:\n    y()"
+SEARCH = (
+    "hits = [line for line in context.splitlines() if 'else' in line.lower()]\nprint(len(hits)); print(hits)"
+)
+
+
+def test_a_sub_rlm_on_a_plain_count_question_ends_with_the_count(client_on_server: LLMTestServer) -> None:
+    # tutorial 4 on the coder model with the plain question: the search printed the task's own line among
+    # its hits, the found hint offered that line as FINAL, then a printed line was accepted as the count
+    start = len(PLAIN_TASK) + 2
+    there = SEARCH.replace("context.splitlines()", f"context[{start}:].splitlines()")
+    ask = (
+        f"try:\n    a = rlm_query({PLAIN_TASK!r} + '\\n\\n' + {ELSE_TEXT!r})\n"
+        "except QueryError as err:\n    a = str(err)\nprint(a)"
+    )
+    sub = [repl(SEARCH), repl(there), repl("FINAL('else:')"), repl("FINAL('3')")]
+    result = run(
+        client_on_server, Script(root=[repl(ask), "FINAL(a)"], sub=sub), PLAIN_TASK, max_iterations=4
+    )
+    turns = result.trajectory[0].calls[0].run["turns"]
+    first, second = turns[0]["feedback"], turns[1]["feedback"]
+    assert "Do the task on `context[" in first and "Your code counted" not in first
+    assert f"FINAL({PLAIN_TASK!r})" not in first  # no FINAL of the task's own line
+    assert "Your code counted 3 matching lines" in second and "FINAL('3')" in second
+    assert "count the word in each line instead" in second
+    assert "rejected" in turns[2]["note"] and "this answer has no number" in turns[2]["note"]
+    assert result.trajectory[0].stdout.strip() == "3"

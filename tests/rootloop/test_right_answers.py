@@ -56,6 +56,24 @@ def test_needle_found_by_code_ends_with_that_answer(client_on_server: LLMTestSer
     assert "you must call llm_query" not in client_on_server.requests[0].prompt.lower()
 
 
+def test_a_needle_printed_in_a_list_of_hits_ends_the_run_with_that_line(
+    client_on_server: LLMTestServer,
+) -> None:
+    # protocol/find re-measured on main (db517ff): the prompt's search example prints the count and the
+    # hits (two lines); the hint then had no line to copy and the coder model repeated its search
+    search = (
+        "hits = [line for line in context.splitlines() if 'secret' in line.lower()]\n"
+        "print(len(hits)); print(hits[:10])"
+    )
+    line = "2025-03-04T12:00:00Z INFO the secret code is 48213"
+    script = Script(root=[repl(search), repl(f"FINAL({line!r})")])
+    result = run(client_on_server, script, "What is the secret code?", HAYSTACK, max_iterations=4)
+    first = result.trajectory[0]
+    assert first.stdout.strip() == f"1\n[{line!r}]"
+    assert f"reply with just:\n```repl\nFINAL({line!r})\n```" in first.feedback
+    assert result.termination == "final" and result.answer == line and result.calls == 2  # no detour
+
+
 def test_a_count_printed_by_code_is_the_answer(client_on_server: LLMTestServer) -> None:
     count = "print(sum(1 for line in context.splitlines() if 'status=failed' in line))"
     script = Script(root=[repl(count), f"FINAL({FAILED})"])
@@ -144,13 +162,17 @@ def test_a_literal_or_empty_answer_is_refused_after_reading_context(client_on_se
             repl("FINAL_VAR('city')"),
             repl("empty = [l for l in context.splitlines() if 'no such thing' in l]\nFINAL(empty)"),
             repl("FINAL('')"),
+            repl("shown = str(empty)\nFINAL(shown)"),  # displays as [] (a search that found nothing)
+            repl("hit = None\nfor l in context.splitlines():\n if 'zz' in l: hit = l\nFINAL(hit)"),
         ]
     )
-    result = run(client_on_server, script, "Which city?", COUNTED, max_iterations=5)
+    result = run(client_on_server, script, "Which city?", COUNTED, max_iterations=7)
     assert result.termination == "max_iterations"
     notes = [t.note for t in result.trajectory]
     assert all("rejected" in n for n in notes[1:3]) and "was not computed from `context`" in notes[1]
-    assert "the answer is empty" in notes[3] and "the answer is empty" in notes[4]
+    assert all("the answer is empty" in n for n in notes[3:7]), notes
+    assert "displays as []" in notes[5] and "displays as None" in notes[6]
+    assert "Search `context` again" in result.trajectory[6].feedback
 
 
 def test_a_value_from_a_sub_call_given_context_is_accepted(client_on_server: LLMTestServer) -> None:
@@ -158,6 +180,89 @@ def test_a_value_from_a_sub_call_given_context_is_accepted(client_on_server: LLM
     script = Script(root=[repl(ask), "FINAL(The mood is calm.)"], child=lambda rec: "calm")
     result = run(client_on_server, script, "What is the mood?", COUNTED, max_iterations=2)
     assert result.termination == "final" and result.answer == "The mood is calm."
+
+
+def _email_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ctxmod.LoadedContext:
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")  # only this root (see sandbox/roots.py)
+    (tmp_path / "email").mkdir()
+    (tmp_path / "email" / "__init__.py").write_text('"""A package for email."""\n')
+    (tmp_path / "email" / "_header_value_parser.py").write_text(
+        "import re\n\n\ndef _fold_mime_parameters(part, lines, maxlen):\n    pass\n\n\n"
+        "def _refold(part):\n    _fold_mime_parameters(part, [], 78)\n"
+    )
+    (tmp_path / "email" / "utils.py").write_text("def formataddr(pair):\n    return pair\n")
+    return ctxmod.load(str(tmp_path / "email"))
+
+
+def test_which_file_gets_the_file_its_printed_lines_are_in(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # protocol/email-where on the coder model: the search printed the `def` line, and the model, which cannot
+    # see which file a line is in, ended with a guessed file (`email/__init__.py`) seven times
+    corpus = _email_corpus(tmp_path, monkeypatch)
+    path = next(p for p in corpus.files if p.endswith("_header_value_parser.py"))
+    first = next(iter(corpus.files))
+    search = (
+        "hits = [line for line in context.splitlines() if '_fold_mime_parameters' in line.lower()]\n"
+        "print(len(hits)); print(hits[:10])"
+    )
+    script = Script(
+        root=[
+            repl(search),
+            repl(f"FINAL({first!r})"),  # a path it was shown, not one code found: refused
+            repl("FINAL('def _fold_mime_parameters(part, lines, maxlen):')"),  # printed, but no file: a step
+            repl(f"FINAL({path!r})"),
+        ]
+    )
+    question = "Which file defines `_fold_mime_parameters`?"
+    result = run(client_on_server, script, question, corpus, max_iterations=4)
+    hint = result.trajectory[0].feedback
+    assert f"the lines it printed are in the corpus file {path!r}" in hint
+    assert f"FINAL({path!r})" in hint
+    notes = [t.note for t in result.trajectory]
+    assert "not computed from `context`" in notes[1] and "names no file" in notes[2]
+    assert result.termination == "final" and result.answer == path and result.iterations == 4
+
+
+def test_the_file_count_the_kernel_stated_is_evidence(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # protocol/email-files: the first message says how many files the corpus has; the best-effort answer
+    # "29 files" was right and no FINAL of it could be accepted. Another number still is refused.
+    corpus = _email_corpus(tmp_path, monkeypatch)
+    script = Script(root=[repl("print(len(context))"), "FINAL(4 files)", "FINAL(3 files)"])
+    result = run(
+        client_on_server, script, "How many files are in the email package?", corpus, max_iterations=3
+    )
+    assert "It is a corpus of 3 file(s)" in client_on_server.requests[0].prompt
+    assert "rejected" in result.trajectory[1].note
+    assert result.termination == "final" and result.answer == "3 files"
+
+
+def test_a_line_count_printed_above_its_hits_is_offered_as_the_answer(
+    client_on_server: LLMTestServer,
+) -> None:
+    # protocol/count: the search printed 215 and ten long lines (too long for the found hint); a count of
+    # lines is offered only when the question counts lines, not files
+    levels = ["INFO", "DEBUG", "ERROR", "WARN", "INFO"]
+    logs = "\n".join(
+        f"2026-03-0{i % 9 + 1} 10:00:{i % 60:02d} {levels[i % 5]:5} [cart] request {i} served after a wait"
+        for i in range(500)
+    )
+    errors = sum(" ERROR " in line for line in logs.splitlines())
+    search = (
+        "hits = [line for line in context.splitlines() if 'error' in line.lower()]\n"
+        "print(len(hits)); print(hits[:10])"
+    )
+    script = Script(root=[repl(search), f"FINAL({errors})"])
+    result = run(client_on_server, script, "How many log lines have the level ERROR?", logs, max_iterations=2)
+    assert f"Your code counted {errors} matching lines" in result.trajectory[0].feedback
+    assert f"FINAL('{errors}')" in result.trajectory[0].feedback
+    assert result.termination == "final" and result.answer == str(errors) == "100"
+    other = run(
+        client_on_server, Script(root=[repl(search)]), "How many files are there?", logs, max_iterations=1
+    )
+    assert "Your code counted" not in other.trajectory[0].feedback
 
 
 # -- the prompt ----------
@@ -176,6 +281,19 @@ def test_the_prompt_says_code_first_and_offers_the_analysis_helpers() -> None:
     assert keyword_of("How many log lines have the level ERROR?") == "error"
     assert keyword_of("Which file defines `_fold_mime_parameters`?") == "_fold_mime_parameters"
     assert "FINAL(answer)" not in text  # `answer` is the preloaded reference-style dict
+
+
+def test_the_search_example_greps_the_question_s_rarest_word_in_the_context() -> None:
+    logs = "\n".join(f"12:00 [maintenance] maintenance window {i} done" for i in range(50))
+    logs += "\n12:01 [vault] the maintenance override code is 4411-DELTA"
+    question = "What is the maintenance override code mentioned in the log?"
+    assert keyword_of(question) == "maintenance"  # without the text: the longest word
+    assert keyword_of(question, logs) == "override"  # one line of 51 has it
+    text = system_prompt(16384, question=question, context=logs)
+    assert "if 'override' in line.lower()" in text
+    # a word the text never has is no search word; a quoted term or an upper-case word still comes first
+    assert keyword_of("Which window mentions the zeppelin?", logs) == "window"
+    assert keyword_of("How many lines have the level DONE?", logs) == "done"
 
 
 # -- the data flow ----------
@@ -246,33 +364,65 @@ def test_the_best_effort_answer_is_read_from_a_final_in_a_block(client_on_server
     assert result.answer == "2"
 
 
-def test_the_found_hint_restates_the_question(client_on_server: LLMTestServer) -> None:
-    # the join run ended with its first hop's line as the answer to "which room's door ..."
-    lines = "\n".join(["x"] * 50 + ["badge 35415 was issued to Marta Quist"] + ["y"] * 50)
+JOIN = "\n".join(
+    ["x"] * 50
+    + ["badge 35415 was issued to Marta Quist"]
+    + ["y"] * 50
+    + ["badge 35415 opened the door of room 3F"]
+    + ["z"] * 50
+)
+JOIN_QUESTION = "Which room's door did Marta Quist's badge open?"
+
+
+def test_a_first_hop_line_gets_the_next_search_not_an_end(client_on_server: LLMTestServer) -> None:
+    # the join run ended with its first hop's line as the answer to "which room's door ..."; a generic "search
+    # for a name or number the output gave" was not acted on, so the hint spells out the search
     search = "hits = [l for l in context.splitlines() if 'marta' in l.lower()]\nprint(hits)"
-    question = "Which room's door did Marta Quist's badge open?"
-    result = run(client_on_server, Script(root=[repl(search)]), question, lines, max_iterations=1)
+    result = run(client_on_server, Script(root=[repl(search)]), JOIN_QUESTION, JOIN, max_iterations=1)
     feedback = result.trajectory[0].feedback
-    assert f"Does it answer exactly this question: {question!r}?" in feedback
-    assert "search `context` for it next" in feedback
+    assert f"names no room/door, which this question asks for: {JOIN_QUESTION!r}" in feedback
+    assert "if '35415' in line]" in feedback and "FINAL(" not in feedback.split("names no room")[1]
 
 
-def test_an_answer_with_printed_numbers_but_invented_words_is_refused(
-    client_on_server: LLMTestServer,
-) -> None:
-    # protocol/join: "... in the images room." had its number printed by code and was accepted; "images" was
-    # the model's own guess
-    lines = "\n".join(["x"] * 50 + ["badge 35415 was issued to Marta Quist"] + ["y"] * 50)
+def test_a_step_is_refused_and_the_second_hop_ends_the_run(client_on_server: LLMTestServer) -> None:
+    # protocol/join: "... in the images room." had its number printed by code and was accepted ("images" was
+    # the model's own guess); the first hop's line itself names no room and is a step, not the answer
     search = "hits = [l for l in context.splitlines() if 'marta' in l.lower()]\nprint(hits)"
+    hop = "hits = [line for line in context.splitlines() if '35415' in line]\nprint(len(hits)); print(hits)"
     script = Script(
         root=[
             repl(search),
             "FINAL(The badge 35415 was issued to Marta Quist in the images room.)",  # a long shared piece
             repl('FINAL("badge 35415 was issued to Marta Quist in the images room")'),
-            "FINAL(Badge 35415 was issued to Marta Quist.)",
+            "FINAL(Badge 35415 was issued to Marta Quist.)",  # printed, but no room: a step
+            repl(hop),
+            "FINAL('badge 35415 opened the door of room 3F')",
         ]
     )
-    question = "Which room's door did Marta Quist's badge open?"
-    result = run(client_on_server, script, question, lines, max_iterations=4)
-    assert "rejected" in result.trajectory[1].note and "rejected" in result.trajectory[2].note
-    assert result.termination == "final" and result.answer == "Badge 35415 was issued to Marta Quist."
+    result = run(client_on_server, script, JOIN_QUESTION, JOIN, max_iterations=6)
+    notes = [t.note for t in result.trajectory]
+    assert all("rejected" in n for n in notes[1:4])
+    assert "names no room/door" in notes[3] and "not computed from `context`" in notes[1]
+    assert "FINAL('badge 35415 opened the door of room 3F')" in result.trajectory[4].feedback
+    assert result.termination == "final" and result.answer == "badge 35415 opened the door of room 3F"
+    assert result.iterations == 6
+
+
+def test_a_file_count_question_is_shown_context_files_and_ends_with_the_count(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # protocol/email-files on the coder model: it searched the lines for 'email' eight times (203 lines)
+    corpus = _email_corpus(tmp_path, monkeypatch)
+    search = "hits = [line for line in context.splitlines() if 'email' in line.lower()]\nprint(len(hits))"
+    count = "print(len(context_files)); print(list(context_files)[:5])"
+    script = Script(root=[repl(search), repl(count), "FINAL('3')"])
+    question = "How many files are in the email package?"
+    result = run(client_on_server, script, question, corpus, max_iterations=3)
+    first, second = result.trajectory[0].feedback, result.trajectory[1].feedback
+    assert "Lines are not files" in first and "print(len(context_files))" in first
+    assert "Your code counted 3 files in `context_files`" in second and "FINAL('3')" in second
+    assert result.termination == "final" and result.answer == "3" and result.iterations == 3
+    other = run(
+        client_on_server, Script(root=[repl(search)]), "Which file defines `f`?", corpus, max_iterations=1
+    )
+    assert "Lines are not files" not in other.trajectory[0].feedback

@@ -1,0 +1,100 @@
+"""What a block's short output shows for the question: the printed line that best matches it, the corpus files
+those lines are in, and the next thing to search for when the line is only a step (a multi-hop question).
+
+Used by the feedback's hints (`rootloop.feedback`), so that every example they show is built from this run's
+own output — a line it printed, a file of its corpus, a number it gave — never a placeholder to copy.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+
+from rlm_kernel.repl.asked import asked_words, names_asked_thing
+from rlm_kernel.rootloop.prompt import COMMON_WORDS
+
+__all__ = ["best_line", "candidates", "files_of", "next_key", "wants_file"]
+
+_MIN_LOCATED = 12
+_DATE_OR_TIME = re.compile(r"^\d{4}-\d\d-\d\d|^\d\d?:\d\d")
+_TOKEN = re.compile(r"[A-Za-z0-9][\w.-]*[A-Za-z0-9]|\w")
+
+
+def candidates(printed: str) -> list[str]:
+    """The output's lines, and the strings inside a printed list or tuple (`print(hits[:10])`), in order."""
+    out: list[str] = []
+    for line in printed.splitlines():
+        text = line.strip()
+        if not text:
+            continue
+        if text[0] in "[(":
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                value = None
+            if isinstance(value, list | tuple):
+                out += [v.strip() for v in value if isinstance(v, str) and v.strip()]
+                continue
+        out.append(text)
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"\w{3,}", text)} - COMMON_WORDS
+
+
+def best_line(question: str, lines: list[str]) -> str | None:
+    """The line sharing the most words with the question, a line naming what it asks for first (the first of
+    equals), or None if none shares one. A bare number (a count of hits) is never the best line."""
+    asked = _words(question)
+    best, score = None, (False, 0)
+    for line in lines:
+        if re.fullmatch(r"[\d,.\s]+", line):
+            continue
+        shared = len(_words(line) & asked)
+        rank = (shared > 0 and names_asked_thing(line, question), shared)
+        if shared and rank > score:
+            best, score = line, rank
+    return best
+
+
+def files_of(lines: list[str], context: str, spans: Mapping[str, tuple[int, int]]) -> list[str]:
+    """The corpus files whose text holds the given printed lines (each found by its first occurrence), in
+    order of first appearance; lines shorter than a few words are not located."""
+    found: list[str] = []
+    for line in lines:
+        if len(line) < _MIN_LOCATED:
+            continue
+        at = context.find(line)
+        if at < 0:
+            continue
+        for path, (start, end) in spans.items():
+            if start <= at < end:
+                if path not in found:
+                    found.append(path)
+                break
+    return found
+
+
+def wants_file(question: str) -> bool:
+    """Whether the question asks which file (or module, path) something is in."""
+    return any(w in ("file", "files", "module", "path") for w in asked_words(question))
+
+
+def next_key(line: str, question: str) -> str | None:
+    """What to search for next when `line` is a step (it does not name what the question asks for): a number
+    or code it gave that the question does not have (not a date or time), else a capitalised name; None when
+    the line names the asked thing or has nothing new."""
+    if names_asked_thing(line, question):
+        return None
+    asked = {w.lower() for w in _TOKEN.findall(question)}
+    tokens = [t for t in _TOKEN.findall(line) if t.lower() not in asked]
+    for token in tokens:
+        if any(c.isdigit() for c in token) and len(token) >= 3 and not _DATE_OR_TIME.match(token):
+            return token
+    for token in tokens[1:]:
+        plain = token.lower() not in COMMON_WORDS and not token.isupper()
+        if token[0].isupper() and len(token) >= 3 and plain:
+            return token
+    return None
