@@ -137,17 +137,24 @@ def feedback(result: CitationCheck, how: str) -> str:
     )
 
 
+FOUND_NOTE = "found by the kernel in what the run's code printed"
+
+
 def render_text(citations: list[dict]) -> str:
-    return "\n".join(
-        f"[{i}] {c['where']}: \u201c{c['quote']}\u201d" for i, c in enumerate(citations, start=1)
-    )
+    lines = []
+    for i, c in enumerate(citations, start=1):
+        by = f" ({FOUND_NOTE})" if c.get("by") == "kernel" else ""
+        lines.append(f"[{i}] {c['where']}: \u201c{c['quote']}\u201d{by}")
+    return "\n".join(lines)
 
 
 def render_html(citations: list[dict]) -> str:
     """The citations as an HTML list (every value escaped: quotes and paths come from the corpus)."""
     rows = "".join(
         f"<li><span style='color:#555'>{html.escape(str(c['where']))}</span>: "
-        f"<q>{html.escape(str(c['quote']))}</q></li>"
+        f"<q>{html.escape(str(c['quote']))}</q>"
+        + (f" <span style='color:#777'>({FOUND_NOTE})</span>" if c.get("by") == "kernel" else "")
+        + "</li>"
         for c in citations
     )
     return f"<div class='rlm-citations'><div style='font-weight:bold'>citations</div><ol>{rows}</ol></div>"

@@ -9,6 +9,7 @@ from IPython import get_ipython
 
 from rlm_kernel.output import kernel_display
 from rlm_kernel.repl import citations as citemod
+from rlm_kernel.repl import found_citations
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import ReplState
@@ -29,15 +30,25 @@ def _text_of(answer: object) -> str:
     return exact_str(repr(answer), "repr() of the answer")
 
 
-def cited(state: ReplState, cite: object, how: str) -> list[dict] | None:
+def cited(state: ReplState, cite: object, how: str, text: str = "") -> list[dict] | None:
     """The verified citations of `cite`, or None when the answer must wait: some could not be verified and
-    the root has not been told yet (told once; after that the verified ones are kept)."""
+    the root has not been told yet (told once; after that the verified ones are kept). A run asked for
+    citations (--cite) whose answer `text` gives none gets the lines its code printed that back it, if the
+    kernel finds any (`found_citations`); else it is told once."""
     run = state.run
     if cite is None:
-        if run is not None and state.options.cite and not run.cite_feedback_given:
-            run.cite_feedback_given = True  # asked for citations (--cite): told once, then accepted without
-            run.rejections.append(citemod.MISSING.format(how=how))
-            return None
+        if run is not None and state.options.cite:
+            gate = run.gate
+            loaded = state.protected.get("__loaded_context__")
+            printed = state.session.printed_so_far() if state.session is not None else ""
+            output = gate.output + "\n" + printed  # this block's prints reach the gate after it ends
+            found = found_citations.from_output(text, output, gate.question, loaded)
+            if found:
+                return found
+            if not run.cite_feedback_given:
+                run.cite_feedback_given = True  # told once, then accepted without
+                run.rejections.append(citemod.MISSING.format(how=how))
+                return None
         return []
     result = citemod.check(cite, state.protected.get("__loaded_context__"))
     if result.rejected and run is None:
@@ -66,7 +77,7 @@ def _finish(
             blind = state.run.successes > 0 and not gate.context_calls
             state.run.rejections.append(rejection(how, blind, why))
             return text
-        verified = cited(state, cite, how)
+        verified = cited(state, cite, how, text)
         if verified is None:
             return text
         state.run.final, state.run.final_set = text, True

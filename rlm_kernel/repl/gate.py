@@ -44,6 +44,7 @@ __all__ = [
     "FinalGate",
     "answer_in_output",
     "block_facts",
+    "content_words",
     "answer_dict_problem",
     "context_text",
     "empty_problem",
@@ -236,13 +237,18 @@ def _words_in(answer: str, evidence: str, question: str) -> bool:
 
     Measured with the coder model (issue 27, protocol/join): "The badge 35415 was issued to Marta Quist in
     the images room." had every number printed by code and was accepted; "images" was its own guess."""
-    answer, evidence = _DIGIT_COMMA.sub("", answer), _DIGIT_COMMA.sub("", evidence)
-    asked = {w.lower() for w in _WORD.findall(question)}
-    words = {w.lower() for w in _WORD.findall(answer)} - _STOP_WORDS - asked
+    words = content_words(answer, question)
     if not words:
         return False
-    have = {w.lower() for w in _WORD.findall(evidence)}
+    have = {w.lower() for w in _WORD.findall(_DIGIT_COMMA.sub("", evidence))}
     return words <= have
+
+
+def content_words(answer: str, question: str) -> set[str]:
+    """The answer's own words, lower-cased: not stop words, not words of the question (numbers included,
+    without thousands separators)."""
+    asked = {w.lower() for w in _WORD.findall(_DIGIT_COMMA.sub("", question))}
+    return {w.lower() for w in _WORD.findall(_DIGIT_COMMA.sub("", answer))} - _STOP_WORDS - asked
 
 
 def answer_dict_problem(value: object) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from rlm_kernel.repl import citations
+from rlm_kernel.repl import citations, found_citations
 from rlm_kernel.repl.gate import rejection
 from rlm_kernel.repl.state import RunTracker
 from rlm_kernel.rootloop.answer_types import text_of
@@ -75,10 +75,13 @@ def check(
     previous: tuple = (None, False, None),
     loaded: object = None,
     cite_wanted: bool = False,
+    printed: str = "",
 ) -> None:
     """After a block: accept `answer["content"]` when the block made `answer["ready"] is True` and the gate
     agrees; `answer["cite"]` (quotes or spans) is checked against the loaded context `loaded` as FINAL's
-    cite= is (repl.citations); with `cite_wanted` (--cite) an answer without citations is sent back once."""
+    cite= is (repl.citations); with `cite_wanted` (--cite) an answer without citations gets the lines of
+    `printed` (the block's output) or earlier output that back it (`found_citations`), else it is sent back
+    once."""
     box = ns.get(NAME)
     if type(box) is not dict or dict.get(box, "ready") is not True:
         return
@@ -122,12 +125,15 @@ def check(
             )
             return
         tracker.citations = checked.accepted
-    elif cite_wanted and not tracker.cite_feedback_given:
-        tracker.cite_feedback_given = True
-        dict.__setitem__(box, "ready", False)
-        tracker.rejections.append(citations.MISSING.format(how='answer["ready"] = True'))
-        return
     else:
-        tracker.citations = []
+        gate = tracker.gate
+        output = gate.output + "\n" + printed  # this block's prints reach the gate after it ends
+        found = found_citations.from_output(text, output, gate.question, loaded) if cite_wanted else []
+        if cite_wanted and not found and not tracker.cite_feedback_given:
+            tracker.cite_feedback_given = True
+            dict.__setitem__(box, "ready", False)
+            tracker.rejections.append(citations.MISSING.format(how='answer["ready"] = True'))
+            return
+        tracker.citations = found
     tracker.final, tracker.final_set = text, True
     tracker.final_value = content

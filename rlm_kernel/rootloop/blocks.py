@@ -34,9 +34,15 @@ def execute_blocks(run: Any, blocks: tuple[str, ...], turn: Turn, notes: list[st
         before = len(tracker.calls)
         stdout, value, error = execute(run, code, turn.index)
         if not tracker.final_set:
-            answer_dict.check(
-                run.ns, tracker, code, armed, run.loaded
-            )  # the reference library's answer["ready"]
+            answer_dict.check(  # the reference library's answer["ready"]
+                run.ns,
+                tracker,
+                code,
+                armed,
+                run.loaded,
+                cite_wanted=run.state.options.cite,
+                printed=stdout,
+            )
         # what a context-free sub-call said is the sub-model's guess, not evidence from the context (a
         # sub-RLM printed such a refusal and had it accepted as its FINAL by gate rule 3)
         blind = any(c.ok and not c.saw_context for c in tracker.calls[before:])

@@ -131,6 +131,14 @@ class SandboxSession:
     def pop_capture(self) -> None:
         self._local.captures.pop()
 
+    def printed_so_far(self) -> str:
+        """What the block running in this thread has printed so far (its capture buffer's text; "" when
+        its prints are not captured)."""
+        stack = getattr(self._local, "captures", None)
+        getvalue = getattr(stack[-1], "getvalue", None) if stack else None
+        text = getvalue() if callable(getvalue) else ""
+        return text if isinstance(text, str) else ""
+
     def write_output(self, text: str) -> None:
         """Write user output, counting it against the per-cell cap; the excess is dropped and counted."""
         cap = self.limits.output_bytes

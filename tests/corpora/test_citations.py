@@ -171,3 +171,34 @@ def test_under_cite_an_answer_without_citations_is_sent_back_once(client_on_serv
     # without --cite nothing is asked
     result = run(client_on_server, corpus, Script(root=[repl(COUNT + "FINAL(str(n))")]))
     assert result.iterations == 1
+
+
+FIND_LINE = (
+    "i = context.find('cobalt mine closed')\n"
+    "line = context[context.rfind(chr(10), 0, i) + 1 : context.find(chr(10), i)]\n"
+    "ans = 'The mine closed in ' + line.split()[-1].rstrip('.')\n"
+)
+
+
+def test_under_cite_the_kernel_cites_the_printed_line_an_answer_came_from(client_on_server, corpus) -> None:
+    """A small model seldom writes cite=[...]; the line its code printed is the evidence. Under --cite, an
+    answer without citations whose own words a printed line of the context holds is accepted at once with
+    that line as a verified citation, marked as found by the kernel (shown so in the viewer's text)."""
+    script = Script(root=[repl(FIND_LINE + "print(line)\nFINAL(ans)")])
+    result = run(client_on_server, corpus, script, cite=True)
+    assert result.termination == "final" and result.iterations == 1, result.trajectory[0].feedback
+    [cite] = result.citations
+    assert cite["by"] == "kernel" and cite["quote"] == QUOTE and cite["page"] == 2
+    assert citations.FOUND_NOTE in citations.render_text(result.citations)
+    assert citations.FOUND_NOTE in citations.render_html(result.citations)
+
+
+def test_the_kernel_cites_only_what_the_context_holds_and_backs_the_answer(client_on_server, corpus) -> None:
+    """Printed text the context does not hold, or a count (one line does not back it), gives no citation:
+    the root is asked for one as before."""
+    made_up = FIND_LINE + "print('report: the mine closed in 1921, as checked')\nFINAL(ans)"
+    for block in (made_up, FIND_LINE + "print(line)\nprint(len(line))\nFINAL(str(len(line)))"):
+        script = Script(root=[repl(block), repl(block)])
+        result = run(client_on_server, corpus, script, cite=True)
+        assert "asks for citations (--cite)" in result.trajectory[0].feedback, block
+        assert result.citations == [], block

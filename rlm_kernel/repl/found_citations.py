@@ -1,0 +1,67 @@
+"""Citations the kernel finds for an answer the root gave without any (`--cite`): lines the run's code
+printed that occur in `context` and hold the answer's own words.
+
+A small model rarely writes `cite=[...]`, but the line its code printed — the needle, the fact of a hop —
+is the evidence the answer was drawn from. Each candidate is checked as any citation is
+(`citations.check`: it must occur in `context`, whitespace aside) and marked `"by": "kernel"`, so a reader
+sees who chose it. None is found for an answer without words of its own (a bare number: one line does not
+support a count), or when no printed line holds them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rlm_kernel.repl import citations
+from rlm_kernel.repl.gate import content_words
+
+__all__ = ["MAX_FOUND", "from_output"]
+
+MAX_FOUND = 3
+_MIN_QUOTE = 12
+_PIECES = re.compile(r"""['"]\s*,\s*['"]|\t""")  # items of a printed list of lines, tab-separated fields
+_OPENERS = re.compile(r"""^(?:\s*(?:\d+\s*[:.)\]]|[\[('"]|line\s+\d+\s*:|-\s|\*\s))+\s*""", re.I)
+_CLOSERS = re.compile(r"""[\])'",\s]+$""")
+_WORD = re.compile(r"[A-Za-z0-9_][\w.-]*\w|\w")
+
+
+def _pieces(output: str) -> list[str]:
+    """The printed lines (and items of printed lists) as candidate quotes, without line numbers, list
+    brackets or repr quotes around them; newest output first, each once."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for line in reversed(output.splitlines()[-5000:]):
+        for piece in _PIECES.split(line):
+            piece = _CLOSERS.sub("", _OPENERS.sub("", piece)).strip()
+            if _MIN_QUOTE <= len(piece) <= citations.MAX_QUOTE_CHARS and piece not in seen:
+                seen.add(piece)
+                out.append(piece)
+    return out
+
+
+def from_output(answer: str, output: str, question: str, loaded: object) -> list[dict[str, object]]:
+    """Up to MAX_FOUND verified citations for `answer`: printed lines (in `output`) found in the loaded
+    context, chosen to cover the answer's own words (those not in the question), most words first."""
+    words = content_words(answer, question)
+    if not output or not words or all(w.replace(".", "").isdigit() for w in words):
+        return []
+    candidates: list[tuple[set[str], str]] = []
+    for piece in _pieces(output):
+        has = {w.lower() for w in _WORD.findall(piece)} & words
+        if has:
+            candidates.append((has, piece))
+    chosen: list[str] = []
+    left = set(words)
+    while candidates and left and len(chosen) < MAX_FOUND:
+        has, piece = max(candidates, key=lambda c: (len(c[0] & left), -len(c[1])))
+        if not has & left:
+            break
+        candidates.remove((has, piece))
+        checked = citations.check(piece, loaded)
+        if checked.accepted:
+            chosen.append(piece)
+            left -= has
+    if not chosen:
+        return []
+    found = citations.check(chosen, loaded).accepted
+    return [{**c, "by": "kernel"} for c in found]
