@@ -19,6 +19,7 @@ __all__ = ["MAX_FOUND", "from_output"]
 
 MAX_FOUND = 3
 _MIN_QUOTE = 12
+_MAX_CHECKED = 40  # printed lines looked up in the context, newest first
 _PIECES = re.compile(r"""['"]\s*,\s*['"]|\t""")  # items of a printed list of lines, tab-separated fields
 _OPENERS = re.compile(r"""^(?:\s*(?:\d+\s*[:.)\]]|[\[('"]|line\s+\d+\s*:|-\s|\*\s))+\s*""", re.I)
 _CLOSERS = re.compile(r"""[\])'",\s]+$""")
@@ -41,27 +42,34 @@ def _pieces(output: str) -> list[str]:
 
 def from_output(answer: str, output: str, question: str, loaded: object) -> list[dict[str, object]]:
     """Up to MAX_FOUND verified citations for `answer`: printed lines (in `output`) found in the loaded
-    context, chosen to cover the answer's own words (those not in the question), most words first."""
+    context, chosen to cover the answer's own words (those not in the question), most words first. A line's
+    words include those of the path of the file it is in: for "Which file defines X?", the printed
+    `class X:` line backs the answer that names its file."""
     words = content_words(answer, question)
     if not output or not words or all(w.replace(".", "").isdigit() for w in words):
         return []
-    candidates: list[tuple[set[str], str]] = []
+    asked = content_words(question, "")
+    candidates: list[tuple[set[str], dict[str, object]]] = []
     for piece in _pieces(output):
-        has = {w.lower() for w in _WORD.findall(piece)} & words
+        if len(candidates) >= _MAX_CHECKED:
+            break
+        said = {w.lower() for w in _WORD.findall(piece)}
+        if not said & (words | asked):
+            continue
+        checked = citations.check(piece, loaded).accepted
+        if not checked:
+            continue
+        path = str(checked[0].get("path") or "")
+        has = (said | {w.lower() for w in _WORD.findall(path)}) & words
         if has:
-            candidates.append((has, piece))
-    chosen: list[str] = []
+            candidates.append((has, checked[0]))
+    chosen: list[dict[str, object]] = []
     left = set(words)
     while candidates and left and len(chosen) < MAX_FOUND:
-        has, piece = max(candidates, key=lambda c: (len(c[0] & left), -len(c[1])))
-        if not has & left:
+        best = max(candidates, key=lambda c: (len(c[0] & left), -len(str(c[1]["quote"]))))
+        if not best[0] & left:
             break
-        candidates.remove((has, piece))
-        checked = citations.check(piece, loaded)
-        if checked.accepted:
-            chosen.append(piece)
-            left -= has
-    if not chosen:
-        return []
-    found = citations.check(chosen, loaded).accepted
-    return [{**c, "by": "kernel"} for c in found]
+        candidates.remove(best)
+        chosen.append({**best[1], "by": "kernel"})
+        left -= best[0]
+    return chosen

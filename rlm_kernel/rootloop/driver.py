@@ -11,6 +11,7 @@ from rlm_kernel.callscope import call_scope
 from rlm_kernel.errors import RLMError
 from rlm_kernel.output import own
 from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl import found_citations
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.gate import stated_facts
 from rlm_kernel.repl.state import ReplState, RootLoop, RunOptions, RunTracker
@@ -162,7 +163,7 @@ def run_rlm_steps(
         model=options.model or run.model,
         answer_kind=kind,
         model_bound=dict(run.bindings.done) if shared else {},
-        citations=list(tracker.citations) if kind == "final" else [],
+        citations=_citations(tracker, kind, answer, loaded, options),
         _history=continuation.transcript(run.prior, run.first_message(), run),
     )
     # its display is the kernel's run viewer while its record is as the run left it (a copy a cell makes
@@ -245,3 +246,15 @@ ROOT_LOOP = RootLoop(
     magic_args=run_args.from_magic,
 )
 """The root loop as the REPL helpers get it (the shell hands it to `preload.install`)."""
+
+
+def _citations(tracker: RunTracker, kind: str, answer: object, loaded: object, options: RunOptions) -> list:
+    """The verified citations of the run's answer: a final answer's; a best-effort answer under --cite gets
+    the printed lines of the context that back it, found by the kernel (so a person can check even the
+    answer the run could not ground), never the model's unchecked ones."""
+    if kind == "final":
+        return list(tracker.citations)
+    if kind == "best_effort" and options.cite and isinstance(answer, str):
+        gate = tracker.gate
+        return found_citations.from_output(answer, gate.output, gate.question, loaded)
+    return []

@@ -202,3 +202,13 @@ def test_the_kernel_cites_only_what_the_context_holds_and_backs_the_answer(clien
         result = run(client_on_server, corpus, script, cite=True)
         assert "asks for citations (--cite)" in result.trajectory[0].feedback, block
         assert result.citations == [], block
+
+
+def test_a_best_effort_answer_under_cite_shows_the_lines_that_back_it(client_on_server, corpus) -> None:
+    """A run that ends without an accepted answer gives its best effort; under --cite it comes with the
+    printed lines of the context that back it (found by the kernel), so the person can check it."""
+    script = Script(root=[repl(FIND_LINE + "print(line)"), "The mine closed in 1921."])
+    result = run(client_on_server, corpus, script, cite=True, max_iterations=1, best_effort=True)
+    assert result.answer_kind == "best_effort", result.termination
+    [cite] = result.citations
+    assert cite["by"] == "kernel" and cite["quote"] == QUOTE
