@@ -41,6 +41,7 @@ GUARD_NAMES = (
     "_float_",
     "_range_ok_",
     *COMPARE_GUARDS,
+    "_set_display_",
 )
 
 

@@ -596,6 +596,20 @@ class RLMTransformer(RestrictingNodeTransformer):
     def _guarded_augassign(self, node: ast.AugAssign) -> ast.AST:
         return super().visit_AugAssign(node)
 
+    # -- set displays ---------------------------------------------------------------------------------------
+    def visit_Set(self, node: ast.Set) -> ast.AST:
+        """`{a, *x}` → `_set_display_([a, *x])` unless every item is a constant: the guard builds the set in
+        chunks the time limit can stop (keys sharing one hash make each insertion walk all the others) and
+        refuses tuples nested with sharing whose hash would run for minutes (bulk.set_display)."""
+        node = self.node_contents_visit(node)
+        if _constant(node):
+            return node
+        items = ast.List(elts=node.elts, ctx=ast.Load())
+        call = _call("_set_display_", items)
+        for sub in (call, call.func, items):
+            copy_locations(sub, node)
+        return call
+
     # -- comparisons ----------------------------------------------------------------------------------------
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         """`a == b` → `_eq_(a, b)` (and `!=`, `<`, `<=`, `>`, `>=`, `in`, `not in`) when neither side is a

@@ -120,6 +120,12 @@ STEP_ATTACKS: list[Payload] = [
     Payload("op_step", "max_lists_long_texts", _SAME + "r = max([[a] * 10**5, [b] * 10**5, [c] * 10**5])", LIMIT),
     Payload("op_step", "nested_shared_hash", _NESTED + "r = hash(t)", LIMIT),
     Payload("op_step", "nested_shared_eq", _NESTED + "u = t\n" + _NESTED + "r = u == t", LIMIT),
+    Payload("op_step", "nested_shared_set_display", _NESTED + "r = {t}", LIMIT),
+    Payload("op_step", "nested_shared_set_call", _NESTED + "r = set([t])", LIMIT),
+    Payload("op_step", "set_display_colliding", _COLLIDE + "s = {*x}", LIMIT),
+    Payload("op_step", "ordereddict_colliding", "import collections\n" + _COLLIDE + "d = collections.OrderedDict(zip(x, x))", LIMIT),
+    Payload("op_step", "defaultdict_colliding", "import collections\n" + _COLLIDE + "d = collections.defaultdict(int, zip(x, x))", LIMIT),
+    Payload("op_step", "ordereddict_fromkeys_colliding", "import collections\n" + _COLLIDE + "d = collections.OrderedDict.fromkeys(x)", LIMIT),
     Payload("op_step", "statistics_median_long_texts", "import statistics\n" + _LONG + "x = statistics.median_low([a, b] * 10**5)", LIMIT),
 ]
 STEP_CONTROLS: list[Payload] = [
@@ -148,6 +154,12 @@ STEP_CONTROLS: list[Payload] = [
             "(1, 2) < (1, 3) < (2,), k in ['ab'], hash((1, (2, 3))) == hash((1, (2, 3))), y.remove(1), y)\n"
             "try:\n    [1] < ['a']\nexcept TypeError as e:\n    print('TypeError')",
             OK, match="True False True True False False True 0 1 True True True None [[2, 'a'], (3.5, None)]\nTypeError"),
+    Payload("control", "set_display_ordered_ok",
+            "import collections\nd = collections.defaultdict(list, a=1)\nd['b'].append(2)\no = collections.OrderedDict([(1, 2)], z=3)\nk = 'ab'\n"
+            "print(d, o, type(o) is collections.OrderedDict, isinstance(d, dict), collections.OrderedDict, sorted({1, *'ab', 2}, key=str), "
+            "{(1, (2, 3)), k}  == {k, (1, (2, 3))}, collections.defaultdict(), collections.OrderedDict.fromkeys(k), type(d).__name__)",
+            OK, match="defaultdict(<class 'list'>, {'a': 1, 'b': [2]}) OrderedDict([(1, 2), ('z', 3)]) True True <class 'collections.OrderedDict'> "
+            "[1, 2, 'a', 'b'] True defaultdict(None, {}) OrderedDict([('a', None), ('b', None)]) defaultdict"),
     Payload("control", "normalize_ok",
             "import unicodedata\nt = 'Cafe\\u0301 \\ufb01' * 100000\nx = unicodedata.normalize('NFC', t)\n"
             "print(len(x), x[:6], unicodedata.normalize('NFKD', '\\ufb01'))",
