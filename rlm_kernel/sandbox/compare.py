@@ -53,12 +53,12 @@ def _cheap(left: list[Any] | tuple[Any, ...], right: list[Any] | tuple[Any, ...]
     if n == 0:
         return True
     wl = comparison_weight(left if type(left) is list else list(left))
-    if wl is None:
-        return False
+    if wl is not None and n * wl <= _C_WORK:
+        return True  # one side's items are cheap: so is every pair (the cost is the smaller item's)
     wr = comparison_weight(right if type(right) is list else list(right))
     if wr is None:
         return False
-    return n * min(wl, wr) <= _C_WORK
+    return n * (wr if wl is None else min(wl, wr)) <= _C_WORK
 
 
 def _same(x: Any, y: Any) -> bool:
@@ -105,10 +105,23 @@ def checked_compare(op: str, a: Any, b: Any) -> Any:
     return checked_compare(op, a[i], b[i])
 
 
+def _small(value: Any) -> bool:
+    """A scalar every comparison with is cheap whatever the other item (texts compare lengths first)."""
+    kind = type(value)
+    if kind in (str, bytes):
+        return len(value) <= 64
+    return kind in _SCALARS and (kind is not int or value.bit_length() <= 4096)
+
+
 def _index_of(seq: Any, value: Any, start: int = 0, stop: int | None = None) -> int:
     """The first index in seq[start:stop] whose item equals value (item on the left, as CPython), or -1."""
     n = len(seq)
     stop = n if stop is None else stop
+    if _small(value):
+        try:
+            return seq.index(value, start, stop)  # C: every comparison is cheap
+        except ValueError:
+            return -1
     w = comparison_weight([value])
     for begin in range(start, stop, _CHUNK):
         end = min(begin + _CHUNK, stop)
@@ -138,13 +151,15 @@ def checked_contains(value: Any, container: Any) -> bool:
         if type(value) is tuple and kind in _HASHED:
             hash_work_check(value)
         return value in container
-    if len(container) <= 64 and type(value) in _SCALARS:
+    if _small(value):
         return value in container
     return _index_of(container, value) >= 0
 
 
 def _count(seq: Any) -> Callable[[Any], int]:
     def count(value: Any, /) -> int:
+        if _small(value):
+            return seq.count(value)  # C: every comparison is cheap
         total = 0
         n = len(seq)
         i = 0
