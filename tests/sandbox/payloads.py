@@ -71,7 +71,7 @@ _COLLIDE = "M = 2**61 - 1\nx = [k * M for k in range(1, 60001)]\n"
 _LONG = "a = 'x' * 10**7 + 'a'\nb = 'x' * 10**7 + 'b'\n"
 # Equal long texts in lists: every item comparison is a 10**7-byte memcmp; tuples nested with sharing.
 _SAME = "a = 'x' * 10**7 + 'a'\nb = 'x' * 10**7 + 'a'\nc = 'x' * 10**7 + 'b'\n"
-_NESTED = "t = (1,) * 10\nfor _ in range(12):\n    t = (t,) * 10\n"
+_NESTED = "t = (1,) * 10\nfor i in range(12):\n    t = (t,) * 10\n"
 STEP_ATTACKS: list[Payload] = [
     Payload("op_step", "set_colliding", _COLLIDE + "s = set(x)", LIMIT),
     Payload("op_step", "frozenset_colliding", _COLLIDE + "s = frozenset(x)", LIMIT),
