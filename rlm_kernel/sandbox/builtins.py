@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.sandbox.bulk import CappedDict, CappedFrozenset, CappedSet
+from rlm_kernel.sandbox.compare import checked_hash
 from rlm_kernel.sandbox.data.standins import check_base, class_for_cell
 from rlm_kernel.sandbox.errors import LimitExceeded, SandboxTypeError, refusal
 from rlm_kernel.sandbox.names import REFUSED_NAMES
@@ -223,6 +224,7 @@ def make_builtins(
             "filter": _filter,
             "sorted": _sorted,
             "min": checked_min,
+            "hash": checked_hash,
             "max": checked_max,
             "sum": _sum,
             "int": CappedInt,

@@ -18,12 +18,17 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from rlm_kernel.sandbox.compare import hash_work_check
+
 __all__ = [
     "BULK_CLASSES",
     "CHECKED_NAMES",
     "CappedDict",
     "CappedFrozenset",
     "CappedSet",
+    "CappedOrderedDict",
+    "CappedDefaultdict",
+    "set_display",
     "checked_method",
     "feed",
 ]
@@ -69,7 +74,12 @@ def _build_set(args: tuple[Any, ...], kwargs: dict[str, Any]) -> set[Any]:
     if type(source) in (set, frozenset):
         return set(source)  # a copy of a table: entries are moved, no insertion walks a chain
     out: set[Any] = set()
-    feed(out.update, source)
+
+    def step(chunk: list[Any]) -> None:
+        hash_chunk_check(chunk)
+        out.update(chunk)
+
+    feed(step, source)
     return out
 
 
@@ -112,7 +122,12 @@ class _BulkMeta(type):
         return type.__getattribute__(cls, "_build")(args, kwargs)
 
     def __repr__(cls) -> str:
-        return f"<class '{cls._real.__name__}'>"
+        real = cls._real
+        return (
+            f"<class '{real.__name__}'>"
+            if real.__module__ == "builtins"
+            else f"<class '{real.__module__}.{real.__name__}'>"
+        )
 
 
 class CappedSet(set, metaclass=_BulkMeta):  # type: ignore[type-arg]
@@ -141,6 +156,69 @@ class CappedDict(dict, metaclass=_BulkMeta):  # type: ignore[type-arg]
         out: dict[Any, Any] = {}
         feed(lambda chunk: out.update(dict.fromkeys(chunk, value)), iterable)
         return out
+
+
+def _build_ordered(args: tuple[Any, ...], kwargs: dict[str, Any]) -> collections.OrderedDict[Any, Any]:
+    if len(args) > 1:
+        raise TypeError(f"expected at most 1 arguments, got {len(args)}")
+    out: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+    _dict_update(out, args, kwargs)
+    return out
+
+
+def _build_default(args: tuple[Any, ...], kwargs: dict[str, Any]) -> collections.defaultdict[Any, Any]:
+    factory = args[0] if args else None
+    if factory is not None and not callable(factory):
+        raise TypeError("first argument must be callable or None")
+    out: collections.defaultdict[Any, Any] = collections.defaultdict(factory)
+    _dict_update(out, args[1:], kwargs)
+    return out
+
+
+class CappedOrderedDict(collections.OrderedDict, metaclass=_BulkMeta):  # type: ignore[type-arg]
+    """`collections.OrderedDict` for cells: filled in chunks (its C constructor inserts all in one call)."""
+
+    _real = collections.OrderedDict
+    _build = staticmethod(_build_ordered)
+
+    @staticmethod
+    def fromkeys(iterable: Iterable[Any], value: Any = None, /) -> collections.OrderedDict[Any, Any]:
+        """OrderedDict.fromkeys in chunks (a real OrderedDict)."""
+        out: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+        feed(lambda chunk: out.update(dict.fromkeys(chunk, value)), iterable)
+        return out
+
+
+class CappedDefaultdict(collections.defaultdict, metaclass=_BulkMeta):  # type: ignore[type-arg]
+    """`collections.defaultdict` for cells: filled in chunks (its C constructor inserts all in one call)."""
+
+    _real = collections.defaultdict
+    _build = staticmethod(_build_default)
+
+
+def set_display(items: list[Any]) -> set[Any]:
+    """`{a, *x}` in a cell (policy.visit_Set): the items built in chunks, refusing tuples nested with sharing
+    whose hash would run for minutes (compare.hash_work_check)."""
+    out: set[Any] = set()
+
+    def step(chunk: list[Any]) -> None:
+        hash_chunk_check(chunk)
+        out.update(chunk)
+
+    feed(step, items)
+    return out
+
+
+def hash_chunk_check(chunk: list[Any]) -> None:
+    """compare.hash_work_check for the tuples of `chunk` that hold tuples (found at C speed)."""
+    kinds = set(map(type, chunk))
+    if tuple not in kinds:
+        return
+    tuples = chunk if kinds == {tuple} else [v for v in chunk if type(v) is tuple]
+    if tuple not in set(map(type, itertools.chain.from_iterable(tuples))):
+        return
+    for value in tuples:
+        hash_work_check(value)
 
 
 def _set_arg(arg: Any) -> Any:
@@ -176,7 +254,7 @@ def _dict_update(target: dict[Any, Any], args: tuple[Any, ...], kwargs: dict[str
         raise TypeError(f"update expected at most 1 argument, got {len(args)}")
     if args:
         source = args[0]
-        if type(source) is dict and not target:
+        if type(source) is dict and not target and type(target) is not collections.OrderedDict:
             target.update(source)  # into an empty dict: a copy of the table
         else:
             feed(target.update, _pairs(source))
@@ -218,10 +296,16 @@ def checked_method(obj: Any, name: str) -> Callable[..., Any] | None:
     return None
 
 
-for _cls in (CappedSet, CappedFrozenset, CappedDict):
+for _cls in (CappedSet, CappedFrozenset, CappedDict, CappedOrderedDict, CappedDefaultdict):
     _cls.__name__ = _cls.__qualname__ = _cls._real.__name__
-    _cls.__module__ = "builtins"
+    _cls.__module__ = _cls._real.__module__
     _cls.__doc__ = _cls._real.__doc__
 
 # What `type(x)` gives a cell for these real classes (builtins.SafeType), and the real class of each.
-BULK_CLASSES: dict[type, type] = {set: CappedSet, frozenset: CappedFrozenset, dict: CappedDict}
+BULK_CLASSES: dict[type, type] = {
+    set: CappedSet,
+    frozenset: CappedFrozenset,
+    dict: CappedDict,
+    collections.OrderedDict: CappedOrderedDict,
+    collections.defaultdict: CappedDefaultdict,
+}

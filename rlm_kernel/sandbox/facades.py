@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import rlm_kernel.sandbox.safe_stdlib as safe
 import rlm_kernel.sandbox.safe_types as safe_types
 from rlm_kernel.sandbox.builtins import chunked_sort, python_level
+from rlm_kernel.sandbox.bulk import CappedDefaultdict, CappedOrderedDict
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
 from rlm_kernel.sandbox.facade import Facade, Refused, is_cell_function, make_facade
 from rlm_kernel.sandbox.guards import WRITABLE_TYPES
@@ -104,6 +105,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     f["collections"] = _pick(
         collections, "Counter defaultdict OrderedDict deque namedtuple ChainMap UserDict UserList UserString"
     )
+    f["collections"].update(OrderedDict=CappedOrderedDict, defaultdict=CappedDefaultdict)  # filled in chunks
     f["itertools"] = _itertools_names()
     f["functools"] = _pick(
         functools,

@@ -25,8 +25,9 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from rlm_kernel.sandbox.builtins import SafeType, chunked_sort
-from rlm_kernel.sandbox.bulk import CHECKED_NAMES, CappedDict, checked_method
+from rlm_kernel.sandbox.bulk import CHECKED_NAMES, CappedDict, checked_method, set_display
 from rlm_kernel.sandbox.caps import Caps, SafeFormatter
+from rlm_kernel.sandbox.compare import COMPARE_GUARDS, SEARCH_METHODS, search_method
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import CellTimeout, refusal
@@ -147,6 +148,12 @@ def special_integer_ratio(obj: Any, name: str) -> Any:
 def special_bulk(obj: Any, name: str) -> Any:
     """Set and dict methods that insert a whole iterable in one C call, built in chunks (bulk.py)."""
     checked = checked_method(obj, name)
+    return _RAISE if checked is None else checked
+
+
+def special_search(obj: Any, name: str) -> Any:
+    """`count`/`index`/`remove` of lists and tuples in steps the time limit can stop (compare.py)."""
+    checked = search_method(obj, name)
     return _RAISE if checked is None else checked
 
 
@@ -354,6 +361,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "mro": special_mro,
         "fromkeys": special_fromkeys,
         "sort": special_sort,
+        **dict.fromkeys(SEARCH_METHODS, special_search),
         **dict.fromkeys(CHECKED_NAMES, special_bulk),
         "as_integer_ratio": special_integer_ratio,
     }
@@ -522,6 +530,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_int_": int,
         "_float_": float,
         "_range_ok_": range_ok,
+        **COMPARE_GUARDS,
+        "_set_display_": set_display,
         # builtins built on the guards
         "getattr": guarded_getattr_builtin,
         "hasattr": guarded_hasattr,

@@ -10,6 +10,7 @@ import io
 from typing import Any
 
 from rlm_kernel.sandbox.builtins import make_builtins
+from rlm_kernel.sandbox.compare import COMPARE_GUARDS
 from rlm_kernel.sandbox.session import SandboxSession
 
 __all__ = ["new_namespace", "GUARD_NAMES", "repair_namespace"]
@@ -39,6 +40,8 @@ GUARD_NAMES = (
     "_int_",
     "_float_",
     "_range_ok_",
+    *COMPARE_GUARDS,
+    "_set_display_",
 )
 
 

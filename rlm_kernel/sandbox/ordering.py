@@ -15,10 +15,12 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import operator
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from rlm_kernel.sandbox.compare import checked_compare as _compare
+from rlm_kernel.sandbox.weight import comparison_weight
 
 __all__ = [
     "SORT_CHUNK",
@@ -34,54 +36,6 @@ SORT_CHUNK = 1 << 20  # items one C sort handles at a time (about 0.5 s for rand
 _CHEAP = 64  # weight (characters, bytes or 64-bit words) under which a comparison counts as one step
 _C_WORK = 1 << 26  # comparisons x weight allowed in one C call (~0.05 s of memcmp)
 _CHUNK = 1024  # items min/max hand to one C call
-_NUMBERS = frozenset({float, bool, type(None)})
-_TEXT = frozenset({str, bytes})
-_SIZED = _NUMBERS | _TEXT | {int}
-
-
-def _flat_weight(kinds: set[type], items: list[Any]) -> int | None:
-    """The widest item of numbers, ints and text (in chars/bytes or 64-bit words), None for other types."""
-    if not kinds <= _SIZED:
-        return None
-    weight = 1
-    if int in kinds:
-        ints = items if kinds == {int} else [x for x in items if type(x) is int]
-        weight = max(weight, max(map(int.bit_length, ints), default=0) // 64 + 1)
-    if kinds & _TEXT:
-        texts = items if kinds <= _TEXT else [x for x in items if type(x) in _TEXT]
-        weight = max(weight, max(map(len, texts), default=0) + 1)
-    return weight
-
-
-def comparison_weight(items: list[Any]) -> int | None:
-    """What one comparison of two of `items` can cost at most (characters / bytes / 64-bit words, one level
-    into tuples: the sum over their positions), or None when it cannot be told (other types: Decimal,
-    classes of cells, nested tuples). Measured with C-level passes (map, itemgetter) where the records have
-    one shape and each position one type, as records usually do."""
-    if not items:
-        return 1
-    kinds = set(map(type, items))
-    if tuple not in kinds:
-        return _flat_weight(kinds, items)
-    if kinds != {tuple}:
-        return None  # comparing a tuple with anything else raises; let C raise it
-    widths = set(map(len, items))
-    if len(widths) == 1:  # records of one shape: weigh each position on its own
-        columns: Iterable[list[Any]] = (list(map(operator.itemgetter(i), items)) for i in range(min(widths)))
-        longest = 1
-    else:
-        columns = [list(itertools.chain.from_iterable(items))]
-        longest = max(widths)
-    weight = 1
-    for column in columns:
-        inner = set(map(type, column))
-        if tuple in inner:
-            return None
-        part = _flat_weight(inner, column)
-        if part is None:
-            return None
-        weight += part * longest
-    return weight
 
 
 def runs_python(fn: Any) -> bool:
@@ -110,10 +64,10 @@ class _Ordered:
         self.value = value
 
     def __lt__(self, other: _Ordered) -> bool:
-        return self.value < other.value
+        return _compare("<", self.value, other.value)  # lists/tuples item by item (compare.py)
 
     def __gt__(self, other: _Ordered) -> bool:
-        return self.value > other.value
+        return _compare(">", self.value, other.value)
 
 
 def _cheap_for_c(weight: int | None, n: int) -> bool:
@@ -189,5 +143,5 @@ def _extreme(builtin: Callable[..., Any], better: Callable[[Any, Any], bool]) ->
     return extreme
 
 
-checked_min = _extreme(min, lambda a, b: a < b)
-checked_max = _extreme(max, lambda a, b: a > b)
+checked_min = _extreme(min, lambda a, b: _compare("<", a, b))
+checked_max = _extreme(max, lambda a, b: _compare(">", a, b))

@@ -596,6 +596,51 @@ class RLMTransformer(RestrictingNodeTransformer):
     def _guarded_augassign(self, node: ast.AugAssign) -> ast.AST:
         return super().visit_AugAssign(node)
 
+    # -- set displays ---------------------------------------------------------------------------------------
+    def visit_Set(self, node: ast.Set) -> ast.AST:
+        """`{a, *x}` → `_set_display_([a, *x])` unless every item is a constant: the guard builds the set in
+        chunks the time limit can stop (keys sharing one hash make each insertion walk all the others) and
+        refuses tuples nested with sharing whose hash would run for minutes (bulk.set_display)."""
+        node = self.node_contents_visit(node)
+        if _constant(node):
+            return node
+        items = ast.List(elts=node.elts, ctx=ast.Load())
+        call = _call("_set_display_", items)
+        for sub in (call, call.func, items):
+            copy_locations(sub, node)
+        return call
+
+    # -- comparisons ----------------------------------------------------------------------------------------
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        """`a == b` → `_eq_(a, b)` (and `!=`, `<`, `<=`, `>`, `>=`, `in`, `not in`) when neither side is a
+        constant: the guards compare lists and tuples in steps the time limit can stop (compare.py). A
+        comparison with a constant stays a C comparison (its cost is bounded by the constant). A chain
+        (`a < b < c`) is rewritten as `_lt_(a, b) and _lt_(b, c)` when its inner operands are names or
+        constants (evaluating them twice has no effect); other chains stay C comparisons."""
+        node = self.node_contents_visit(node)
+        operands = [node.left, *node.comparators]
+        helpers = [_COMPARE_GUARDS.get(type(op)) for op in node.ops]
+        if len(node.ops) > 1 and not all(isinstance(o, (ast.Name, ast.Constant)) for o in operands[1:-1]):
+            return node
+        parts: list[ast.expr] = []
+        for i, helper in enumerate(helpers):
+            left, right = operands[i], operands[i + 1]
+            if i > 0:
+                left = copy.deepcopy(left)
+            if helper is None or _constant(left) or _constant(right):
+                part: ast.expr = ast.Compare(left=left, ops=[node.ops[i]], comparators=[right])
+            else:
+                part = _call(helper, left, right)
+            parts.append(part)
+        if len(parts) == 1 and isinstance(parts[0], ast.Compare):
+            return node
+        new: ast.expr = parts[0] if len(parts) == 1 else ast.BoolOp(op=ast.And(), values=parts)
+        for sub in ast.walk(new):
+            if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                copy_locations(sub, node)
+        copy_locations(new, node)
+        return new
+
     # -- format specs ---------------------------------------------------------------------------------------
     def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
         node = self.node_contents_visit(node)
@@ -613,6 +658,27 @@ class RLMTransformer(RestrictingNodeTransformer):
             end_lineno=node.end_lineno,
             end_col_offset=node.end_col_offset,
         )
+
+
+_COMPARE_GUARDS: dict[type, str] = {
+    ast.Eq: "_eq_",
+    ast.NotEq: "_ne_",
+    ast.Lt: "_lt_",
+    ast.LtE: "_le_",
+    ast.Gt: "_gt_",
+    ast.GtE: "_ge_",
+    ast.In: "_in_",
+    ast.NotIn: "_not_in_",
+}
+
+
+def _constant(node: ast.AST) -> bool:
+    """A literal constant, or a tuple/list/set display of them (comparing with it costs at most its size)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_constant(e) for e in node.elts)
+    return False
 
 
 _IOP = {

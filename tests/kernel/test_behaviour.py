@@ -190,8 +190,9 @@ def test_c_loop_backstop_restart_explains_why(rlm_kernel_factory) -> None:
     harness.execute("kept = 1")
     with pytest.raises(KernelDied):
         # one C call that never returns to the interpreter: only RLIMIT_CPU can stop it (comparing 10**4
-        # pairs of distinct 10**7-item lists; map/sum over ranges are interruptible now)
-        harness.execute("a = [0] * 10**7\nb = [0] * 10**7\n[a] * 10**4 == [b] * 10**4", timeout=120)
+        # pairs of distinct 10**7-item lists held as dict values; map/sum over ranges and list comparisons are
+        # interruptible now, dict equality is not)
+        harness.execute("a = [0] * 10**7\nb = [0] * 10**7\n{0: [a] * 10**4} == {0: [b] * 10**4}", timeout=120)
     harness.restart()  # what the Jupyter server's restarter does on its own
     ex = harness.execute("1 + 1")
     assert ex.result == "2"

@@ -69,6 +69,9 @@ _COLLIDE = "M = 2**61 - 1\nx = [k * M for k in range(1, 60001)]\n"
 # Comparisons that cost a millisecond each: two 10**7-character strings that differ only at the end (sorted,
 # min and max of 200 000 of them ran for minutes; sandbox/ordering.py compares them in Python then).
 _LONG = "a = 'x' * 10**7 + 'a'\nb = 'x' * 10**7 + 'b'\n"
+# Equal long texts in lists: every item comparison is a 10**7-byte memcmp; tuples nested with sharing.
+_SAME = "a = 'x' * 10**7 + 'a'\nb = 'x' * 10**7 + 'a'\nc = 'x' * 10**7 + 'b'\n"
+_NESTED = "t = (1,) * 10\nfor i in range(12):\n    t = (t,) * 10\n"
 STEP_ATTACKS: list[Payload] = [
     Payload("op_step", "set_colliding", _COLLIDE + "s = set(x)", LIMIT),
     Payload("op_step", "frozenset_colliding", _COLLIDE + "s = frozenset(x)", LIMIT),
@@ -102,6 +105,27 @@ STEP_ATTACKS: list[Payload] = [
     Payload("op_step", "issubset_colliding", _COLLIDE + "s = {1}.issubset(x)", LIMIT),
     Payload("op_step", "dict_update_colliding", _COLLIDE + "d = {1: 2}\nd.update(zip(x, x))", LIMIT),
     Payload("op_step", "defaultdict_update_colliding", "import collections\n" + _COLLIDE + "d = collections.defaultdict(int)\nd.update(zip(x, x))", LIMIT),
+    # comparisons that recurse through lists/tuples in one C call (compare.py; red team of 2e5fef9)
+    Payload("op_step", "list_eq_long_texts", _SAME + "r = [a] * 10**5 == [b] * 10**5", LIMIT),
+    Payload("op_step", "list_ne_long_texts", _SAME + "r = [a] * 10**5 != [b] * 10**5", LIMIT),
+    Payload("op_step", "tuple_lt_long_texts", _SAME + "r = tuple([a] * 10**5) < tuple([b] * 10**5)", LIMIT),
+    Payload("op_step", "list_in_long_texts", _SAME + "r = c in [a] * 10**5", LIMIT),
+    Payload("op_step", "list_not_in_long_texts", _SAME + "r = c not in [a] * 10**5", LIMIT),
+    Payload("op_step", "list_count_long_texts", _SAME + "r = ([a] * 10**5).count(b)", LIMIT),
+    Payload("op_step", "list_index_long_texts", _SAME + "r = ([a] * 10**5).index(c)", LIMIT),
+    Payload("op_step", "tuple_count_long_texts", _SAME + "r = tuple([a] * 10**5).count(c)", LIMIT),
+    Payload("op_step", "list_remove_long_texts", _SAME + "x = [a] * 10**5\nx.remove(c)", LIMIT),
+    Payload("op_step", "chain_eq_long_texts", _SAME + "x = [a] * 10**5\ny = [b] * 10**5\nr = x == y == x", LIMIT),
+    Payload("op_step", "sorted_lists_long_texts", _SAME + "r = sorted([[a] * 10**5, [b] * 10**5, [c] * 10**5])", LIMIT),
+    Payload("op_step", "max_lists_long_texts", _SAME + "r = max([[a] * 10**5, [b] * 10**5, [c] * 10**5])", LIMIT),
+    Payload("op_step", "nested_shared_hash", _NESTED + "r = hash(t)", LIMIT),
+    Payload("op_step", "nested_shared_eq", _NESTED + "u = t\n" + _NESTED + "r = u == t", LIMIT),
+    Payload("op_step", "nested_shared_set_display", _NESTED + "r = {t}", LIMIT),
+    Payload("op_step", "nested_shared_set_call", _NESTED + "r = set([t])", LIMIT),
+    Payload("op_step", "set_display_colliding", _COLLIDE + "s = {*x}", LIMIT),
+    Payload("op_step", "ordereddict_colliding", "import collections\n" + _COLLIDE + "d = collections.OrderedDict(zip(x, x))", LIMIT),
+    Payload("op_step", "defaultdict_colliding", "import collections\n" + _COLLIDE + "d = collections.defaultdict(int, zip(x, x))", LIMIT),
+    Payload("op_step", "ordereddict_fromkeys_colliding", "import collections\n" + _COLLIDE + "d = collections.OrderedDict.fromkeys(x)", LIMIT),
     Payload("op_step", "statistics_median_long_texts", "import statistics\n" + _LONG + "x = statistics.median_low([a, b] * 10**5)", LIMIT),
 ]
 STEP_CONTROLS: list[Payload] = [
@@ -124,6 +148,18 @@ STEP_CONTROLS: list[Payload] = [
             "o = collections.OrderedDict(a=1)\no.update(b=2)\ndict.update(d, z=0)\n"
             "print(sorted(s), d, list(o.items()), frozenset({1}).union([2], {3}), {1}.issubset([1, 2]), {1, 2}.symmetric_difference([2, 3]), set.union({1}, [4]))",
             OK, match="[1, 2, 3, 4, 5] {'a': 1, 'b': 2, 'c': 3, 'e': 5, 'z': 0} [('a', 1), ('b', 2)] frozenset({1, 2, 3}) True {1, 3} {1, 4}"),
+    Payload("control", "compare_ok",
+            "x = [1, [2, 'a'], (3.5, None)]\ny = list(x)\nn = float('nan')\nz = [n]\nk = 'ab'\n"
+            "print(x == y, x != y, x < y + [0], [n] == z, z < [n], 2 in x, [2, 'a'] in x, x.count(3), x.index([2, 'a']), "
+            "(1, 2) < (1, 3) < (2,), k in ['ab'], hash((1, (2, 3))) == hash((1, (2, 3))), y.remove(1), y)\n"
+            "try:\n    [1] < ['a']\nexcept TypeError as e:\n    print('TypeError')",
+            OK, match="True False True True False False True 0 1 True True True None [[2, 'a'], (3.5, None)]\nTypeError"),
+    Payload("control", "set_display_ordered_ok",
+            "import collections\nd = collections.defaultdict(list, a=1)\nd['b'].append(2)\no = collections.OrderedDict([(1, 2)], z=3)\nk = 'ab'\n"
+            "print(d, o, type(o) is collections.OrderedDict, isinstance(d, dict), collections.OrderedDict, sorted({1, *'ab', 2}, key=str), "
+            "{(1, (2, 3)), k}  == {k, (1, (2, 3))}, collections.defaultdict(), collections.OrderedDict.fromkeys(k), type(d).__name__)",
+            OK, match="defaultdict(<class 'list'>, {'a': 1, 'b': [2]}) OrderedDict([(1, 2), ('z', 3)]) True True <class 'collections.OrderedDict'> "
+            "[1, 2, 'a', 'b'] True defaultdict(None, {}) OrderedDict([('a', None), ('b', None)]) defaultdict"),
     Payload("control", "normalize_ok",
             "import unicodedata\nt = 'Cafe\\u0301 \\ufb01' * 100000\nx = unicodedata.normalize('NFC', t)\n"
             "print(len(x), x[:6], unicodedata.normalize('NFKD', '\\ufb01'))",

@@ -269,7 +269,10 @@ def test_cpu_backstop_kills_c_loop_in_subprocess(tmp_path) -> None:
         from rlm_kernel.sandbox import Limits, SandboxSession, new_namespace, run_source
         s = SandboxSession(Limits(cpu_seconds=1, cpu_backstop_seconds=1, max_range=0, memory_mb=0),
                            backstop_marker={str(marker)!r})
-        run_source("a = [0] * 10**7\\nb = [0] * 10**7\\n[a] * 10**4 == [b] * 10**4", new_namespace(s), s)
+        import functools
+        ns = new_namespace(s)
+        ns["spin"] = functools.partial(sum, range(10**12))  # one C call of minutes (no Python frame in it)
+        run_source("spin()", ns, s)
         print("not reached")
         """
     )

@@ -1,0 +1,90 @@
+"""The stoppable comparisons and searches of compare.py give what the builtins give (random nested lists and
+tuples, NaN, shared items, mixed types), and the hash budget refuses only tuples nested with sharing."""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+import random
+from typing import Any
+
+import pytest
+
+from rlm_kernel.sandbox.compare import (
+    checked_compare,
+    checked_contains,
+    checked_hash,
+    search_method,
+)
+from rlm_kernel.sandbox.errors import LimitExceeded
+
+_NAN = float("nan")
+_OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt}
+
+
+def _value(rng: random.Random, depth: int) -> Any:
+    roll = rng.random()
+    if depth > 2 or roll < 0.5:
+        return rng.choice([0, 1, 2, 1.0, True, _NAN, "a", "b", "x" * 70 + "a", "x" * 70 + "b", None, b"z"])
+    items = [_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return items if roll < 0.75 else tuple(items)
+
+
+def _outcome(fn: Any, *args: Any) -> Any:
+    try:
+        return ("ok", fn(*args))
+    except TypeError:
+        return ("TypeError",)
+    except ValueError:
+        return ("ValueError",)
+
+
+def test_comparisons_give_what_the_builtins_give() -> None:
+    rng = random.Random(11)
+    compared = 0
+    for _ in range(6000):
+        a, b = _value(rng, 0), _value(rng, 0)
+        if rng.random() < 0.3 and isinstance(a, (list, tuple)):
+            b = type(a)(a)  # the same items (identity shortcut, NaN included)
+        for op, real in _OPS.items():
+            mine = functools.partial(checked_compare, op)
+            assert _outcome(mine, a, b) == _outcome(real, a, b), (op, a, b)
+            compared += 1
+        seq = [_value(rng, 1) for _ in range(rng.randrange(6))] + ([a] if rng.random() < 0.5 else [])
+        for container in (seq, tuple(seq)):
+            assert checked_contains(a, container) == (a in container)
+            assert search_method(container, "count")(a) == container.count(a)
+            assert _outcome(search_method(container, "index"), a) == _outcome(container.index, a)
+    assert compared > 20000
+
+
+def test_long_lists_in_chunks_give_what_the_builtins_give() -> None:
+    """Lists longer than a chunk, with costly items (long texts) and a difference far in."""
+    long = "y" * 5000
+    a = [long + "a"] * 3000 + [[1, 2]] * 10 + [5]
+    for b in (list(a), a[:-1] + [6], a[:2500] + [long + "b"] + a[2501:], a + [0], a[:-5]):
+        for op, real in _OPS.items():
+            assert checked_compare(op, a, b) == real(a, b)
+            assert checked_compare(op, tuple(a), tuple(b)) == real(tuple(a), tuple(b))
+    assert search_method(a, "index")(5) == a.index(5) and search_method(a, "count")([1, 2]) == 10
+    items = [1, [2], 3, [2]]
+    search_method(items, "remove")([2])
+    assert items == [1, 3, [2]]
+    with pytest.raises(ValueError):
+        search_method(items, "remove")(9)
+    assert search_method(a, "index")(long + "a", 5, 10) == 5
+    with pytest.raises(ValueError):
+        search_method((1, 2), "index")(1, 1)
+    assert checked_compare("<", [_NAN], [_NAN]) is False and checked_compare("==", [_NAN], [_NAN]) is True
+    assert math.isnan(_NAN)
+
+
+def test_hash_budget_refuses_only_shared_nesting() -> None:
+    assert checked_hash((1, (2, (3, "a")))) == hash((1, (2, (3, "a"))))
+    assert checked_hash(tuple(range(10**5))) == hash(tuple(range(10**5)))
+    t: Any = (1,) * 10
+    for _ in range(12):
+        t = (t,) * 10
+    with pytest.raises(LimitExceeded, match="nests the same tuples"):
+        checked_hash(t)
