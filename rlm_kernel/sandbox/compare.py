@@ -85,12 +85,67 @@ def _first_difference(a: Any, b: Any) -> int:
     return n
 
 
+_DUNDERS = {"==": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
+
+
+def _base(kind: type, op: str) -> type | None:
+    """list, tuple or dict when `kind` is one of them, or a subclass (a cell's `class L(list)`) that does
+    not define the comparison `op` itself (so the base's C comparison is what would run), else None. Read
+    from the classes' own `__dict__` only: no attribute lookup that could run a cell's code."""
+    for base in (list, tuple, dict):
+        if kind is base:
+            return base
+        if issubclass(kind, base):
+            name = _DUNDERS[op]
+            for cls in kind.__mro__:
+                if cls is base:
+                    return base
+                if name in type.__dict__["__dict__"].__get__(cls):
+                    return None
+    return None
+
+
+def _dicts_equal(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
+    """`a == b` for dicts, in steps when the values are costly to compare: the keys are matched in C
+    (hashes are stored; a costly tuple key is refused by its hash budget), the values one by one."""
+    if len(a) != len(b):
+        return False
+    values = list(dict.values(a))
+    weight = comparison_weight(values)
+    if weight is not None and len(values) * weight <= _C_WORK:
+        return dict.__eq__(a, b) is True
+    other = dict.get
+    missing = object()
+    for key, value in dict.items(a):
+        if type(key) is tuple:
+            hash_work_check(key)
+        theirs = other(b, key, missing)
+        if theirs is missing or not _same(value, theirs):
+            return False
+    return True
+
+
 def checked_compare(op: str, a: Any, b: Any) -> Any:
-    """`a <op> b` (==, !=, <, <=, >, >=) with the same result, in steps when a and b are lists or tuples of
-    one type whose items are costly to compare (see the module docstring)."""
+    """`a <op> b` (==, !=, <, <=, >, >=) with the same result, in steps when a and b are lists, tuples or
+    dicts of one type (or a subclass that keeps the base's comparison) whose items are costly to compare
+    (see the module docstring)."""
     ta, tb = type(a), type(b)
-    if ta in _SCALARS or tb in _SCALARS or ta is not tb or ta not in _SEQUENCES or a is b:
+    if ta in _SCALARS or tb in _SCALARS or ta is not tb or a is b:
         return _OPS[op](a, b)
+    base = _base(ta, op)
+    if base is None:
+        return _OPS[op](a, b)
+    if base is dict:
+        if op not in ("==", "!="):
+            return _OPS[op](a, b)  # dicts are not ordered: the TypeError comes at once
+        return _dicts_equal(a, b) is (op == "==")
+    if ta is not base:  # a subclass: compare as the base does, on its stored items (no __iter__ of it runs)
+        whole = slice(None)
+        a, b = (
+            (list.copy(a), list.copy(b))
+            if base is list
+            else (tuple.__getitem__(a, whole), tuple.__getitem__(b, whole))
+        )
     if op in ("==", "!=") and len(a) != len(b):
         return op == "!="
     if _cheap(a, b):

@@ -185,14 +185,20 @@ def test_parser_bomb_gives_syntax_error(limited_kernel: KernelHarness) -> None:
     assert limited_kernel.execute("2 + 2").result == "4"
 
 
+DEQUE_C_LOOP = (
+    "import collections\na = [0] * 10**7\nb = [0] * 10**7\n"
+    "collections.deque([a] * 10**4) == collections.deque([b] * 10**4)"
+)
+
+
 def test_c_loop_backstop_restart_explains_why(rlm_kernel_factory) -> None:
     harness = rlm_kernel_factory(env={"RLM_CPU_SECONDS": "0.5", "RLM_CPU_BACKSTOP_SECONDS": "0.5"})
     harness.execute("kept = 1")
     with pytest.raises(KernelDied):
         # one C call that never returns to the interpreter: only RLIMIT_CPU can stop it (comparing 10**4
-        # pairs of distinct 10**7-item lists held as dict values; map/sum over ranges and list comparisons are
-        # interruptible now, dict equality is not)
-        harness.execute("a = [0] * 10**7\nb = [0] * 10**7\n{0: [a] * 10**4} == {0: [b] * 10**4}", timeout=120)
+        # pairs of distinct 10**7-item lists held in deques; map/sum over ranges and list, tuple and dict
+        # comparisons are interruptible now, a deque's is not)
+        harness.execute(DEQUE_C_LOOP, timeout=120)
     harness.restart()  # what the Jupyter server's restarter does on its own
     ex = harness.execute("1 + 1")
     assert ex.result == "2"

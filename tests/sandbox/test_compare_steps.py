@@ -23,12 +23,28 @@ _NAN = float("nan")
 _OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt}
 
 
+class _List(list):
+    """A cell's subclass that keeps list's comparison."""
+
+
+class _Tuple(tuple):
+    __slots__ = ()
+
+
 def _value(rng: random.Random, depth: int) -> Any:
     roll = rng.random()
     if depth > 2 or roll < 0.5:
         return rng.choice([0, 1, 2, 1.0, True, _NAN, "a", "b", "x" * 70 + "a", "x" * 70 + "b", None, b"z"])
     items = [_value(rng, depth + 1) for _ in range(rng.randrange(4))]
-    return items if roll < 0.75 else tuple(items)
+    if roll < 0.62:
+        return items
+    if roll < 0.7:
+        return _List(items)
+    if roll < 0.82:
+        return tuple(items)
+    if roll < 0.88:
+        return _Tuple(items)
+    return {rng.choice([0, 1, "k", 2.0]): item for item in items}
 
 
 def _outcome(fn: Any, *args: Any) -> Any:
@@ -45,7 +61,7 @@ def test_comparisons_give_what_the_builtins_give() -> None:
     compared = 0
     for _ in range(6000):
         a, b = _value(rng, 0), _value(rng, 0)
-        if rng.random() < 0.3 and isinstance(a, (list, tuple)):
+        if rng.random() < 0.3 and isinstance(a, (list, tuple, dict)):
             b = type(a)(a)  # the same items (identity shortcut, NaN included)
         for op, real in _OPS.items():
             mine = functools.partial(checked_compare, op)
@@ -78,6 +94,26 @@ def test_long_lists_in_chunks_give_what_the_builtins_give() -> None:
         search_method((1, 2), "index")(1, 1)
     assert checked_compare("<", [_NAN], [_NAN]) is False and checked_compare("==", [_NAN], [_NAN]) is True
     assert math.isnan(_NAN)
+
+
+def test_long_dicts_and_subclasses_in_steps_give_what_the_builtins_give() -> None:
+    """Dicts whose values are costly to compare, and a cell's subclasses of list and tuple that keep the
+    base's comparison, go through the steps and give the builtins' answers (NaN values, other orders)."""
+    long = "y" * 50_000
+    a = {i: long + str(i % 3) for i in range(200)}
+    variants = [dict(a), {**a, 7: long + "z"}, {k: a[k] for k in reversed(a)}, {**a, 999: long}, {1: _NAN}]
+    for b in variants:
+        for op in ("==", "!="):
+            assert checked_compare(op, a, b) == _OPS[op](a, b)
+    nan = {1: _NAN, 2: [long] * 3}
+    assert checked_compare("==", nan, dict(nan)) is True
+    assert checked_compare("==", nan, {1: _NAN, 2: [long] * 3}) is True
+    assert _outcome(functools.partial(checked_compare, "<"), a, dict(a)) == ("TypeError",)
+    rows = [long + "a"] * 3000
+    for kind in (_List, _Tuple):
+        left, right = kind(rows), kind(rows[:-1] + [long + "b"])
+        for op, real in _OPS.items():
+            assert checked_compare(op, left, right) == real(left, right), (kind, op)
 
 
 def test_hash_budget_refuses_only_shared_nesting() -> None:
