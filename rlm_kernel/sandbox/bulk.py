@@ -73,6 +73,12 @@ def _build_set(args: tuple[Any, ...], kwargs: dict[str, Any]) -> set[Any]:
     source = args[0]
     if type(source) in (set, frozenset):
         return set(source)  # a copy of a table: entries are moved, no insertion walks a chain
+    return _filled_set(source)
+
+
+def _filled_set(source: Any) -> set[Any]:
+    """A set of `source`'s items, inserted in chunks (`feed`), refusing tuples nested with sharing whose
+    hash would run for minutes (compare.hash_work_check)."""
     out: set[Any] = set()
 
     def step(chunk: list[Any]) -> None:
@@ -199,14 +205,7 @@ class CappedDefaultdict(collections.defaultdict, metaclass=_BulkMeta):  # type: 
 def set_display(items: list[Any]) -> set[Any]:
     """`{a, *x}` in a cell (policy.visit_Set): the items built in chunks, refusing tuples nested with sharing
     whose hash would run for minutes (compare.hash_work_check)."""
-    out: set[Any] = set()
-
-    def step(chunk: list[Any]) -> None:
-        hash_chunk_check(chunk)
-        out.update(chunk)
-
-    feed(step, items)
-    return out
+    return _filled_set(items)
 
 
 def hash_chunk_check(chunk: list[Any]) -> None:
