@@ -38,11 +38,9 @@ def cited(state: ReplState, cite: object, how: str, text: str = "") -> list[dict
     run = state.run
     if cite is None:
         if run is not None and state.options.cite:
-            gate = run.gate
             loaded = state.protected.get("__loaded_context__")
             printed = state.session.printed_so_far() if state.session is not None else ""
-            output = gate.output + "\n" + printed  # this block's prints reach the gate after it ends
-            found = found_citations.from_output(text, output, gate.question, loaded)
+            found = found_citations.for_run(text, run.gate, loaded, printed)
             if found:
                 return found
             if not run.cite_feedback_given:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 
 from rlm_kernel.repl import citations
-from rlm_kernel.repl.gate import content_words
+from rlm_kernel.repl.gate import FinalGate, content_words
 
-__all__ = ["MAX_FOUND", "from_output"]
+__all__ = ["MAX_FOUND", "for_run", "from_output"]
 
 MAX_FOUND = 3
 _MIN_QUOTE = 12
@@ -73,3 +73,10 @@ def from_output(answer: str, output: str, question: str, loaded: object) -> list
         chosen.append({**best[1], "by": "kernel"})
         left -= best[0]
     return chosen
+
+
+def for_run(answer: str, gate: FinalGate, loaded: object, printed: str = "") -> list[dict[str, object]]:
+    """`from_output` over what a run's code printed: the gate's output of earlier blocks and `printed`, what
+    the running block has printed so far (it reaches the gate only when the block ends)."""
+    output = gate.output + "\n" + printed if printed else gate.output
+    return from_output(answer, output, gate.question, loaded)

@@ -126,9 +126,7 @@ def check(
             return
         tracker.citations = checked.accepted
     else:
-        gate = tracker.gate
-        output = gate.output + "\n" + printed  # this block's prints reach the gate after it ends
-        found = found_citations.from_output(text, output, gate.question, loaded) if cite_wanted else []
+        found = found_citations.for_run(text, tracker.gate, loaded, printed) if cite_wanted else []
         if cite_wanted and not found and not tracker.cite_feedback_given:
             tracker.cite_feedback_given = True
             dict.__setitem__(box, "ready", False)

@@ -255,6 +255,5 @@ def _citations(tracker: RunTracker, kind: str, answer: object, loaded: object, o
     if kind == "final":
         return list(tracker.citations)
     if kind == "best_effort" and options.cite and isinstance(answer, str):
-        gate = tracker.gate
-        return found_citations.from_output(answer, gate.output, gate.question, loaded)
+        return found_citations.for_run(answer, tracker.gate, loaded)
     return []
