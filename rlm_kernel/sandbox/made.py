@@ -32,6 +32,7 @@ from itertools import islice
 from typing import Any
 
 from rlm_kernel.sandbox.origin import model_code_running, model_frame_on_stack
+from rlm_kernel.sandbox.watch import instance_dict
 
 __all__ = ["made", "record", "record_namespace", "watch_figures"]
 
@@ -115,11 +116,8 @@ def record(values: Iterable[Any], depth: int = 2, known: Callable[[], set[int]] 
                 continue
             _keep(obj)
             if _plain_instance(obj):
-                try:
-                    attrs = object.__getattribute__(obj, "__dict__")
-                except AttributeError:
-                    attrs = None
-                if type(attrs) is dict:
+                attrs = instance_dict(obj)
+                if attrs is not None:
                     inner = list(attrs.values())
         if level < depth:
             stack.extend((item, level + 1) for item in inner)

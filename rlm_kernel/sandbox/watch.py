@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["WriteLog", "changes", "watching"]
+__all__ = ["WriteLog", "changes", "instance_dict", "watching"]
 
 _SNAPSHOT_CAP = 10_000  # attributes/items copied per object; a larger one is reported as "changed" only
 _PATHS_PER_OBJECT = 20
@@ -26,7 +26,8 @@ DELETED_FROM = "deleted from your object"
 CHANGED_IN = "changed items of your object"
 
 
-def _attrs(obj: Any) -> dict | None:
+def instance_dict(obj: Any) -> dict | None:
+    """`obj`'s own attribute dict, read at C level (no `__getattr__` of its class runs), or None."""
     try:
         attrs = object.__getattribute__(obj, "__dict__")
     except AttributeError:
@@ -58,7 +59,7 @@ def _snapshot(obj: Any, attribute: bool) -> dict | None:
     at C level only (a subclass's own `__len__`/`__iter__` never runs here)."""
     kind = type(obj)
     if attribute:
-        attrs = _attrs(obj)
+        attrs = instance_dict(obj)
         return _plain(dict.items(attrs)) if attrs is not None and len(attrs) <= _SNAPSHOT_CAP else None
     if issubclass(kind, dict) and dict.__len__(obj) <= _SNAPSHOT_CAP:
         return _plain(dict.items(obj))
@@ -165,7 +166,7 @@ def changes(log: WriteLog, ns: dict[str, Any], before: dict[str, Any]) -> list[t
         for name, value in before.items():
             if type(name) is not str or name[:1] == "_" or ns.get(name, _MISSING) is not value:
                 continue
-            inner = value if issubclass(type(value), dict) else _attrs(value)
+            inner = value if issubclass(type(value), dict) else instance_dict(value)
             if inner is None:
                 continue
             items = dict.items(inner) if isinstance(inner, dict) else ()
