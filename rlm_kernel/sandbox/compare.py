@@ -62,8 +62,14 @@ def _cheap(left: list[Any] | tuple[Any, ...], right: list[Any] | tuple[Any, ...]
 
 
 def _same(x: Any, y: Any) -> bool:
-    """PyObject_RichCompareBool(x, y, Py_EQ): identity counts as equal."""
-    return x is y or bool(checked_compare("==", x, y))
+    """PyObject_RichCompareBool(x, y, Py_EQ): identity counts as equal. Deep nesting (the steps take about
+    three Python frames a level where C takes one) finishes in C, as Python's own comparison would."""
+    if x is y:
+        return True
+    try:
+        return bool(checked_compare("==", x, y))
+    except RecursionError:
+        return bool(x == y)
 
 
 def _first_difference(a: Any, b: Any) -> int:
@@ -108,7 +114,7 @@ def _base(kind: type, op: str) -> type | None:
 def _dicts_equal(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
     """`a == b` for dicts, in steps when the values are costly to compare: the keys are matched in C
     (hashes are stored; a costly tuple key is refused by its hash budget), the values one by one."""
-    if len(a) != len(b):
+    if dict.__len__(a) != dict.__len__(b):  # the stored sizes: a subclass's own __len__ is not the dict's
         return False
     values = list(dict.values(a))
     weight = comparison_weight(values)

@@ -116,6 +116,32 @@ def test_long_dicts_and_subclasses_in_steps_give_what_the_builtins_give() -> Non
             assert checked_compare(op, left, right) == real(left, right), (kind, op)
 
 
+def test_a_dict_subclass_is_sized_as_a_dict_and_deep_nesting_compares() -> None:
+    """A subclass's own __len__ does not decide dict equality (CPython uses the stored size); lists nested
+    deeper than the steps' frames allow still compare, as they do in Python."""
+
+    class D(dict):
+        def __len__(self) -> int:
+            return 0
+
+    class Equal:
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    v = Equal()
+    assert checked_compare("==", D(a=v), D(a=v, b=v)) is (D(a=v) == D(a=v, b=v)) is False
+    assert checked_compare("!=", D(a=v), D(a=v, b=v)) is True
+
+    def nest(depth: int) -> list:
+        out: list = ["y" * 5000 + "a"] * 1000
+        for _ in range(depth):
+            out = [out]
+        return out
+
+    assert checked_compare("==", nest(600), nest(600)) is True
+    assert checked_compare("!=", nest(600), nest(600)) is False
+
+
 def test_hash_budget_refuses_only_shared_nesting() -> None:
     assert checked_hash((1, (2, (3, "a")))) == hash((1, (2, (3, "a"))))
     assert checked_hash(tuple(range(10**5))) == hash(tuple(range(10**5)))
