@@ -21,10 +21,17 @@ __all__ = ["CallScope", "RunSink", "call_scope", "current_scope"]
 
 class RunSink(Protocol):
     """What a run offers the LLM layer: a note of model calls made by code that is not one of its helpers
-    (e.g. `map_reduce`, `find_relevant`), so they show in its trajectory with their usage."""
+    (e.g. `map_reduce`, `find_relevant`), so they show in its trajectory with their usage; `prompts` (in
+    the order of `completions`) let the run keep what each call was given as possible evidence."""
 
     def note_llm_calls(
-        self, kind: str, label: str, completions: list[Any], errors: dict[int, str], seconds: float
+        self,
+        kind: str,
+        label: str,
+        completions: list[Any],
+        errors: dict[int, str],
+        seconds: float,
+        prompts: list[str] | None = None,
     ) -> None: ...
 
 

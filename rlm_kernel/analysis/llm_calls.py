@@ -30,7 +30,7 @@ def complete_batch(
 
     def note(completions: list[Any], errors: dict[int, str]) -> None:
         if run is not None:
-            run.note_llm_calls(kind, label, completions, errors, time.monotonic() - started)
+            run.note_llm_calls(kind, label, completions, errors, time.monotonic() - started, prompts)
 
     try:
         completions = get_client().complete_batch(

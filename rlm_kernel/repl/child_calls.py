@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rlm_kernel import llm
 from rlm_kernel.llm.tiers import resolve_model
+from rlm_kernel.repl.evidence import Seen
 from rlm_kernel.repl.gate import shares_text
 from rlm_kernel.repl.state import ChildCall, ReplState
 
@@ -34,8 +35,12 @@ def default_model(kind: str) -> str | None:
         return None
 
 
-def record(state: ReplState, call: ChildCall) -> None:
-    """Add `call` to the running run's record (nothing outside a run)."""
+def record(
+    state: ReplState, call: ChildCall, items: list[tuple[int, tuple[str, ...], str]] | None = None
+) -> None:
+    """Add `call` to the running run's record (nothing outside a run). A call that saw part of `context`
+    is also kept as possible evidence (`repl.evidence`): its `items` — (number from 1, prompt texts,
+    answer) — or else its own prompt and answer."""
     if not call.ok and call.failed == 0:
         call.failed = call.items
     if call.model is None:  # the trajectory names a model even for a call that never answered
@@ -47,6 +52,10 @@ def record(state: ReplState, call: ChildCall) -> None:
             if call.saw_context:
                 state.run.gate.context_calls += 1
                 state.run.gate.hear(call.response or "")
+                if items is None:
+                    items = [(1, (call.prompt,), call.response)] if call.prompt and call.ok else []
+                if items:
+                    state.run.seen.append(Seen(call, items))
 
 
 def sees_context(state: ReplState, *texts: object) -> bool:

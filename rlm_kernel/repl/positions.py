@@ -100,11 +100,12 @@ def locate_span(
 
 
 def describe(place: Mapping[str, object]) -> str:
-    """`report.pdf, page 3, line 12` (lines `12-14` for a span)."""
+    """`report.pdf, page 3, line 12` (lines `12-14` for a span, `pages 2-3` for one across pages)."""
     parts = [str(place.get("path") or "context")]
     for key in ("page", "chapter", "message", "cell", "record"):
         if key in place:
-            parts.append(f"{key} {place[key]}")
+            last = place.get(f"end_{key}")
+            parts.append(f"{key}s {place[key]}-{last}" if last is not None else f"{key} {place[key]}")
     line, end_line = place.get("line"), place.get("end_line")
     parts.append(f"line {line}" if not end_line or end_line == line else f"lines {line}-{end_line}")
     if place.get("end_path"):

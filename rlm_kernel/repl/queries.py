@@ -74,6 +74,7 @@ def llm_query(
                 prompt=prompt,
                 response=text,
             ),
+            [(1, (prompt, system) if system else (prompt,), text)],
         )
         call.value = text
     return call.value
@@ -150,6 +151,7 @@ def llm_query_batched(state: ReplState, ns: dict, prompts: list[str], model: str
                 prompt=items[0],
                 response=texts[0],
             ),
+            [(i, (p,), t) for i, (p, t) in enumerate(zip(items, texts, strict=False), start=1)],
         )
         if state.run is not None and state.run.calls and state.run.calls[-1].saw_context:
             state.run.gate.hear("\n".join(texts[1:]))  # the first is heard by `record`

@@ -9,9 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rlm_kernel.repl.evidence import Seen
 from rlm_kernel.repl.gate import FinalGate
 
 __all__ = ["ChildCall", "LibraryCalls", "ReplState", "RootLoop", "RunOptions", "RunTracker", "Usage"]
+
+_MAX_SEEN = 100_000  # items of one library helper kept as possible evidence (references, not copies)
 
 
 @dataclass
@@ -144,14 +147,25 @@ class LibraryCalls:
     model: str | None = None
     first_error: str | None = None
     budget_error: str | None = None
+    seen: list[tuple[int, tuple[str, ...], str]] = field(default_factory=list)
+    """The answered items with their prompts (when the helper passed them): possible evidence."""
 
     def note_llm_calls(
-        self, kind: str, label: str, completions: list[Any], errors: dict[int, str], seconds: float
+        self,
+        kind: str,
+        label: str,
+        completions: list[Any],
+        errors: dict[int, str],
+        seconds: float,
+        prompts: list[str] | None = None,
     ) -> None:
+        before = self.items  # an item is the helper's Nth model call (map parts first, then reduce steps)
         self.items += max(len(completions), 1)
-        for c in completions:
+        for number, c in enumerate(completions, start=1):
             if c is None:
                 continue
+            if prompts is not None and number <= len(prompts) and len(self.seen) < _MAX_SEEN:
+                self.seen.append((before + number, (prompts[number - 1],), str(getattr(c, "text", ""))))
             self.usage.calls += 1
             self.usage.input_tokens += int(getattr(c, "input_tokens", 0) or 0)
             self.usage.output_tokens += int(getattr(c, "output_tokens", 0) or 0)
@@ -182,14 +196,23 @@ class RunTracker:
     citations: list[dict] = field(default_factory=list)
     """The accepted answer's verified citations (repl.citations), with their locations."""
     cite_feedback_given: bool = False
+    seen: list[Seen] = field(default_factory=list)
+    """The sub-call items whose prompts held part of `context` (prompts and answers by reference): what
+    `repl.evidence` picks an answer's evidence from when it has no citations."""
 
     def note_llm_calls(
-        self, kind: str, label: str, completions: list[Any], errors: dict[int, str], seconds: float
+        self,
+        kind: str,
+        label: str,
+        completions: list[Any],
+        errors: dict[int, str],
+        seconds: float,
+        prompts: list[str] | None = None,
     ) -> None:
         """Record model calls made in the run by library code outside the helpers: one trajectory entry
         with their usage; a budget refusal among them ends the run as the helpers' do."""
         calls = LibraryCalls()
-        calls.note_llm_calls(kind, label, completions, errors, seconds)
+        calls.note_llm_calls(kind, label, completions, errors, seconds, prompts)
         self.add_library_calls(kind, label, calls, seconds)
 
     def add_library_calls(
@@ -211,6 +234,8 @@ class RunTracker:
             saw_context=True,  # library helpers run over the text they are given
         )
         self.calls.append(entry)
+        if calls.seen:
+            self.seen.append(Seen(entry, calls.seen))
         if good:
             self.successes += 1
             self.gate.context_calls += 1

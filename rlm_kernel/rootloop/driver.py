@@ -11,6 +11,7 @@ from rlm_kernel.callscope import call_scope
 from rlm_kernel.errors import RLMError
 from rlm_kernel.output import own
 from rlm_kernel.repl import context as ctxmod
+from rlm_kernel.repl import evidence as evidencemod
 from rlm_kernel.repl import found_citations
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.gate import stated_facts
@@ -166,14 +167,15 @@ def run_rlm_steps(
         citations=_citations(tracker, kind, answer, loaded, options),
         _history=continuation.transcript(run.prior, run.first_message(), run),
     )
+    result.evidence = _evidence(tracker, result, loaded, run.turns)
     # its display is the kernel's run viewer while its record is as the run left it (a copy a cell makes
     # of it, or the same object after a cell edited its citations or trajectory, is not: output/trust.py)
     own(result, result.records)
-    if depth == 1 and result.citations:
+    if depth == 1 and (result.citations or result.evidence):
         from rlm_kernel.llm.events import current_owner
         from rlm_kernel.rootloop.provenance import ledger
 
-        ledger.cited(current_owner(), result.citations)
+        ledger.cited(current_owner(), result.citations, result.evidence)
     continuation.add_history(ns, state, result.history)  # history_N for follow-ups and shared runs
     continuation.remember(result, continuation.Session(ns, state, budget, shared, loaded, tracker.gate))
     if display is not None:
@@ -257,3 +259,13 @@ def _citations(tracker: RunTracker, kind: str, answer: object, loaded: object, o
     if kind == "best_effort" and options.cite and isinstance(answer, str):
         return found_citations.for_run(answer, tracker.gate, loaded)
     return []
+
+
+def _evidence(tracker: RunTracker, result: RLMResult, loaded: object, turns: list) -> list:
+    """An accepted answer without citations: the spans of `context` its sub-calls saw that led to it
+    (`repl.evidence`). The sub-calls' prompts kept for this are let go either way."""
+    seen, tracker.seen = tracker.seen, []
+    text = result.answer_text
+    if result.answer_kind != "final" or result.citations or text is None:
+        return []
+    return evidencemod.for_run(text, result.question, seen, loaded, turns)

@@ -5,7 +5,8 @@ The ledger listens to the LLM layer's events (`finish` and `cached`, tagged with
 display hook and publisher stamp every output of a cell that made model calls with
 `metadata["rlm"] = {"calls", "cache_hits", "models", "input_tokens", "output_tokens", "cost_usd",
 "cache_keys"}` (what the cell had spent when the output was sent; "citations" too, the verified citations
-of a run's answer, when it gave any). `%rlm provenance` lists the cells.
+of a run's answer, when it gave any, or else "evidence", the spans its sub-calls saw: `repl.evidence`).
+`%rlm provenance` lists the cells.
 """
 
 from __future__ import annotations
@@ -33,9 +34,12 @@ class CellCalls:
     cost_usd: float = 0.0
     cache_keys: list[str] = field(default_factory=list)
     citations: list[dict] = field(default_factory=list)
+    evidence: list[dict] = field(default_factory=list)
 
     def metadata(self) -> dict[str, Any]:
         extra = {"citations": [dict(c) for c in self.citations]} if self.citations else {}
+        if self.evidence:
+            extra["evidence"] = [dict(e) for e in self.evidence]
         return {
             "calls": self.calls,
             "cache_hits": self.cache_hits,
@@ -97,13 +101,15 @@ class Ledger:
             if cell.execution_count is None:
                 cell.execution_count = execution_count
 
-    def cited(self, owner: str | None, citations: list[dict]) -> None:
-        """Remember the verified citations of the answer cell `owner` gave (its `metadata["rlm"]`)."""
-        if not owner or not citations:
+    def cited(self, owner: str | None, citations: list[dict], evidence: list[dict] | None = None) -> None:
+        """Remember the verified citations (or the sub-calls' evidence) of the answer cell `owner` gave
+        (its `metadata["rlm"]`)."""
+        if not owner or not (citations or evidence):
             return
         with self._lock:
             cell = self._cells.setdefault(owner, CellCalls(execution_count=_running_count()))
             cell.citations = [dict(c) for c in citations[:50]]
+            cell.evidence = [dict(e) for e in (evidence or [])[:50]]
 
     def for_cell(self, owner: str | None) -> dict[str, Any] | None:
         """The `rlm` metadata for cell `owner`, or None when it made no model calls (yet)."""
@@ -124,6 +130,7 @@ class Ledger:
                         "models": dict(c.models),
                         "cache_keys": list(c.cache_keys),
                         "citations": list(c.citations),
+                        "evidence": list(c.evidence),
                     }
                 )
                 for c in self._cells.values()

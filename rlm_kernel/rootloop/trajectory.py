@@ -117,6 +117,11 @@ class RLMResult:
     """The answer's verified citations (FINAL cite= / answer["cite"]): dicts with quote, span, path, line,
     end_line, where ("report.pdf, page 3, line 12") and page/chapter/message/cell/record when the file has
     them."""
+    evidence: list = field(default_factory=list)
+    """An accepted answer without citations: the spans of `context` its sub-calls were given and whose
+    answers led to it (`repl.evidence`), seen by a sub-call, not quoted as proof: dicts with span, path,
+    line, end_line, where, excerpt, by="sub-call", call, item, turn, response (and page/record/… as
+    citations have)."""
     _history: tuple = field(default=(), repr=False, compare=False)
 
     def __post_init__(self, _namespace: dict) -> None:
@@ -200,6 +205,7 @@ class RLMResult:
             "model": self.model,
             **asdict(self.usage),
             **({"citations": [dict(c) for c in self.citations]} if self.citations else {}),
+            **({"evidence": [dict(e) for e in self.evidence]} if self.evidence else {}),
         }
         return [head] + [{"type": "turn", **asdict(t), "usage": asdict(t.usage)} for t in self.trajectory]
 
@@ -217,7 +223,7 @@ class RLMResult:
         import nbformat
         from nbformat import v4
 
-        from rlm_kernel.rootloop.viewer import model_markdown
+        from rlm_kernel.rootloop.viewer import evidence_markdown, model_markdown
 
         cells = [
             v4.new_markdown_cell(
@@ -251,6 +257,7 @@ class RLMResult:
                     model_markdown(f"\n\n{i}. {c.get('where')}: \u201c{c.get('quote')}\u201d")
                     for i, c in enumerate(self.citations, start=1)
                 )
+                + evidence_markdown(self.evidence)
             )
         )
         nb = v4.new_notebook(

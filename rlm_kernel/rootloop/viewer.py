@@ -13,8 +13,9 @@ from pathlib import Path
 
 from rlm_kernel.output import is_owned, own
 from rlm_kernel.output.sanitise import markdown_html
+from rlm_kernel.repl.evidence import render_text as render_evidence
 
-__all__ = ["load_tree", "notebook_cells", "tree_html", "tree_text", "view"]
+__all__ = ["evidence_markdown", "load_tree", "notebook_cells", "tree_html", "tree_text", "view"]
 
 _SHOW = 4000
 _STYLE = (
@@ -122,6 +123,42 @@ def _citations_html(head: dict) -> str:
     return f"<div class='m'>citations:</div><ol class='rlm-citations'>{rows}</ol>"
 
 
+EVIDENCE_TITLE = "evidence (seen by the sub-call, not quoted as proof)"
+
+
+def _evidence_html(head: dict) -> str:
+    """The spans of `context` the sub-calls saw that led to an answer without citations: each with its
+    file, page and line, the helper and turn, and an excerpt (all escaped: they come from the corpus)."""
+    seen = head.get("evidence") or []
+    if not isinstance(seen, list) or not seen:
+        return ""
+    rows = "".join(
+        f"<li><span class='m'>{_e(e.get('where', ''))} · {_e(e.get('call', ''))}"
+        + (f" item {_e(e['item'])}" if e.get("item") not in (None, 1) else "")
+        + (f" · turn {_e(e['turn'])}" if e.get("turn") is not None else "")
+        + f"</span> <span>{_e(_cut(str(e.get('excerpt', '')), 600))}</span></li>"
+        for e in seen
+        if isinstance(e, dict)
+    )
+    return f"<div class='m'>{EVIDENCE_TITLE}:</div><ol class='rlm-evidence'>{rows}</ol>"
+
+
+def evidence_markdown(evidence: list) -> str:
+    """The evidence list under a saved notebook's answer (model-made text rendered sanitised)."""
+    if not evidence:
+        return ""
+    items = "".join(
+        model_markdown(
+            f"\n\n{i}. {e.get('where')} ({e.get('call')}"
+            + (f" item {e.get('item')}" if e.get("item") not in (None, 1) else "")
+            + f"): {e.get('excerpt')}"
+        )
+        for i, e in enumerate(evidence, start=1)
+        if isinstance(e, dict)
+    )
+    return f"\n\n**{EVIDENCE_TITLE.capitalize()}:**\n\n{items}"
+
+
 def _run_html(tree: dict, child: bool = False) -> str:
     head = tree.get("run") or {}
     turns = tree.get("turns") or []
@@ -141,7 +178,8 @@ def _run_html(tree: dict, child: bool = False) -> str:
         f"<div class='m'>rlm kernel · {'answer accepted by the FINAL gate' if final else 'no gated answer'}"
         "</div>"
         f"<div>{_e(head.get('message', ''))}</div>"
-        f"<div style='white-space:pre-wrap'>{_e(shown)}</div>{_citations_html(head)}</div>",
+        f"<div style='white-space:pre-wrap'>{_e(shown)}</div>{_citations_html(head)}{_evidence_html(head)}"
+        "</div>",
     ]
     opened = "" if child else " open"
     cls = "child" if child else "run"
@@ -179,6 +217,10 @@ def tree_text(tree: dict, indent: str = "") -> str:
     for i, c in enumerate(head.get("citations") or [], start=1):
         if isinstance(c, dict):
             lines.append(f"{indent}  [{i}] {c.get('where')}: \u201c{c.get('quote')}\u201d")
+    evidence = [e for e in head.get("evidence") or [] if isinstance(e, dict)]
+    if evidence:
+        lines.append(f"{indent}  {EVIDENCE_TITLE}:")
+        lines += [f"{indent}  {line}" for line in render_evidence(evidence).splitlines()]
     return "\n".join(lines)
 
 
