@@ -13,6 +13,7 @@ FIELDS = [
     "answer_kind",
     "citations",
     "depth",
+    "evidence",
     "message",
     "model",
     "model_bound",
