@@ -210,16 +210,33 @@ def _corpus(
     skipped: list[str] = []
     parsed: dict[str, list[tuple[str, Extracted]]] = {}
     caps = Caps.from_env()
+    expect = getattr(progress, "expect", None)
+    if expect is not None:
+        expect(len(paths))
     for index, path in enumerate(paths):
         try:
             _check_one(path, fmt, caps, encoding, errors, allow_secrets, readable, skipped, parsed, progress)
         except KeyboardInterrupt:
-            left = len(paths) - index
-            skipped.append(f"{left:,} file(s) not read: the load was interrupted (load again to read them)")
             if not readable:
-                raise
+                raise _unchanged(source, "before any file was read") from None
+            skipped.append(f"{len(paths) - index:,} file(s) not read: {INTERRUPTED_NOTE}")
             break
-    return _join(readable, parsed, skipped, source, kind, encoding, errors, progress)
+    try:
+        return _join(readable, parsed, skipped, source, kind, encoding, errors, progress)
+    except KeyboardInterrupt as err:
+        if str(err).startswith("the load of "):
+            raise
+        raise _unchanged(source, "while the context was being put together") from None
+
+
+INTERRUPTED_NOTE = "the load was interrupted (load again to read them)"
+"""How a load's summary ends the line of the files an interrupt left unread (the files read are kept)."""
+
+
+def _unchanged(source: str, when: str) -> KeyboardInterrupt:
+    return KeyboardInterrupt(
+        f"the load of {source} was interrupted {when}: nothing was loaded, and `context` is unchanged"
+    )
 
 
 def _check_one(
@@ -282,30 +299,44 @@ def _join(
     releasing = [False]  # the last pass: each parsed document is dropped once written (never held twice)
 
     def pieces() -> Iterator[tuple[str, Extracted]]:
-        for path, name, kind_of in readable:
-            if name in parsed:
-                if not releasing[0]:
-                    yield from parsed[name]
-                    continue
-                docs = list(parsed.pop(name))
-                while docs:
-                    yield docs.pop(0)
+        for index, (path, name, kind_of) in enumerate(readable):
+            if first_pass[0]:
+                try:
+                    yield from _read_one(path, name, kind_of)
+                except KeyboardInterrupt:
+                    # the files read so far are the context; the others are left for a second load
+                    if not index:
+                        raise _unchanged(source, "before any file was read") from None
+                    skipped.append(f"{len(readable) - index:,} file(s) not read: {INTERRUPTED_NOTE}")
+                    del readable[index:]
+                    return
                 continue
-            try:
-                text = read_text(path, encoding=encoding, errors=errors)
-            except DecodeRefused:
-                note = f"{name} (not {encoding})"
-                if note not in skipped:
-                    skipped.append(note)
-                continue
-            except OSError as err:
-                note = f"{name} ({err.strerror or err})"
-                if note not in skipped:
-                    skipped.append(note)
-                continue
-            if progress is not None and first_pass[0]:
-                progress(name, len(text), len(skipped))
-            yield name, text_positions(text, kind_of)
+            yield from _read_one(path, name, kind_of)
+
+    def _read_one(path: Path, name: str, kind_of: str) -> Iterator[tuple[str, Extracted]]:
+        if name in parsed:
+            if not releasing[0]:
+                yield from parsed[name]
+                return
+            docs = list(parsed.pop(name))
+            while docs:
+                yield docs.pop(0)
+            return
+        try:
+            text = read_text(path, encoding=encoding, errors=errors)
+        except DecodeRefused:
+            note = f"{name} (not {encoding})"
+            if note not in skipped:
+                skipped.append(note)
+            return
+        except OSError as err:
+            note = f"{name} ({err.strerror or err})"
+            if note not in skipped:
+                skipped.append(note)
+            return
+        if progress is not None and first_pass[0]:
+            progress(name, len(text), len(skipped))
+        yield name, text_positions(text, kind_of)
 
     def texts() -> Iterator[str]:
         files.clear()

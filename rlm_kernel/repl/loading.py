@@ -116,8 +116,13 @@ def load_context(
                 "not enough memory to load this context under the kernel's memory limit (RLM_MEMORY_MB); "
                 "load fewer or smaller files"
             ) from None
+        except KeyboardInterrupt:
+            if shown is not None:
+                shown.done("interrupted: nothing loaded, the context is unchanged")
+            raise
         if shown is not None:
-            shown.done()
+            cut = any(line.endswith(ctxmod.INTERRUPTED_NOTE) for line in loaded.skipped)
+            shown.done("interrupted: the files read before are the context" if cut else "loaded")
     add_context(state, ns, loaded, append)
     return loaded.summary()
 

@@ -1,8 +1,11 @@
 """Progress on a long corpus load through the real kernel: an updating display (HTML with a text twin) once
-the load passes a second, and an interrupt that stops the load cleanly, keeping the files read before it."""
+the load passes a second where there is no widget frontend, the load widget (its comm messages) where there
+is one, and an interrupt that stops the load cleanly: the files read before it are the context, or, when
+none was read yet, the earlier context is kept and the error says so."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -51,6 +54,89 @@ def test_a_long_load_shows_progress_and_an_interrupt_keeps_what_was_read(many_pd
         assert probe(kernel, "all(n.startswith('pdfs/doc') for n in context_files)")
         assert kernel.is_alive()
         ex = ok(kernel, "len(load_context('pdfs/doc0001.pdf').files)")  # and the kernel loads on
+    finally:
+        kernel.shutdown()
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def test_the_load_widget_and_an_interrupt_in_widgets_mode(many_pdfs: Path) -> None:
+    kernel = KernelHarness(cwd=str(many_pdfs), env={"RLM_DISPLAY": "widgets"})
+    try:
+        ok(kernel, "import json")
+        bars: list[str] = []
+        values: list[int] = []
+
+        def on_message(msg: dict) -> None:
+            content = msg["content"]
+            if msg["msg_type"] == "comm_open" and content["data"]["state"].get("_model_name") == (
+                "IntProgressModel"
+            ):
+                bars.append(content["comm_id"])
+            elif msg["msg_type"] == "comm_msg" and content["comm_id"] in bars:
+                if "value" in content["data"].get("state", {}):
+                    values.append(content["data"]["state"]["value"])
+                    if len(values) == 3:
+                        kernel.interrupt()
+
+        ex = kernel.execute("s = load_context('pdfs')\ns", timeout=600, on_message=on_message)
+        assert ex.ok, str(ex)  # the interrupt ends the load, not the cell
+        assert len(bars) == 1 and len(values) >= 3 and values == sorted(values)
+        states = [
+            m["content"]["data"]["state"]
+            for m in ex.messages
+            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == bars[0]
+        ]
+        opened = next(
+            m["content"]["data"]["state"]
+            for m in ex.messages
+            if m["msg_type"] == "comm_open" and m["content"]["comm_id"] == bars[0]
+        )
+        assert opened["max"] == COPIES  # the bar counts files read of those found
+        assert [s["bar_style"] for s in states if "bar_style" in s][-1] == "warning"  # interrupted
+        assert "rlm-load-bar" in [c for s in states for c in s.get("_dom_classes", [])]
+        shown = [d for d in ex.display if WIDGET_VIEW in d]
+        assert shown and shown[0]["text/plain"].startswith("loading … pdfs/doc")  # the line, no widget repr
+        assert "files" in shown[0]["text/plain"] and "skipped" in shown[0]["text/plain"]
+        final = shown[-1]["text/plain"]
+        assert final.startswith("interrupted: the files read before are the context: ")
+        assert "the load was interrupted" in ex.result
+        loaded = probe(kernel, "len(context_files)")
+        assert 0 < loaded < COPIES and f"{loaded:,} of {COPIES:,} files" in final
+        assert kernel.is_alive()
+    finally:
+        kernel.shutdown()
+
+
+def test_an_interrupt_before_any_file_was_read_keeps_the_earlier_context(tmp_path: Path) -> None:
+    (tmp_path / "first.txt").write_text("the earlier context\n")
+    (tmp_path / "slow").mkdir()
+    messages = (
+        f"From sender{i}@example.org Mon Jan  1 00:00:00 2024\nFrom: sender{i}@example.org\n"
+        f"Subject: note {i}\n\nBody of message {i}: the ferry left at dawn.\n\n"
+        for i in range(40_000)
+    )
+    (tmp_path / "slow" / "inbox.mbox").write_text("".join(messages))  # ~20 s of mail parsing
+    env = {"RLM_CORPUS_MAX_MEMBERS": "100000", "RLM_CORPUS_FILE_SECONDS": "600"}
+    kernel = KernelHarness(cwd=str(tmp_path), env=env)
+    try:
+        ok(kernel, "import json\ns = load_context('first.txt')")
+        timer = threading.Timer(2.0, kernel.interrupt)
+
+        def on_message(msg: dict) -> None:
+            if msg["msg_type"] == "execute_input":
+                timer.start()
+
+        ex = kernel.execute("load_context('slow')", timeout=600, on_message=on_message)
+        assert ex.status == "error" and ex.error_name == "KeyboardInterrupt", str(ex)
+        assert ex.error_value == (
+            "the load of slow was interrupted before any file was read: nothing was loaded, and `context` "
+            "is unchanged"
+        )
+        earlier = probe(kernel, "[list(context_files), context.strip()]")
+        assert earlier == [["first.txt"], "the earlier context"]
+        assert kernel.is_alive()
     finally:
         kernel.shutdown()
 
