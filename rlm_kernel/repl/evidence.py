@@ -21,6 +21,7 @@ scoring calls (their answers are scores, not text that leads to an answer).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ BY = "sub-call"
 NOTE = "seen by the sub-call, not quoted as proof"
 _WORD = re.compile(r"[A-Za-z0-9_][\w.-]*\w|\w")
 _DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3})")
+_NONBLANK = re.compile(r"\S")
 NOT_EVIDENCE = frozenset({"find_relevant"})
 
 
@@ -83,19 +85,20 @@ def _excerpt(text: str, start: int, end: int, words: set[str]) -> str:
     return shown if len(shown) <= EXCERPT_CHARS else shown[: EXCERPT_CHARS - 1] + "…"
 
 
-def _by_file(span: tuple[int, int], files: Mapping, text: str) -> list[tuple[int, int]]:
-    """`span` cut at the files it runs across (each piece within one file's text, the `=== path ===`
-    lines left out), blank pieces dropped: a slice around a fact near a file's start also holds the end of
-    the file before, and each piece is located in its own file."""
+def _by_file(span: tuple[int, int], bounds: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
+    """`span` cut at the files it runs across (`bounds`: the files' (start, end), sorted; each piece within
+    one file's text, the `=== path ===` lines left out), blank pieces dropped: a slice around a fact near a
+    file's start also holds the end of the file before, and each piece is located in its own file."""
     start, end = span
-    if not files:
+    if not bounds:
         return [span]
     pieces = []
-    for lo, hi in sorted(files.values()):
-        if hi <= start or lo >= end:
-            continue
+    k = max(bisect.bisect_right(bounds, (start, len(text) + 1)) - 1, 0)
+    while k < len(bounds) and bounds[k][0] < end:
+        lo, hi = bounds[k]
+        k += 1
         a, b = max(lo, start), min(hi, end)
-        if text[a:b].strip():
+        if a < b and _NONBLANK.search(text, a, b):
             pieces.append((a, b))
     return pieces
 
@@ -107,7 +110,9 @@ def _turn_of(turns: list, call: object) -> int | None:
     return None
 
 
-def _spans(prompts: tuple[str, ...], text: str, files: Mapping, question: str) -> list[tuple[int, int]]:
+def _spans(
+    prompts: tuple[str, ...], text: str, bounds: list[tuple[int, int]], question: str
+) -> list[tuple[int, int]]:
     """The spans of `text` the prompts hold, each cut at the files it runs across (the question quoted is
     not evidence)."""
     spans = [
@@ -116,7 +121,7 @@ def _spans(prompts: tuple[str, ...], text: str, files: Mapping, question: str) -
         for a, b in spans_in(p, text)
         if b - a > len(question) or text[a:b] not in question
     ]
-    return [piece for span in spans for piece in _by_file(span, files, text)]
+    return [piece for span in spans for piece in _by_file(span, bounds, text)]
 
 
 def _record(
@@ -153,6 +158,7 @@ def for_run(
         return []
     files: Mapping = getattr(loaded, "files", {}) or {}
     layouts: Mapping = getattr(loaded, "layouts", {}) or {}
+    bounds = sorted(files.values())
     words = content_words(answer, question)
     verbatim = positions.normalise(answer).lower()
     candidates: list[tuple[set[str], bool, Seen, int, tuple[str, ...], str]] = []
@@ -175,7 +181,7 @@ def for_run(
         candidates.remove(best)
         examined += 1
         has, _whole, entry, number, prompts, response = best
-        spans = _spans(prompts, text, files, question)
+        spans = _spans(prompts, text, bounds, question)
         if not spans:
             continue  # saw no slice of the context itself (e.g. a reduce step over the parts' answers)
         said = _pattern(has)
