@@ -56,6 +56,7 @@ __all__ = [
     "register_trampoline",
     "require_direct_chain",
     "require_person_call",
+    "require_person_method_call",
     "written_by_person",
 ]
 
@@ -66,6 +67,7 @@ _TRAMPOLINES: set[types.CodeType] = set()  # kernel wrappers between a helper an
 _PASS_THROUGH: set[types.CodeType] = set()  # kernel code that only forwards a cell's own call (`_apply_`)
 _CELL_CODES: list[types.CodeType] = []  # the code objects compiled for the cell running now (RLMCompiler)
 _MAX_CELL_CODES = 10_000
+_cells_compiled = False  # this process has compiled a cell: it is a kernel (not the library used from Python)
 
 
 class ModelCodeRefused(SandboxError):
@@ -151,6 +153,8 @@ def new_cell() -> None:
 
 def note_cell_code(code: types.CodeType) -> None:
     """Record a code object the shell compiled for the cell running now (one per top-level statement)."""
+    global _cells_compiled
+    _cells_compiled = True
     if len(_CELL_CODES) < _MAX_CELL_CODES:
         _CELL_CODES.append(code)
 
@@ -436,3 +440,40 @@ def called_directly_by_person() -> bool:
     except ModelCodeRefused:
         return False
     return True
+
+
+def require_person_method_call(what: str, method: types.CodeType) -> None:
+    """Refuse unless the kernel method running now (`rlm_result.save(...)`) was called by a person's cell
+    itself: no model-written frame on the stack, a cell frame whose running instruction is a call of that
+    very method (looked up without running code), and a chain of callers that `require_direct_chain`
+    accepts. A method a person may call that acts on the person's files must not run for model-written
+    code: a function a `--shared` run left (`def tidy(): rlm_result.save('analysis.ipynb',
+    overwrite=True)`), a `__repr__` the display runs, or a `functools.partial` of the bound method under a
+    name the person calls. Unlike `called_directly_by_person`, no cell frame on the stack in a kernel (a
+    library callback the kernel's own work after a cell set off) refuses too; outside a kernel (the package
+    used from plain Python, where no cell was ever compiled) there is no cell to check. `method` is the
+    code of the method itself: the frame the cell called must run it, not a kernel wrapper the cell called
+    that calls it in turn (the sandbox's `operator.methodcaller` is Python code of the kernel)."""
+    refuse_in_model_code(what)
+    inside: types.FrameType | None = None
+    frame = sys._getframe(1)
+    while frame is not None and not is_sandboxed_filename(frame.f_code.co_filename):
+        if frame.f_code not in _PASS_THROUGH:
+            inside = frame
+        frame = frame.f_back
+    if frame is None and not _cells_compiled:
+        return
+    node = _call_at(frame) if frame is not None and inside is not None else None
+    if (
+        frame is None
+        or inside is None
+        or inside.f_code is not method
+        or not (isinstance(node, ast.Call) and _runs(_callee(frame, node.func), method))
+    ):
+        raise ModelCodeRefused(
+            f"{what} must be written in your own cell as a direct call of the method: here it was reached "
+            "through another object (a functools.partial, map, property, comparison, a display or library "
+            "callback, or a name that model-written code may have rebound). Write the call itself in your "
+            "cell, e.g. `rlm_result.save('run.ipynb')`"
+        )
+    require_direct_chain(what, frame)
