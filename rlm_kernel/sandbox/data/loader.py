@@ -76,12 +76,13 @@ def load() -> None:
 
 
 def _refuse_font_files() -> None:
-    """No font is read from a file a cell names: `FontProperties.set_file` is where every font file name
-    enters (its `fname=`, and `_from_any` turning any `os.PathLike` — a cell's object with `__fspath__` — given
-    as `fontproperties=`/`font=`/`prop=` of any Artist method into one), and FreeType then opens that path in C
-    at draw time, past the audit hook (issue 26 class 5, third red team: `ax.text(0, 0, 'x',
-    fontproperties=P('.env'))` opened `.env`). The kernel itself never names a font file: the default fonts are
-    found by family."""
+    """No font is read from a file a cell names. `FontProperties.set_file` is where every font file name
+    enters: its `fname=`, and `_from_any`, which turns any `os.PathLike` (a cell's object with `__fspath__`)
+    given as `fontproperties=`/`font=`/`prop=` of any Artist method into one. FreeType then opened that path
+    at draw time; the audit hook refused the open, so the figure failed to draw with a FreeType error (third
+    red team: `ax.text(0, 0, 'x', fontproperties=P('.env'))`). Now the call itself is refused, by the facade
+    layer rather than the audit hook alone. The kernel never names a font file: default fonts are found by
+    family."""
     from matplotlib.font_manager import FontProperties
 
     original = FontProperties.set_file
