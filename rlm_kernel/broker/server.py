@@ -168,9 +168,16 @@ class Broker:
                 task.cancel()  # items whose answer has arrived still settle and report it (see _item)
             return
         handler = getattr(self, f"_op_{op}", None)
-        if handler is None or not isinstance(rid, int):
+        if handler is None or type(rid) is not int:
             what = repr(op)[:80]  # the kernel's text: never echoed at its full size
             self._write({"id": rid, "error": error_frame(LLMError(f"unknown broker request {what}"))})
+            return
+        if rid in self._tasks:
+            # the running tasks are what MAX_PENDING counts: a second request under a live id would replace
+            # the first in `_tasks`, so a flood of one id ran without bound (third red team: 3000 batches of
+            # 200 KB under one id took the broker to 1.3 GB)
+            error = LLMError("the LLM broker is still running a request with this id; use a new id")
+            self._write({"id": rid, "error": error_frame(error)})
             return
         task = asyncio.get_running_loop().create_task(self._run(rid, handler, message))
         self._tasks[rid] = task

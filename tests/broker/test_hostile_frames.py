@@ -213,3 +213,45 @@ def test_what_the_broker_keeps_of_a_request_is_bounded(
         ok(kernel, "llm_query('honest after')")  # honest control (a new broker)
     finally:
         kernel.shutdown()
+
+
+def test_requests_under_one_live_id_do_not_pass_the_pending_cap(
+    servers: tuple[LLMTestServer, LLMTestServer], tmp_path: Path
+) -> None:
+    """MAX_PENDING counts the broker's running tasks by request id: a second request under a live id replaced
+    the first in that count, so 3000 batches of 200 KB under one id, against a slow provider, all ran at once
+    (the broker at 1.3 GB; third red team). A request under a live id is refused now."""
+    server, _other = servers
+    server.latency = 60  # every batch waits on the provider: what the broker accepts, it holds
+    kernel = _kernel(server, tmp_path)
+    try:
+        ok(kernel, RAW)
+        ok(kernel, FIELDS)
+        kernel_pid = kernel.km.provisioner.process.pid
+        code = (
+            "from rlm_kernel.llm.broker_protocol import request_to_wire\n"
+            "from rlm_kernel.llm.providers.base import ChatRequest\n"
+            "s = raw_broker()\n"
+            "eid = ask(s, {'op': 'engine', 'id': 1, 'fields': {**FIELDS, 'timeout': 600.0}})['engine']\n"
+            "text = {'role': 'user', 'content': 'x' * 200_000}\n"
+            "item = request_to_wire(ChatRequest(model='m', messages=(text,), max_tokens=8))\n"
+            "frame = encode({'op': 'batch', 'id': 7, 'engine': eid, 'scope': {}, 'concurrency': 1,\n"
+            "                'items': [item]})\n"
+            "import threading, time\n"
+            "sent = [0]\n"
+            "def pump():\n"
+            "    for _ in range(3000):\n"
+            "        s.sendall(frame)\n"
+            "        sent[0] += 1\n"
+            "threading.Thread(target=pump, daemon=True).start()\n"
+            "deadline = time.monotonic() + 60\n"
+            "while sent[0] < 3000 and time.monotonic() < deadline:\n"
+            "    time.sleep(0.1)\n"
+            "print('sent', sent)\n"
+        )
+        out = ok(kernel, code, timeout=180).stdout
+        time.sleep(3)
+        rss = max(_rss_mb(b) for b in broker_pids(kernel_pid))
+        assert rss < 300, (rss, out)
+    finally:
+        kernel.shutdown()
