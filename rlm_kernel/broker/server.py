@@ -24,7 +24,7 @@ from rlm_kernel.broker.start_config import StartConfig
 from rlm_kernel.llm.broker_protocol import (
     encode,
     error_frame,
-    read_frame,
+    read_sized_frame,
     request_from_wire,
     response_to_wire,
 )
@@ -44,6 +44,7 @@ __all__ = [
     "MAX_ENGINE_FIELDS",
     "MAX_ENGINES",
     "MAX_PENDING",
+    "MAX_PENDING_BYTES",
     "MAX_SNAPSHOT",
     "WRITE_HIGH_WATER",
     "Broker",
@@ -56,6 +57,10 @@ ones is refused past this."""
 MAX_ENGINE_FIELDS = 64 * 1024
 """Characters of one client description (its JSON) the broker accepts."""
 MAX_PENDING = 512
+MAX_PENDING_BYTES = 64 * 1024 * 1024
+"""The frames of the requests running now, in bytes: past it, no further frame is read until one ends. A frame
+of any size up to `MAX_FRAME` still runs (alone); counted only by MAX_PENDING, 512 frames of up to 256 MB
+could be held at once (third red team: 12 batches of 40 MB against a slow provider, the broker at 1 GB)."""
 """Requests one broker works on at once; past this it reads no further frame until one ends."""
 WRITE_HIGH_WATER = 8 * 1024 * 1024
 """Bytes of answers waiting for the kernel to read them; past this the broker reads no further frame until
@@ -95,6 +100,7 @@ class Broker:
         self._engines: dict[int, LLMClient] = {}
         self._engine_ids: dict[str, int] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._pending_bytes = 0  # the frame sizes of the requests in `_tasks` (MAX_PENDING_BYTES)
         self._writer: asyncio.StreamWriter | None = None
         self._out: list[dict[str, Any]] = []  # messages waiting for this loop turn's write
         self.ledger = Ledger(self.start, store)
@@ -127,12 +133,12 @@ class Broker:
         try:
             while True:
                 try:
-                    message = await read_frame(reader)
+                    message, size = await read_sized_frame(reader)
                 except (OSError, ValueError, RecursionError):  # a malformed frame (or one nested too deep)
-                    message = None
+                    message, size = None, 0
                 if message is None:
                     break
-                self._dispatch(message)
+                self._dispatch(message, size)
                 if not await self._backpressure(writer):
                     break
         finally:
@@ -148,7 +154,7 @@ class Broker:
         """Before the next frame is read: wait while `MAX_PENDING` requests run, and while the answers the
         kernel has not read pass `WRITE_HIGH_WATER` — what a kernel asks for costs the broker bounded memory
         however it floods. False when the kernel is gone."""
-        while len(self._tasks) >= MAX_PENDING:
+        while self._tasks and (len(self._tasks) >= MAX_PENDING or self._pending_bytes > MAX_PENDING_BYTES):
             await asyncio.wait(list(self._tasks.values()), return_when=asyncio.FIRST_COMPLETED)
         if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER or len(self._out) > 1024:
             await asyncio.sleep(0)  # this turn's answers go out (`_flush`), then wait for the kernel to read
@@ -158,7 +164,7 @@ class Broker:
                 return False
         return True
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
+    def _dispatch(self, message: dict[str, Any], size: int = 0) -> None:
         op = message.get("op")
         rid = message.get("id")
         if op == "cancel":
@@ -181,7 +187,13 @@ class Broker:
             return
         task = asyncio.get_running_loop().create_task(self._run(rid, handler, message))
         self._tasks[rid] = task
-        task.add_done_callback(lambda _t: self._tasks.pop(rid, None))
+        self._pending_bytes += size
+
+        def done(_task: asyncio.Task[None]) -> None:
+            self._tasks.pop(rid, None)
+            self._pending_bytes -= size
+
+        task.add_done_callback(done)
 
     async def _run(self, rid: int, handler: Any, message: dict[str, Any]) -> None:
         try:

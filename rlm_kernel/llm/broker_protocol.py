@@ -41,6 +41,7 @@ __all__ = [
     "decode",
     "encode",
     "read_frame",
+    "read_sized_frame",
     "recv_frame",
     "request_from_wire",
     "request_to_wire",
@@ -73,14 +74,19 @@ def decode(data: bytes) -> dict[str, Any]:
 
 async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     """The next message, or None at end of stream."""
+    return (await read_sized_frame(reader))[0]
+
+
+async def read_sized_frame(reader: asyncio.StreamReader) -> tuple[dict[str, Any] | None, int]:
+    """The next message and the size of its frame's body ((None, 0) at end of stream)."""
     try:
         header = await reader.readexactly(_HEADER.size)
         (size,) = _HEADER.unpack(header)
         if size > MAX_FRAME:
             raise ValueError(f"frame of {size} bytes announced; the limit is {MAX_FRAME}")
-        return decode(await reader.readexactly(size))
+        return decode(await reader.readexactly(size)), size
     except asyncio.IncompleteReadError:
-        return None
+        return None, 0
 
 
 def send_frame(sock: socket.socket, message: dict[str, Any]) -> None:
