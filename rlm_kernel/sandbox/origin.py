@@ -52,6 +52,7 @@ __all__ = [
     "note_cell_code",
     "refuse_in_model_code",
     "register_model_filename",
+    "register_forwarder",
     "register_pass_through",
     "register_trampoline",
     "require_direct_chain",
@@ -65,6 +66,7 @@ _running = 0  # blocks of model code running now, in any thread (sub-RLMs may ru
 _MODEL_FILES: set[str] = set()  # filenames model blocks were compiled under (never removed)
 _TRAMPOLINES: set[types.CodeType] = set()  # kernel wrappers between a helper and its caller (repl.helpers)
 _PASS_THROUGH: set[types.CodeType] = set()  # kernel code that only forwards a cell's own call (`_apply_`)
+_FORWARDERS: set[types.CodeType] = set()  # kernel code that calls what a cell's object names (methodcaller)
 _CELL_CODES: list[types.CodeType] = []  # the code objects compiled for the cell running now (RLMCompiler)
 _MAX_CELL_CODES = 10_000
 _cells_compiled = False  # this process has compiled a cell: it is a kernel (not the library used from Python)
@@ -179,6 +181,13 @@ def register_pass_through(code: types.CodeType) -> None:
     the sandbox's `__build_class__` running a class body): skipped when `require_direct_chain` looks for
     who called a person's function."""
     _PASS_THROUGH.add(code)
+
+
+def register_forwarder(code: types.CodeType) -> None:
+    """Record kernel code that calls something a cell's object chose (the sandbox's `operator.methodcaller`
+    calls the method it was made with, with the arguments it was made with): a cell calling it by name has
+    not called what it ends up running, so `called_directly_by_person` says no."""
+    _FORWARDERS.add(code)
 
 
 def model_frame_on_stack(frame: types.FrameType | None = None) -> types.FrameType | None:
@@ -414,8 +423,10 @@ def called_directly_by_person() -> bool:
 
     For outputs: a `display()` the person's cell wrote (`display(x)`, `handle.update(x)`, `plt.show()`, a
     function of theirs called by name that does one) is the person's; the same display reached through a
-    `functools.partial(display, <model's bundle>)`, a `map(display, ...)` or a partial of a handle's
-    `update` that model code left under a name the person calls is model-written code's output. Looks at
+    `functools.partial(display, <model's bundle>)`, a `map(display, ...)`, a partial of a handle's
+    `update` or an `operator.methodcaller('update', <model's bundle>, raw=True)` (a kernel forwarder the
+    person's cell calls by name) that model code left under a name the person calls is model-written code's
+    output. Looks at
     the innermost cell frame on the stack: the instruction it runs must be a call of the function running
     just inside it (kernel pass-through frames aside), and its own callers must pass
     `require_direct_chain`. With no cell frame on the stack (the kernel's own work after a cell) it is
@@ -430,7 +441,7 @@ def called_directly_by_person() -> bool:
         frame = frame.f_back
     if frame is None or inside is None:
         return True
-    if model_frame_on_stack(frame) is not None:
+    if inside.f_code in _FORWARDERS or model_frame_on_stack(frame) is not None:
         return False
     node = _call_at(frame)
     if not (isinstance(node, ast.Call) and _runs(_callee(frame, node.func), inside.f_code)):
