@@ -24,7 +24,8 @@ from rlm_kernel.broker.start_config import StartConfig
 from rlm_kernel.llm.broker_protocol import (
     encode,
     error_frame,
-    read_sized_frame,
+    read_frame_body,
+    read_frame_size,
     request_from_wire,
     response_to_wire,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "MAX_ENGINES",
     "MAX_PENDING",
     "MAX_PENDING_BYTES",
+    "SMALL_FRAME",
     "MAX_SNAPSHOT",
     "WRITE_HIGH_WATER",
     "Broker",
@@ -57,11 +59,13 @@ ones is refused past this."""
 MAX_ENGINE_FIELDS = 64 * 1024
 """Characters of one client description (its JSON) the broker accepts."""
 MAX_PENDING = 512
-MAX_PENDING_BYTES = 64 * 1024 * 1024
-"""The frames of the requests running now, in bytes: past it, no further frame is read until one ends. A frame
-of any size up to `MAX_FRAME` still runs (alone); counted only by MAX_PENDING, 512 frames of up to 256 MB
-could be held at once (third red team: 12 batches of 40 MB against a slow provider, the broker at 1 GB)."""
 """Requests one broker works on at once; past this it reads no further frame until one ends."""
+MAX_PENDING_BYTES = 64 * 1024 * 1024
+"""The frames of the requests running now, in bytes: a larger frame's body is read only once enough of them
+ended (a frame of any size up to `MAX_FRAME` still runs, alone). Counted only by MAX_PENDING, 512 frames of up
+to 256 MB could be held at once (third red team: 12 batches of 40 MB against a slow provider, 1 GB)."""
+SMALL_FRAME = 64 * 1024
+"""Frames up to this size (cancels, status and budget requests) are read whatever is pending."""
 WRITE_HIGH_WATER = 8 * 1024 * 1024
 """Bytes of answers waiting for the kernel to read them; past this the broker reads no further frame until
 the kernel has read them (a kernel that asks and never reads holds the broker, not its memory)."""
@@ -133,7 +137,10 @@ class Broker:
         try:
             while True:
                 try:
-                    message, size = await read_sized_frame(reader)
+                    size = await read_frame_size(reader)
+                    if size is not None and size > SMALL_FRAME:
+                        await self._room_for(size)  # a `cancel`, `status` or `budget` frame always gets in
+                    message = None if size is None else await read_frame_body(reader, size)
                 except (OSError, ValueError, RecursionError):  # a malformed frame (or one nested too deep)
                     message, size = None, 0
                 if message is None:
@@ -150,11 +157,17 @@ class Broker:
             self._flush()
             writer.close()
 
+    async def _room_for(self, size: int) -> None:
+        """Before the body of a large frame is read: wait while the frames of the requests running now and
+        this one pass MAX_PENDING_BYTES (a frame larger than that runs once nothing else does)."""
+        while self._tasks and self._pending_bytes + size > MAX_PENDING_BYTES:
+            await asyncio.wait(list(self._tasks.values()), return_when=asyncio.FIRST_COMPLETED)
+
     async def _backpressure(self, writer: asyncio.StreamWriter) -> bool:
         """Before the next frame is read: wait while `MAX_PENDING` requests run, and while the answers the
         kernel has not read pass `WRITE_HIGH_WATER` — what a kernel asks for costs the broker bounded memory
         however it floods. False when the kernel is gone."""
-        while self._tasks and (len(self._tasks) >= MAX_PENDING or self._pending_bytes > MAX_PENDING_BYTES):
+        while len(self._tasks) >= MAX_PENDING:
             await asyncio.wait(list(self._tasks.values()), return_when=asyncio.FIRST_COMPLETED)
         if writer.transport.get_write_buffer_size() > WRITE_HIGH_WATER or len(self._out) > 1024:
             await asyncio.sleep(0)  # this turn's answers go out (`_flush`), then wait for the kernel to read
