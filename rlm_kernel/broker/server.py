@@ -24,7 +24,8 @@ from rlm_kernel.broker.start_config import StartConfig
 from rlm_kernel.llm.broker_protocol import (
     encode,
     error_frame,
-    read_frame,
+    read_frame_body,
+    read_frame_size,
     request_from_wire,
     response_to_wire,
 )
@@ -44,6 +45,8 @@ __all__ = [
     "MAX_ENGINE_FIELDS",
     "MAX_ENGINES",
     "MAX_PENDING",
+    "MAX_PENDING_BYTES",
+    "SMALL_FRAME",
     "MAX_SNAPSHOT",
     "WRITE_HIGH_WATER",
     "Broker",
@@ -57,6 +60,12 @@ MAX_ENGINE_FIELDS = 64 * 1024
 """Characters of one client description (its JSON) the broker accepts."""
 MAX_PENDING = 512
 """Requests one broker works on at once; past this it reads no further frame until one ends."""
+MAX_PENDING_BYTES = 64 * 1024 * 1024
+"""The frames of the requests running now, in bytes: a larger frame's body is read only once enough of them
+ended (a frame of any size up to `MAX_FRAME` still runs, alone). Counted only by MAX_PENDING, 512 frames of up
+to 256 MB could be held at once (third red team: 12 batches of 40 MB against a slow provider, 1 GB)."""
+SMALL_FRAME = 64 * 1024
+"""Frames up to this size (cancels, status and budget requests) are read whatever is pending."""
 WRITE_HIGH_WATER = 8 * 1024 * 1024
 """Bytes of answers waiting for the kernel to read them; past this the broker reads no further frame until
 the kernel has read them (a kernel that asks and never reads holds the broker, not its memory)."""
@@ -95,6 +104,7 @@ class Broker:
         self._engines: dict[int, LLMClient] = {}
         self._engine_ids: dict[str, int] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._pending_bytes = 0  # the frame sizes of the requests in `_tasks` (MAX_PENDING_BYTES)
         self._writer: asyncio.StreamWriter | None = None
         self._out: list[dict[str, Any]] = []  # messages waiting for this loop turn's write
         self.ledger = Ledger(self.start, store)
@@ -127,12 +137,15 @@ class Broker:
         try:
             while True:
                 try:
-                    message = await read_frame(reader)
+                    size = await read_frame_size(reader)
+                    if size is not None and size > SMALL_FRAME:
+                        await self._room_for(size)  # a `cancel`, `status` or `budget` frame always gets in
+                    message = None if size is None else await read_frame_body(reader, size)
                 except (OSError, ValueError, RecursionError):  # a malformed frame (or one nested too deep)
-                    message = None
+                    message, size = None, 0
                 if message is None:
                     break
-                self._dispatch(message)
+                self._dispatch(message, size)
                 if not await self._backpressure(writer):
                     break
         finally:
@@ -143,6 +156,12 @@ class Broker:
                 await engine._aclose_when_idle()  # noqa: SLF001 - the broker owns these clients
             self._flush()
             writer.close()
+
+    async def _room_for(self, size: int) -> None:
+        """Before the body of a large frame is read: wait while the frames of the requests running now and
+        this one pass MAX_PENDING_BYTES (a frame larger than that runs once nothing else does)."""
+        while self._tasks and self._pending_bytes + size > MAX_PENDING_BYTES:
+            await asyncio.wait(list(self._tasks.values()), return_when=asyncio.FIRST_COMPLETED)
 
     async def _backpressure(self, writer: asyncio.StreamWriter) -> bool:
         """Before the next frame is read: wait while `MAX_PENDING` requests run, and while the answers the
@@ -158,7 +177,7 @@ class Broker:
                 return False
         return True
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
+    def _dispatch(self, message: dict[str, Any], size: int = 0) -> None:
         op = message.get("op")
         rid = message.get("id")
         if op == "cancel":
@@ -168,13 +187,26 @@ class Broker:
                 task.cancel()  # items whose answer has arrived still settle and report it (see _item)
             return
         handler = getattr(self, f"_op_{op}", None)
-        if handler is None or not isinstance(rid, int):
+        if handler is None or type(rid) is not int:
             what = repr(op)[:80]  # the kernel's text: never echoed at its full size
             self._write({"id": rid, "error": error_frame(LLMError(f"unknown broker request {what}"))})
             return
+        if rid in self._tasks:
+            # the running tasks are what MAX_PENDING counts: a second request under a live id would replace
+            # the first in `_tasks`, so a flood of one id ran without bound (third red team: 3000 batches of
+            # 200 KB under one id took the broker to 1.3 GB)
+            error = LLMError("the LLM broker is still running a request with this id; use a new id")
+            self._write({"id": rid, "error": error_frame(error)})
+            return
         task = asyncio.get_running_loop().create_task(self._run(rid, handler, message))
         self._tasks[rid] = task
-        task.add_done_callback(lambda _t: self._tasks.pop(rid, None))
+        self._pending_bytes += size
+
+        def done(_task: asyncio.Task[None]) -> None:
+            self._tasks.pop(rid, None)
+            self._pending_bytes -= size
+
+        task.add_done_callback(done)
 
     async def _run(self, rid: int, handler: Any, message: dict[str, Any]) -> None:
         try:

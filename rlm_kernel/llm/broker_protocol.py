@@ -41,6 +41,8 @@ __all__ = [
     "decode",
     "encode",
     "read_frame",
+    "read_frame_body",
+    "read_frame_size",
     "recv_frame",
     "request_from_wire",
     "request_to_wire",
@@ -73,11 +75,24 @@ def decode(data: bytes) -> dict[str, Any]:
 
 async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     """The next message, or None at end of stream."""
+    size = await read_frame_size(reader)
+    return None if size is None else await read_frame_body(reader, size)
+
+
+async def read_frame_size(reader: asyncio.StreamReader) -> int | None:
+    """The size of the next frame's body (its header read), or None at end of stream."""
     try:
-        header = await reader.readexactly(_HEADER.size)
-        (size,) = _HEADER.unpack(header)
-        if size > MAX_FRAME:
-            raise ValueError(f"frame of {size} bytes announced; the limit is {MAX_FRAME}")
+        (size,) = _HEADER.unpack(await reader.readexactly(_HEADER.size))
+    except asyncio.IncompleteReadError:
+        return None
+    if size > MAX_FRAME:
+        raise ValueError(f"frame of {size} bytes announced; the limit is {MAX_FRAME}")
+    return size
+
+
+async def read_frame_body(reader: asyncio.StreamReader, size: int) -> dict[str, Any] | None:
+    """The message in the next `size` bytes (after `read_frame_size`), or None at end of stream."""
+    try:
         return decode(await reader.readexactly(size))
     except asyncio.IncompleteReadError:
         return None

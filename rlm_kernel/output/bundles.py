@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import html as html_text
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -79,6 +80,11 @@ _META_KEYS: dict[str, dict[str, tuple[type, ...]]] = {
 }
 
 
+def _finite(value: Any) -> bool:
+    """A hint that JSON can carry: `NaN`/`Infinity` are not JSON (the message fails to serialise)."""
+    return type(value) is not float or math.isfinite(value)
+
+
 def _clean_metadata(metadata: Any, kept: dict[str, Any]) -> dict[str, Any]:
     """The per-representation hints above, for representations kept; nothing else (no `isolated`, no
     forged `rlm` provenance, no frontend-specific switches)."""
@@ -88,7 +94,7 @@ def _clean_metadata(metadata: Any, kept: dict[str, Any]) -> dict[str, Any]:
     for mime, allowed in _META_KEYS.items():
         entry = metadata.get(mime)
         if mime in kept and isinstance(entry, dict):
-            hints = {k: v for k, v in entry.items() if k in allowed and type(v) in allowed[k]}
+            hints = {k: v for k, v in entry.items() if k in allowed and type(v) in allowed[k] and _finite(v)}
             if hints:
                 out[mime] = hints
     return out

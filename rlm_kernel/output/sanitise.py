@@ -21,10 +21,13 @@ from markdown_it import MarkdownIt
 
 __all__ = ["clean_html", "clean_svg", "markdown_html", "neutralise_tex"]
 
+# No `<wbr>`: MathJax reads math across it (its `includeHtmlTags`: `<br>`, `<wbr>` and comments), so
+# `\<wbr>fcolorbox{...}` was typeset as `\fcolorbox` while `neutralise_tex` saw no command; removed, the
+# backslash and the name meet again in the cleaned text and are neutralised there. (Comments are stripped.)
 _HTML_TAGS = frozenset(
     "a abbr b bdi blockquote br caption cite code col colgroup dd del details dfn div dl dt em figcaption "
     "figure h1 h2 h3 h4 h5 h6 hr i img ins kbd li mark ol p pre q rp rt ruby s samp small span strong sub "
-    "summary sup table tbody td tfoot th thead time tr u ul var wbr".split()
+    "summary sup table tbody td tfoot th thead time tr u ul var".split()
 )
 # Removed with everything inside them (the rest of the disallowed tags lose the tag and keep their text).
 _DROP_WITH_CONTENT = frozenset(
@@ -112,12 +115,14 @@ _SVG = nh3.Cleaner(
 )
 
 # MathJax (which JupyterLab runs over Markdown, HTML and LaTeX outputs) turns these into links, inline CSS,
-# CSS classes and ids, coloured or framed boxes, tooltips, raw MathML/Unicode glyph loading and extension
-# loading. A zero-width space after the backslash makes each an undefined command, shown as text.
+# CSS classes and ids, coloured or framed boxes (colortbl's cell, row and column colours too), tooltips,
+# raw MathML/Unicode glyph loading, extension loading and option changes (`\setOptions`). A zero-width
+# space after the backslash makes each an undefined command, shown as text.
 _TEX_ACTIVE = re.compile(
     r"\\(?=(?:href|url|style|class|cssId|data|attr|bbox|color|textcolor|colorbox|fcolorbox|pagecolor|"
     r"definecolor|boxed|fbox|framebox|enclose|require|unicode|mmlToken|toggle|mathtip|texttip|tooltip|"
-    r"html|begingroup|def|let|newcommand|renewcommand|newenvironment|DeclareMathOperator)(?![A-Za-z]))"
+    r"html|begingroup|def|let|newcommand|renewcommand|newenvironment|renewenvironment|DeclareMathOperator|"
+    r"cellcolor|rowcolor|columncolor|setOptions)(?![A-Za-z]))"
 )
 
 

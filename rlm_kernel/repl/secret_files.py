@@ -92,6 +92,10 @@ _SECRET_NAMES: dict[str, str] = {
     "secret.json": "a secrets file",
     "terraform.tfstate": "Terraform state (holds secrets)",
     "terraform.tfstate.backup": "Terraform state (holds secrets)",
+    ".terraformrc": "Terraform CLI credentials",
+    "terraform.rc": "Terraform CLI credentials",
+    "credentials.tfrc.json": "Terraform CLI credentials",
+    "credentials.toml": "a credentials file (Cargo)",
 }
 _SECRET_SUFFIXES: dict[str, str] = {
     ".pem": "a key or certificate file",
@@ -143,6 +147,11 @@ _CONTENT_RULES: tuple[tuple[str, tuple[bytes, ...], re.Pattern[bytes]], ...] = t
             rb"\bgh[pousr]_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{40,}",
         ),
         ("it holds a GitLab token", (b"glpat-",), rb"\bglpat-[A-Za-z0-9_-]{20,}"),
+        (
+            "it holds a Terraform Cloud token",
+            (b".atlasv1.",),
+            rb"\b[A-Za-z0-9]{6,}\.atlasv1\.[A-Za-z0-9_-]{20,}",
+        ),
         (
             "it holds a Slack token",
             (b"xox", b"hooks.slack.com"),

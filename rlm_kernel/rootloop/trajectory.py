@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import weakref
 from dataclasses import InitVar, asdict, dataclass, field
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 from rlm_kernel.repl.context import check_allowed
 from rlm_kernel.repl.errors import ReplError
 from rlm_kernel.repl.state import ChildCall, Usage
-from rlm_kernel.sandbox.origin import model_code_running
+from rlm_kernel.sandbox.origin import model_code_running, require_person_method_call
 
 __all__ = ["ChildCall", "RLMResult", "Turn", "Usage"]
 
@@ -50,6 +51,9 @@ class Turn:
 def _check_target(path: str | os.PathLike, suffix: str, overwrite: bool) -> Path:
     if model_code_running():  # a run's blocks are model code (rootloop.driver.execute); so are its sub-runs'
         raise ReplError("saving files is not available inside a root-loop run; save the result afterwards")
+    # trust follows the code: a function or object model code left, or a wrapper it made, that the person's
+    # cell runs later must not write (or overwrite) the person's files either
+    require_person_method_call("saving a run (RLMResult.save / to_jsonl)", sys._getframe(1).f_code)
     target = Path(path)
     if target.suffix != suffix:
         raise ReplError(f"refused {str(path)!r}: the file name must end in {suffix}") from None

@@ -52,10 +52,12 @@ __all__ = [
     "note_cell_code",
     "refuse_in_model_code",
     "register_model_filename",
+    "register_forwarder",
     "register_pass_through",
     "register_trampoline",
     "require_direct_chain",
     "require_person_call",
+    "require_person_method_call",
     "written_by_person",
 ]
 
@@ -64,8 +66,10 @@ _running = 0  # blocks of model code running now, in any thread (sub-RLMs may ru
 _MODEL_FILES: set[str] = set()  # filenames model blocks were compiled under (never removed)
 _TRAMPOLINES: set[types.CodeType] = set()  # kernel wrappers between a helper and its caller (repl.helpers)
 _PASS_THROUGH: set[types.CodeType] = set()  # kernel code that only forwards a cell's own call (`_apply_`)
+_FORWARDERS: set[types.CodeType] = set()  # kernel code that calls what a cell's object names (methodcaller)
 _CELL_CODES: list[types.CodeType] = []  # the code objects compiled for the cell running now (RLMCompiler)
 _MAX_CELL_CODES = 10_000
+_cells_compiled = False  # this process has compiled a cell: it is a kernel (not the library used from Python)
 
 
 class ModelCodeRefused(SandboxError):
@@ -151,6 +155,8 @@ def new_cell() -> None:
 
 def note_cell_code(code: types.CodeType) -> None:
     """Record a code object the shell compiled for the cell running now (one per top-level statement)."""
+    global _cells_compiled
+    _cells_compiled = True
     if len(_CELL_CODES) < _MAX_CELL_CODES:
         _CELL_CODES.append(code)
 
@@ -175,6 +181,13 @@ def register_pass_through(code: types.CodeType) -> None:
     the sandbox's `__build_class__` running a class body): skipped when `require_direct_chain` looks for
     who called a person's function."""
     _PASS_THROUGH.add(code)
+
+
+def register_forwarder(code: types.CodeType) -> None:
+    """Record kernel code that calls something a cell's object chose (the sandbox's `operator.methodcaller`
+    calls the method it was made with, with the arguments it was made with): a cell calling it by name has
+    not called what it ends up running, so `called_directly_by_person` says no."""
+    _FORWARDERS.add(code)
 
 
 def model_frame_on_stack(frame: types.FrameType | None = None) -> types.FrameType | None:
@@ -410,8 +423,10 @@ def called_directly_by_person() -> bool:
 
     For outputs: a `display()` the person's cell wrote (`display(x)`, `handle.update(x)`, `plt.show()`, a
     function of theirs called by name that does one) is the person's; the same display reached through a
-    `functools.partial(display, <model's bundle>)`, a `map(display, ...)` or a partial of a handle's
-    `update` that model code left under a name the person calls is model-written code's output. Looks at
+    `functools.partial(display, <model's bundle>)`, a `map(display, ...)`, a partial of a handle's
+    `update` or an `operator.methodcaller('update', <model's bundle>, raw=True)` (a kernel forwarder the
+    person's cell calls by name) that model code left under a name the person calls is model-written code's
+    output. Looks at
     the innermost cell frame on the stack: the instruction it runs must be a call of the function running
     just inside it (kernel pass-through frames aside), and its own callers must pass
     `require_direct_chain`. With no cell frame on the stack (the kernel's own work after a cell) it is
@@ -426,7 +441,7 @@ def called_directly_by_person() -> bool:
         frame = frame.f_back
     if frame is None or inside is None:
         return True
-    if model_frame_on_stack(frame) is not None:
+    if inside.f_code in _FORWARDERS or model_frame_on_stack(frame) is not None:
         return False
     node = _call_at(frame)
     if not (isinstance(node, ast.Call) and _runs(_callee(frame, node.func), inside.f_code)):
@@ -436,3 +451,40 @@ def called_directly_by_person() -> bool:
     except ModelCodeRefused:
         return False
     return True
+
+
+def require_person_method_call(what: str, method: types.CodeType) -> None:
+    """Refuse unless the kernel method running now (`rlm_result.save(...)`) was called by a person's cell
+    itself: no model-written frame on the stack, a cell frame whose running instruction is a call of that
+    very method (looked up without running code), and a chain of callers that `require_direct_chain`
+    accepts. A method a person may call that acts on the person's files must not run for model-written
+    code: a function a `--shared` run left (`def tidy(): rlm_result.save('analysis.ipynb',
+    overwrite=True)`), a `__repr__` the display runs, or a `functools.partial` of the bound method under a
+    name the person calls. Unlike `called_directly_by_person`, no cell frame on the stack in a kernel (a
+    library callback the kernel's own work after a cell set off) refuses too; outside a kernel (the package
+    used from plain Python, where no cell was ever compiled) there is no cell to check. `method` is the
+    code of the method itself: the frame the cell called must run it, not a kernel wrapper the cell called
+    that calls it in turn (the sandbox's `operator.methodcaller` is Python code of the kernel)."""
+    refuse_in_model_code(what)
+    inside: types.FrameType | None = None
+    frame = sys._getframe(1)
+    while frame is not None and not is_sandboxed_filename(frame.f_code.co_filename):
+        if frame.f_code not in _PASS_THROUGH:
+            inside = frame
+        frame = frame.f_back
+    if frame is None and not _cells_compiled:
+        return
+    node = _call_at(frame) if frame is not None and inside is not None else None
+    if (
+        frame is None
+        or inside is None
+        or inside.f_code is not method
+        or not (isinstance(node, ast.Call) and _runs(_callee(frame, node.func), method))
+    ):
+        raise ModelCodeRefused(
+            f"{what} must be written in your own cell as a direct call of the method: here it was reached "
+            "through another object (a functools.partial, map, property, comparison, a display or library "
+            "callback, or a name that model-written code may have rebound). Write the call itself in your "
+            "cell, e.g. `rlm_result.save('run.ipynb')`"
+        )
+    require_direct_chain(what, frame)

@@ -17,6 +17,7 @@ from typing import Any
 
 from rlm_kernel.sandbox.bulk import feed
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
+from rlm_kernel.sandbox.origin import register_forwarder
 
 __all__ = [
     "checked_normalize",
@@ -260,6 +261,10 @@ class SafeMethodcaller:
 
     def __repr__(self) -> str:
         return f"operator.methodcaller({self._name!r}, ...)"
+
+
+# what it calls was chosen by whoever made it (a `display`/`update` with model code's bundle), not its caller
+register_forwarder(SafeMethodcaller.__call__.__code__)
 
 
 _NORMALIZE_PIECE = 1 << 18  # characters one unicodedata.normalize call handles (an NFKD piece expands 18x)

@@ -213,3 +213,57 @@ def test_what_the_broker_keeps_of_a_request_is_bounded(
         ok(kernel, "llm_query('honest after')")  # honest control (a new broker)
     finally:
         kernel.shutdown()
+
+
+PENDING = {
+    # 3000 batches of 200 KB under one id: a second request replaced the first in the count of running ones
+    "one_live_id": ("7", 3000, 200_000),
+    # a dozen batches of 40 MB, each its own id: few by count, a gigabyte by size
+    "large_frames": ("10 + i", 12, 40_000_000),
+}
+
+
+@pytest.mark.parametrize("pending", sorted(PENDING))
+def test_requests_waiting_on_the_provider_are_bounded(
+    servers: tuple[LLMTestServer, LLMTestServer], tmp_path: Path, pending: str
+) -> None:
+    """The broker reads no further frame while MAX_PENDING requests (or MAX_PENDING_BYTES of frames) run. It
+    counted running tasks by request id, so a second request under a live id replaced the first in the count
+    (3000 batches of 200 KB under one id: the broker at 1.3 GB), and only by count (12 batches of 40 MB: 1 GB;
+    third red team). Against a slow provider, what the broker accepts it holds."""
+    rid, count, chars = PENDING[pending]
+    server, _other = servers
+    server.latency = 60  # every batch waits on the provider: what the broker accepts, it holds
+    kernel = _kernel(server, tmp_path)
+    try:
+        ok(kernel, RAW)
+        ok(kernel, FIELDS)
+        kernel_pid = kernel.km.provisioner.process.pid
+        code = (
+            "from rlm_kernel.llm.broker_protocol import request_to_wire\n"
+            "from rlm_kernel.llm.providers.base import ChatRequest\n"
+            "s = raw_broker()\n"
+            "eid = ask(s, {'op': 'engine', 'id': 1, 'fields': {**FIELDS, 'timeout': 600.0}})['engine']\n"
+            f"text = {{'role': 'user', 'content': 'x' * {chars}}}\n"
+            "item = request_to_wire(ChatRequest(model='m', messages=(text,), max_tokens=8))\n"
+            "def frame(i):\n"
+            f"    return encode({{'op': 'batch', 'id': {rid}, 'engine': eid, 'scope': {{}},\n"
+            "                   'concurrency': 1, 'items': [item]})\n"
+            "import threading, time\n"
+            "sent = [0]\n"
+            "def pump():\n"
+            f"    for i in range({count}):\n"
+            "        s.sendall(frame(i))\n"  # blocks once the broker stops reading: that is the point
+            "        sent[0] += 1\n"
+            "threading.Thread(target=pump, daemon=True).start()\n"
+            "deadline = time.monotonic() + 20\n"
+            f"while sent[0] < {count} and time.monotonic() < deadline:\n"
+            "    time.sleep(0.1)\n"
+            "print('sent', sent)\n"
+        )
+        out = ok(kernel, code, timeout=180).stdout
+        time.sleep(3)
+        rss = max(_rss_mb(b) for b in broker_pids(kernel_pid))
+        assert rss < 350, (pending, rss, out)
+    finally:
+        kernel.shutdown()

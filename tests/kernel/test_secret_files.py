@@ -49,6 +49,10 @@ BY_PATH = {
     "deploy/terraform.tfstate": f"{CANARY}\n",
     "keys/my-service-account.json": f'{{"key": "{CANARY}"}}\n',
     "client_secret_123.apps.json": f'{{"installed": {{"client_secret": "{CANARY}"}}}}\n',
+    # third red team: Terraform's and Cargo's CLI credential files
+    "home/.terraformrc": f'credentials "app.terraform.io" {{ token = "{CANARY}" }}\n',
+    "terraform.rc": f"# {CANARY}\n",
+    "home/.cargo/credentials.toml": f'[registry]\ntoken = "{CANARY}"\n',
 }
 # Files with ordinary names whose content is a secret.
 BY_CONTENT = {
@@ -63,6 +67,9 @@ BY_CONTENT = {
     "notes/google.txt": f"AIza{'B' * 35}\n# {CANARY}\n",
     "notes/hf.txt": f"HF=hf_{'aBcD' * 9}\n# {CANARY}\n",
     "notes/gitlab.txt": f"glpat-{'a' * 20}\n# {CANARY}\n",
+    "notes/tfc.hcl": 'credentials "app.terraform.io" { token = "abcdefghijklmn.atlasv1.'
+    + "aB3_" * 17
+    + f'" }}\n# {CANARY}\n',
     "notes/putty.txt": f"PuTTY-User-Key-File-3: ssh-ed25519\n# {CANARY}\n",
     "notes/kube.yaml": f"users:\n- user:\n    client-key-data: LS0tLS1CRUdJTiBSU0Eg{CANARY}\n",
     "notes/jwt.txt": "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."

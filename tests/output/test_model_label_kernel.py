@@ -136,6 +136,18 @@ WRAPPED = {
         f"refresh = functools.partial(h.update, {{'image/svg+xml': {FAKE_BOX!r}}}, raw=True)",
         "refresh()",
     ),
+    # the sandbox's operator.methodcaller is kernel Python code that the person's cell calls by name: its
+    # own frame sat where the display function's should be (third red team)
+    "methodcaller_of_a_handle_update": (
+        "import operator\nh = display({'text/plain': 'loading'}, raw=True, display_id=True)\n"
+        f"refresh = operator.methodcaller('update', {{'image/svg+xml': {FAKE_BOX!r}}}, raw=True)",
+        "refresh(h)",
+    ),
+    "methodcaller_of_a_handle_display": (
+        "import operator\nh = display({'text/plain': 'loading'}, raw=True, display_id=True)\n"
+        f"again = operator.methodcaller('display', {{'image/svg+xml': {FAKE_BOX!r}}}, raw=True)",
+        "again(h)",
+    ),
 }
 
 

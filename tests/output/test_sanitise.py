@@ -196,3 +196,33 @@ def test_honest_pandas_table_survives() -> None:
         "<table>" in html and "<th>name</th>" in html and "<td>a&lt;b</td>" in html and "<td>1.5</td>" in html
     )
     assert "<style" not in html and "class=" not in html
+
+
+def test_mathjax_commands_split_by_a_tag_mathjax_reads_across_are_neutralised() -> None:
+    """MathJax joins the text around `<wbr>` (and comments) into one formula (third red team): the command
+    must not pass the neutraliser in pieces, in HTML or in Markdown's raw HTML."""
+    for source in (
+        "<p>$\\<wbr>fcolorbox{green}{lightgreen}{FINAL ANSWER 42}$</p>",
+        "<p>$\\<wbr/>style{border:2px solid green}{FINAL}$</p>",
+        "<p>$\\<!-- x -->href{https://example.org}{FINAL}$</p>",
+    ):
+        out = clean_html(source)
+        assert "wbr" not in out and "<!--" not in out, out
+        assert re.search(r"\\(fcolorbox|style|href)", out) is None, out
+    md = markdown_html("&#36;\\\\<wbr>fcolorbox{green}{lightgreen}{FINAL}&#36;")
+    assert re.search(r"\\(<wbr>)?fcolorbox", md) is None, md
+
+
+def test_colortbl_and_setoptions_are_neutralised() -> None:
+    for command in ("cellcolor{lightgreen}", "rowcolor{green}", "columncolor{green}", "setOptions[tex]{x}"):
+        text = neutralise_tex(f"$\\begin{{array}}{{|c|}}\\{command} x\\end{{array}}$")
+        assert f"\\{command}" not in text and "\\\u200b" in text
+
+
+def test_non_finite_image_hints_are_dropped() -> None:
+    """NaN/Infinity are not JSON: a bundle carrying them failed to serialise (a warning, a mangled reply)."""
+    _, metadata = clean_bundle(
+        {"image/png": "AAAA", "text/plain": "p"},
+        {"image/png": {"width": float("nan"), "height": float("inf"), "unconfined": True}},
+    )
+    assert metadata == {"image/png": {"unconfined": True}}

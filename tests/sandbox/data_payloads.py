@@ -15,6 +15,7 @@ PRELUDE = "import numpy as np\nimport pandas as pd\nimport matplotlib.pyplot as 
 _DF = "df = pd.DataFrame({'a': [1, 2, 3], 'b': ['x', 'y', 'x']})\n"
 _OBJ = "o = np.array([1, 'x', None], dtype=object)\n"
 _FIG = "fig, ax = plt.subplots()\nax.plot([1, 2, 3])\n"
+_PATHLIKE = "class P:\n    def __init__(self, p):\n        self.p = p\n    def __fspath__(self):\n        return self.p\n"
 
 
 def with_prelude(payload: Payload) -> Payload:
@@ -198,6 +199,11 @@ _RAW: list[Payload] = [
     _P("mpl_files", "rc_font_family", "plt.rcParams['font.family'] = 'Liberation Sans'", REFUSED),
     _P("mpl_files", "usetex_via_set", _FIG + "t = ax.set_title('x')\nt.set(usetex=True)\nplt.show()", REFUSED),
     _P("mpl_files", "font_file_path", _FIG + "ax.set_title('x', fontproperties={'fname': '{secret_file}'})\nplt.show()", REFUSED),
+    # a path-like object given where a font is named becomes FontProperties(fname=...): FreeType opened it (third red team)
+    _P("mpl_files", "font_pathlike", _PATHLIKE + _FIG + "ax.text(0, 0, 'x', fontproperties=P('{secret_file}'))\nplt.show()", REFUSED),
+    _P("mpl_files", "font_pathlike_font", _PATHLIKE + _FIG + "ax.set_title('x', font=P('{secret_file}'))\nplt.show()", REFUSED),
+    _P("mpl_files", "font_pathlike_legend_prop", _PATHLIKE + _FIG + "ax.legend(['a'], prop=P('{secret_file}'))\nplt.show()", REFUSED),
+    _P("mpl_files", "font_pathlike_setter", _PATHLIKE + _FIG + "t = ax.text(0, 0, 'x')\nt.set_fontproperties(P('{secret_file}'))\nplt.show()", REFUSED),
     _P("pd_files", "timezone_path_traversal", "pd.Timestamp('2020-01-01', tz='../../../../{secret_file}')", BLOCKED),
     _P("mpl_files", "get_fig_manager", "plt.get_current_fig_manager()", REFUSED),
     # -- facades pass on only what they checked (issue 26, class 5) ----------------------------------------

@@ -70,8 +70,32 @@ def load() -> None:
         pd.DataFrame({"a": [1]})._repr_html_()
         pd.Series(["x1"]).str.extract(r"(\d)")
         _register_writable(np, pd)
+        _refuse_font_files()
         watch_figures()  # a figure made while model code runs is recorded as model-made (framed when shown)
         _LOADED.append(True)
+
+
+def _refuse_font_files() -> None:
+    """No font is read from a file a cell names. `FontProperties.set_file` is where every font file name
+    enters: its `fname=`, and `_from_any`, which turns any `os.PathLike` (a cell's object with `__fspath__`)
+    given as `fontproperties=`/`font=`/`prop=` of any Artist method into one. FreeType then opened that path
+    at draw time; the audit hook refused the open, so the figure failed to draw with a FreeType error (third
+    red team: `ax.text(0, 0, 'x', fontproperties=P('.env'))`). Now the call itself is refused, by the facade
+    layer rather than the audit hook alone. The kernel never names a font file: default fonts are found by
+    family."""
+    from matplotlib.font_manager import FontProperties
+
+    original = FontProperties.set_file
+
+    def set_file(self: Any, file: Any) -> None:
+        if file is not None:
+            raise refusal(
+                "a font file (fname=, or a path given as fontproperties=/font=/prop=) is not available in "
+                "the sandbox; name a font family instead, e.g. fontfamily='serif'"
+            )
+        original(self, file)
+
+    FontProperties.set_file = set_file  # type: ignore[method-assign]
 
 
 def _register_writable(np: Any, pd: Any) -> None:
