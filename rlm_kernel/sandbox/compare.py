@@ -292,7 +292,7 @@ def _bounds(n: int, start: Any, stop: Any) -> tuple[int, int]:
     return start, stop
 
 
-_ITEMS_VIEW = type({}.items())
+_ITEMS_VIEWS = (type({}.items()), type(collections.OrderedDict().items()))
 _SEARCHED = (list, tuple, _DEQUE)
 
 
@@ -307,7 +307,7 @@ def checked_contains(value: Any, container: Any) -> bool:
         return value in container
     if _small(value):
         return value in container
-    if kind is _ITEMS_VIEW:
+    if kind in _ITEMS_VIEWS:
         if type(value) is not tuple or len(value) != 2:
             return value in container  # False, as the C view answers
         theirs = container.mapping.get(value[0], _MISSING)  # a hash lookup (TypeError if unhashable)

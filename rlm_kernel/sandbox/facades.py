@@ -46,6 +46,7 @@ from rlm_kernel.sandbox.guards import WRITABLE_TYPES
 from rlm_kernel.sandbox.safe_decimal import CappedContext, localcontext
 from rlm_kernel.sandbox.safe_int import CappedFraction, decimal_to_int_check
 from rlm_kernel.sandbox.stepped_stdlib import BISECT_NAMES, HEAPQ_NAMES, OPERATOR_NAMES
+from rlm_kernel.sandbox.stepped_stdlib import groupby as stepped_groupby
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -296,7 +297,7 @@ def _itertools_names() -> dict[str, Any]:
         accumulate=lambda iterable, func=None, *, initial=None: itertools.accumulate(
             iterable, python_level(func), initial=initial
         ),
-        groupby=lambda iterable, key=None: itertools.groupby(iterable, python_level(key)),
+        groupby=stepped_groupby,  # key comparisons in steps (stepped_stdlib.py)
         filterfalse=lambda fn, iterable: itertools.filterfalse(python_level(fn), iterable),
         takewhile=lambda fn, iterable: itertools.takewhile(python_level(fn), iterable),
         dropwhile=lambda fn, iterable: itertools.dropwhile(python_level(fn), iterable),

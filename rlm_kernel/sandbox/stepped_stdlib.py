@@ -1,4 +1,5 @@
-"""`operator`'s comparisons and searches, `bisect` and `heapq` whose item comparisons the time limit can stop.
+"""`operator`'s comparisons and searches, `bisect`, `heapq` and `itertools.groupby` whose item comparisons the
+time limit can stop.
 
 The C functions compare lists, tuples, deques and dicts in one uninterruptible call (`operator.eq` of two
 lists of 10**5 equal 10**7-character texts: minutes; `bisect`/`heapq` over lists of such lists alike). Here
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import bisect as _bisect
 import heapq as _heapq
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,7 +28,7 @@ from rlm_kernel.sandbox.compare import (
 from rlm_kernel.sandbox.ordering import python_level
 from rlm_kernel.sandbox.weight import comparison_weight
 
-__all__ = ["BISECT_NAMES", "HEAPQ_NAMES", "OPERATOR_NAMES"]
+__all__ = ["BISECT_NAMES", "HEAPQ_NAMES", "OPERATOR_NAMES", "groupby"]
 
 _FAST = frozenset({int, float, bool})
 
@@ -50,6 +52,11 @@ class _Ordered:
 
     def __gt__(self, other: Any) -> Any:
         return checked_compare(">", self.value, other.value if type(other) is _Ordered else other)
+
+    def __eq__(self, other: object) -> Any:
+        return checked_compare("==", self.value, other.value if type(other) is _Ordered else other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _stepped_key(key: Any) -> Callable[[Any], Any]:
@@ -219,6 +226,14 @@ HEAPQ_NAMES: dict[str, Any] = {
 }
 for _name, _fn in HEAPQ_NAMES.items():
     _fn.__doc__ = getattr(_heapq, _name).__doc__
+
+
+# -- itertools.groupby: C compares each key with the previous one --------------------------------------------
+def groupby(iterable: Iterable[Any], key: Any = None) -> Any:
+    """itertools.groupby whose key comparisons are stepped when a key is costly (the keys handed out are the
+    real ones)."""
+    for wrapped, group in itertools.groupby(iterable, _stepped_key(key)):
+        yield (wrapped.value if type(wrapped) is _Ordered else wrapped), group
 
 
 # -- operator ----------------------------------------------------------------------------------------------

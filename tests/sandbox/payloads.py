@@ -176,6 +176,8 @@ STEP_ATTACKS: list[Payload] = [
     Payload("op_step", 'heappop_lists', _SAME + 'import heapq\nh = [[(a, b)[i % 2]] * 10**5 + [i] for i in range(8)]\nr = heapq.heappop(h)', LIMIT),
     Payload("op_step", 'nsmallest_lists', _SAME + 'import heapq\nr = heapq.nsmallest(2, [[(a, b)[i % 2]] * 10**5 + [8 - i] for i in range(8)])', LIMIT),
     Payload("op_step", 'merge_lists', _SAME + 'import heapq\nr = list(heapq.merge([[a] * 10**5 + [1]], [[b] * 10**5 + [2]]))', LIMIT),
+    Payload("op_step", "in_ordereddict_items", _SAME + "import collections\nr = (1, [b] * 10**5) in collections.OrderedDict({1: [a] * 10**5}).items()", LIMIT),
+    Payload("op_step", "groupby_lists", _SAME + "import itertools\nr = list(itertools.groupby([[a] * 10**5, [b] * 10**5]))", LIMIT),
     Payload("op_step", 'chain_inner_call', _SAME + 'def f(v):\n    return [v] * 10**5\nr = f(a) == f(b) == f(a)', LIMIT),
     Payload("op_step", 'chain_inner_subscript', _SAME + 'x = [[a] * 10**5, [b] * 10**5]\nr = x[0] == x[1] == 0', LIMIT),
     Payload("op_step", 'max_deques', _SAME + 'import collections\nr = max([collections.deque([a] * 10**5 + [1]), collections.deque([b] * 10**5 + [2])])', LIMIT),

@@ -237,3 +237,40 @@ def test_super_routes_compare_on_the_stored_items() -> None:
     assert super_method(proxy, "__contains__")([2]) is True
     assert super_method(proxy, "count")([2]) == 1
     assert super_method(proxy, "__hash__") is None
+
+
+def test_stepped_bisect_heapq_groupby_give_what_the_modules_give() -> None:
+    """The Python-level bisect/heapq/groupby of stepped_stdlib (taken when the value is not light: nested
+    lists) give what the C modules give."""
+    import bisect
+    import heapq
+    import itertools
+
+    from rlm_kernel.sandbox import stepped_stdlib as stepped
+
+    rng = random.Random(9)
+    for _ in range(300):
+        items = [[rng.randrange(4), [rng.randrange(3)]] for _ in range(rng.randrange(12))]
+        ordered = sorted(items)
+        probe = [rng.randrange(4), [rng.randrange(3)]]
+        assert stepped.bisect_left(ordered, probe) == bisect.bisect_left(ordered, probe)
+        assert stepped.bisect_right(ordered, probe) == bisect.bisect_right(ordered, probe)
+        mine, real = list(ordered), list(ordered)
+        stepped.insort_left(mine, probe)
+        bisect.insort_left(real, probe)
+        assert mine == real
+        mine, real = list(items), list(items)
+        stepped.heapify(mine)
+        heapq.heapify(real)
+        stepped.heappush(mine, probe)
+        heapq.heappush(real, probe)
+        assert [stepped.heappop(mine) for _ in range(len(mine))] == [
+            heapq.heappop(real) for _ in range(len(real))
+        ]
+        assert stepped.nsmallest(3, items) == heapq.nsmallest(3, items)
+        assert stepped.nlargest(2, items, key=lambda v: v[1]) == heapq.nlargest(2, items, key=lambda v: v[1])
+        assert list(stepped.merge(ordered, sorted(items[:3]))) == list(
+            heapq.merge(ordered, sorted(items[:3]))
+        )
+        grouped = [(k, list(g)) for k, g in stepped.groupby(ordered)]
+        assert grouped == [(k, list(g)) for k, g in itertools.groupby(ordered)]
