@@ -39,6 +39,7 @@ __all__ = [
 _SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
 _SEQUENCES = (list, tuple)
 _HASHED = frozenset({set, frozenset, dict})
+_SETS = (set, frozenset)
 _CHUNK = 1024  # items compared in one C call when they are cheap
 _C_WORK = 1 << 22  # items x weight allowed in one C call (a few milliseconds of memcmp)
 HASH_BUDGET = 1 << 22  # leaves one hash of a nested tuple may visit (~0.1 s in C)
@@ -139,6 +140,72 @@ def _stored(obj: Any, base: type) -> Any:
     return list(_DEQUE.__iter__(obj))
 
 
+class _Probe:
+    """A stand-in for a tuple looked up in a set or dict: the same hash, and an `__eq__` that compares in
+    steps. C's lookup compares the stored key with it; the tuple's comparison gives NotImplemented, so
+    this `__eq__` answers (Python code, where the time limit can stop it)."""
+
+    __slots__ = ("value", "hashed")
+
+    def __init__(self, value: tuple[Any, ...]) -> None:
+        hash_work_check(value)
+        self.value, self.hashed = value, hash(value)
+
+    def __hash__(self) -> int:
+        return self.hashed
+
+    def __eq__(self, other: object) -> Any:
+        return other is self.value or checked_compare("==", self.value, other)
+
+
+def _costly_keys(keys: list[Any]) -> bool:
+    """Some of `keys` are tuples whose comparison with an equal stored key is not cheap (measured at C
+    speed: tuples that hold containers, or long texts shared by many keys)."""
+    if tuple not in set(map(type, keys)):
+        return False
+    tuples = [k for k in keys if type(k) is tuple]
+    weight = comparison_weight(tuples)
+    return weight is None or weight * len(tuples) > _C_WORK
+
+
+def _flat_record(value: tuple[Any, ...]) -> bool:
+    """A short tuple of scalars: hashing and comparing it is cheap."""
+    if len(value) > _SHORT:
+        return False
+    for item in value:
+        if type(item) not in _SCALARS:
+            return False
+    return True
+
+
+def _key(value: Any) -> Any:
+    return _Probe(value) if type(value) is tuple else value
+
+
+def _sets_compare(op: str, a: Any, b: Any) -> Any:
+    """`a <op> b` for two sets, frozensets or dict items views whose items are costly to compare: the
+    membership of each item in steps (set equality and inclusion are these lookups in C): a `_Probe` for a
+    tuple in a set, `checked_contains` for an item of a view."""
+    if op in (">", ">="):
+        return _sets_compare("<" if op == ">" else "<=", b, a)
+    views = type(b) in _ITEMS_VIEWS
+    na, nb = len(a), len(b)
+    if op in ("==", "!="):
+        equal = na == nb and all(checked_contains(x, b) if views else _key(x) in b for x in a)
+        return equal is (op == "==")
+    if na > nb or (op == "<" and na == nb):
+        return False
+    return all(checked_contains(x, b) if views else _key(x) in b for x in a)
+
+
+def _costly_items(a: Any) -> bool:
+    """A dict items view whose values or keys are costly to compare."""
+    mapping = a.mapping
+    values = list(mapping.values())
+    weight = comparison_weight(values)
+    return weight is None or weight * len(values) > _C_WORK or _costly_keys(list(mapping.keys()))
+
+
 def _dicts_equal(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
     """`a == b` for dicts, in steps when the values are costly to compare: the keys are matched in C
     (hashes are stored; a costly tuple key is refused by its hash budget), the values one by one."""
@@ -146,14 +213,13 @@ def _dicts_equal(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
         return False
     values = list(dict.values(a))
     weight = comparison_weight(values)
-    if weight is not None and len(values) * weight <= _C_WORK:
+    costly_keys = _costly_keys(list(dict.keys(a)))
+    if weight is not None and len(values) * weight <= _C_WORK and not costly_keys:
         return dict.__eq__(a, b) is True
     other = dict.get
     missing = object()
     for key, value in dict.items(a):
-        if type(key) is tuple:
-            hash_work_check(key)
-        theirs = other(b, key, missing)
+        theirs = other(b, _Probe(key) if type(key) is tuple else key, missing)
         if theirs is missing or not _same(value, theirs):
             return False
     return True
@@ -187,6 +253,10 @@ def checked_compare(op: str, a: Any, b: Any) -> Any:
         return _OPS[op](a, b)
     base = _base(ta, op)
     if base is None:
+        if ta in _SETS and tb in _SETS and _costly_keys(list(a)):
+            return _sets_compare(op, a, b)  # exact sets only: a cell's subclass may define its own
+        if ta in _ITEMS_VIEWS and tb in _ITEMS_VIEWS and (_costly_items(a) or _costly_items(b)):
+            return _sets_compare(op, a, b)
         return _OPS[op](a, b)
     other = base if tb is ta else _base(tb, _REFLECTED[op])
     if other is not base and not (base in _MAPPINGS and other in _MAPPINGS):
@@ -302,7 +372,9 @@ def checked_contains(value: Any, container: Any) -> bool:
     dict.values(), classes without `__contains__`); the other containers answer themselves."""
     kind = type(container)
     if kind in _HASHED or kind in (str, bytes, range):
-        if type(value) is tuple and kind in _HASHED:
+        if type(value) is tuple and kind in _HASHED and not _flat_record(value):
+            if _costly_keys([value]):
+                return _Probe(value) in container  # a lookup whose key comparison is stepped
             hash_work_check(value)
         return value in container
     if _small(value):

@@ -274,3 +274,28 @@ def test_stepped_bisect_heapq_groupby_give_what_the_modules_give() -> None:
         )
         grouped = [(k, list(g)) for k, g in stepped.groupby(ordered)]
         assert grouped == [(k, list(g)) for k, g in itertools.groupby(ordered)]
+
+
+def test_sets_and_items_views_with_costly_tuples_give_what_the_builtins_give() -> None:
+    """Sets of tuples holding containers, dicts keyed by them and items views compare (and search) in steps
+    with the builtins' answers."""
+    rng = random.Random(13)
+
+    def key() -> tuple[Any, ...]:
+        return (rng.randrange(3), (rng.randrange(2), "y" * 70))
+
+    for _ in range(1500):
+        a = {key() for _ in range(rng.randrange(5))}
+        b = set(a) if rng.random() < 0.4 else {key() for _ in range(rng.randrange(5))}
+        for op, real in _OPS.items():
+            assert checked_compare(op, a, b) == real(a, b), (op, a, b)
+            assert checked_compare(op, frozenset(a), b) == real(frozenset(a), b)
+        da = {k: [rng.randrange(2)] for k in a}
+        db = {k: [rng.randrange(2)] for k in b} if rng.random() < 0.5 else dict(da)
+        for op in ("==", "!="):
+            assert checked_compare(op, da, db) == _OPS[op](da, db)
+        for op, real in _OPS.items():
+            assert checked_compare(op, da.items(), db.items()) == real(da.items(), db.items())
+        probe = key()
+        assert checked_contains(probe, a) == (probe in a)
+        assert checked_contains(probe, da) == (probe in da)
