@@ -1,5 +1,6 @@
-"""Comparisons, searches and hashes of lists and tuples that the time limit can stop: `checked_compare`,
-`checked_contains`, `SEARCH_METHODS` and `checked_hash`.
+"""Comparisons, searches and hashes of containers that the time limit can stop: `checked_compare`,
+`checked_contains`, `search_method`/`super_method` (the methods the guards hand out), `count_of`/`index_of`
+and `checked_hash`.
 
 `[a] * 10**5 == [b] * 10**5` with two equal 10**7-character strings is one C loop of 10**5 memcmp calls (36 s;
 `in`, `.count`, `.index`, `.remove`, `<` and `!=` alike), and a tuple nested with sharing (`t = (t,) * 10`
@@ -8,6 +9,11 @@ run here in steps: a comparison of two plain scalars, or of lists whose items ar
 (ordering.comparison_weight), stays one C call; otherwise the items are compared in chunks of `_CHUNK`, a
 chunk in C when its items are cheap, else item by item in Python (recursing for nested lists), with the
 identity shortcut CPython uses (`x is y` counts as equal), so results equal the builtins'.
+
+The steps key on the class: lists, tuples, dicts, OrderedDicts and deques, and any subclass that inherits
+the base's C method (`_inherited`, read from the classes' own `__dict__`), against any object of the same
+base; a search weighs the value once (`value_weight`); sets, dict keys and items views whose tuples are
+costly to compare look each item up through a `_Probe` (the tuple's hash, a stepped `__eq__`).
 """
 
 from __future__ import annotations
