@@ -30,6 +30,15 @@ CASES = {
     "float arithmetic": "x = 0.5\nt = 0.0\nfor i in range(N):\n    t += x * i - t * 0.001",
     "list +=": "L = []\nfor i in range(N // 10):\n    L += [i]",
     "dict item": "d = {'a': 1}\nfor i in range(N):\n    x = d['a']",
+    # comparisons through the stepped guards (sandbox/compare.py): small records, searches of short rows
+    "tuple ==": (
+        "p = (1, 'a')\nn = 0\nfor i in range(N // 5):\n    q = (i % 3, 'a')\n    if p == q:\n        n += 1"
+    ),
+    "row in rows": (
+        "rows = [[i, str(i), i * 0.5] for i in range(3000)]\nn = 0\n"
+        "for i in range(N // 1000):\n    row = [i * 7 % 3000, str(i * 7 % 3000), 0.0]\n"
+        "    if row in rows:\n        n += 1"
+    ),
     "comprehensions": (
         "rows = [{'id': i, 'sq': i * i, 'tag': str(i % 10)} for i in range(N // 5)]\n"
         "sel = [r['sq'] for r in rows if r['tag'] == '3']\n"

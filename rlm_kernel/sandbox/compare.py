@@ -1,5 +1,6 @@
-"""Comparisons, searches and hashes of lists and tuples that the time limit can stop: `checked_compare`,
-`checked_contains`, `SEARCH_METHODS` and `checked_hash`.
+"""Comparisons, searches and hashes of containers that the time limit can stop: `checked_compare`,
+`checked_contains`, `search_method`/`super_method` (the methods the guards hand out), `count_of`/`index_of`
+and `checked_hash`.
 
 `[a] * 10**5 == [b] * 10**5` with two equal 10**7-character strings is one C loop of 10**5 memcmp calls (36 s;
 `in`, `.count`, `.index`, `.remove`, `<` and `!=` alike), and a tuple nested with sharing (`t = (t,) * 10`
@@ -8,12 +9,19 @@ run here in steps: a comparison of two plain scalars, or of lists whose items ar
 (ordering.comparison_weight), stays one C call; otherwise the items are compared in chunks of `_CHUNK`, a
 chunk in C when its items are cheap, else item by item in Python (recursing for nested lists), with the
 identity shortcut CPython uses (`x is y` counts as equal), so results equal the builtins'.
+
+The steps key on the class: lists, tuples, dicts, OrderedDicts and deques, and any subclass that inherits
+the base's C method (`_inherited`, read from the classes' own `__dict__`), against any object of the same
+base; a search weighs the value once (`value_weight`); sets, dict keys and items views whose tuples are
+costly to compare look each item up through a `_Probe` (the tuple's hash, a stepped `__eq__`).
 """
 
 from __future__ import annotations
 
+import collections
+import itertools
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rlm_kernel.sandbox.errors import LimitExceeded
@@ -26,13 +34,18 @@ __all__ = [
     "checked_compare",
     "checked_contains",
     "checked_hash",
+    "count_of",
     "hash_work_check",
+    "index_of",
     "search_method",
+    "super_method",
+    "value_weight",
 ]
 
 _SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
 _SEQUENCES = (list, tuple)
 _HASHED = frozenset({set, frozenset, dict})
+_SETS = (set, frozenset)
 _CHUNK = 1024  # items compared in one C call when they are cheap
 _C_WORK = 1 << 22  # items x weight allowed in one C call (a few milliseconds of memcmp)
 HASH_BUDGET = 1 << 22  # leaves one hash of a nested tuple may visit (~0.1 s in C)
@@ -92,23 +105,111 @@ def _first_difference(a: Any, b: Any) -> int:
 
 
 _DUNDERS = {"==": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
+_REFLECTED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_ODICT, _DEQUE = collections.OrderedDict, collections.deque
+# The C containers whose comparisons and searches run here in steps; OrderedDict before dict (its own
+# comparison also checks the order of the keys).
+_BASES = (list, tuple, _ODICT, dict, _DEQUE)
+_MAPPINGS = (dict, _ODICT)
+_own_dict = type.__dict__["__dict__"].__get__
 
 
-def _base(kind: type, op: str) -> type | None:
-    """list, tuple or dict when `kind` is one of them, or a subclass (a cell's `class L(list)`) that does
-    not define the comparison `op` itself (so the base's C comparison is what would run), else None. Read
-    from the classes' own `__dict__` only: no attribute lookup that could run a cell's code."""
-    for base in (list, tuple, dict):
+def _inherited(kind: type, name: str) -> type | None:
+    """The base of `_BASES` whose C method `name` instances of `kind` use (`kind` itself, or a subclass —
+    a cell's `class L(list)`, defaultdict — that does not define `name` before that base in its MRO), else
+    None. Read from the classes' own `__dict__` only: no attribute lookup that could run a cell's code."""
+    for base in _BASES:
         if kind is base:
             return base
+    for base in _BASES:
         if issubclass(kind, base):
-            name = _DUNDERS[op]
             for cls in kind.__mro__:
                 if cls is base:
                     return base
-                if name in type.__dict__["__dict__"].__get__(cls):
+                if name in _own_dict(cls):
                     return None
     return None
+
+
+def _base(kind: type, op: str) -> type | None:
+    return _inherited(kind, _DUNDERS[op])
+
+
+def _stored(obj: Any, base: type) -> Any:
+    """The items `base`'s C code compares, as an exact list/tuple (no __iter__ of a list or tuple subclass
+    runs; deques iterate as their C comparison does)."""
+    kind = type(obj)
+    if base is list:
+        return obj if kind is list else list.copy(obj)
+    if base is tuple:
+        return obj if kind is tuple else tuple.__getitem__(obj, slice(None))
+    return list(_DEQUE.__iter__(obj))
+
+
+class _Probe:
+    """A stand-in for a tuple looked up in a set or dict: the same hash, and an `__eq__` that compares in
+    steps. C's lookup compares the stored key with it; the tuple's comparison gives NotImplemented, so
+    this `__eq__` answers (Python code, where the time limit can stop it)."""
+
+    __slots__ = ("value", "hashed")
+
+    def __init__(self, value: tuple[Any, ...]) -> None:
+        hash_work_check(value)
+        self.value, self.hashed = value, hash(value)
+
+    def __hash__(self) -> int:
+        return self.hashed
+
+    def __eq__(self, other: object) -> Any:
+        return other is self.value or checked_compare("==", self.value, other)
+
+
+def _costly_keys(keys: list[Any]) -> bool:
+    """Some of `keys` are tuples whose comparison with an equal stored key is not cheap (measured at C
+    speed: tuples that hold containers, or long texts shared by many keys)."""
+    if tuple not in set(map(type, keys)):
+        return False
+    tuples = [k for k in keys if type(k) is tuple]
+    weight = comparison_weight(tuples)
+    return weight is None or weight * len(tuples) > _C_WORK
+
+
+def _flat_record(value: tuple[Any, ...]) -> bool:
+    """A short tuple of scalars: hashing and comparing it is cheap."""
+    if len(value) > _SHORT:
+        return False
+    for item in value:
+        if type(item) not in _SCALARS:
+            return False
+    return True
+
+
+def _key(value: Any) -> Any:
+    return _Probe(value) if type(value) is tuple else value
+
+
+def _sets_compare(op: str, a: Any, b: Any) -> Any:
+    """`a <op> b` for two sets, frozensets or dict items views whose items are costly to compare: the
+    membership of each item in steps (set equality and inclusion are these lookups in C): a `_Probe` for a
+    tuple in a set, `checked_contains` for an item of a view."""
+    if op in (">", ">="):
+        return _sets_compare("<" if op == ">" else "<=", b, a)
+    views = type(b) in _ITEMS_VIEWS
+    na, nb = len(a), len(b)
+    if op in ("==", "!="):
+        equal = na == nb and all(checked_contains(x, b) if views else _key(x) in b for x in a)
+        return equal is (op == "==")
+    if na > nb or (op == "<" and na == nb):
+        return False
+    return all(checked_contains(x, b) if views else _key(x) in b for x in a)
+
+
+def _costly_items(a: Any) -> bool:
+    """A dict items view whose values or keys are costly to compare."""
+    mapping = a.mapping
+    values = list(mapping.values())
+    weight = comparison_weight(values)
+    return weight is None or weight * len(values) > _C_WORK or _costly_keys(list(mapping.keys()))
 
 
 def _dicts_equal(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
@@ -118,40 +219,67 @@ def _dicts_equal(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
         return False
     values = list(dict.values(a))
     weight = comparison_weight(values)
-    if weight is not None and len(values) * weight <= _C_WORK:
+    costly_keys = _costly_keys(list(dict.keys(a)))
+    if weight is not None and len(values) * weight <= _C_WORK and not costly_keys:
         return dict.__eq__(a, b) is True
     other = dict.get
     missing = object()
     for key, value in dict.items(a):
-        if type(key) is tuple:
-            hash_work_check(key)
-        theirs = other(b, key, missing)
+        theirs = other(b, _Probe(key) if type(key) is tuple else key, missing)
         if theirs is missing or not _same(value, theirs):
             return False
     return True
 
 
+def _odicts_equal(a: Any, b: Any) -> bool:
+    """OrderedDict == OrderedDict: the dicts equal and the keys in the same order (odict_richcompare)."""
+    return _dicts_equal(a, b) and _same(list(_ODICT.keys(a)), list(_ODICT.keys(b)))
+
+
+def base_compare(op: str, base: type, a: Any, b: Any) -> Any:
+    """`base.__<op>__(a, b)`: compare as `base`'s C code does, on the stored items, whatever a's own class
+    defines (what `super().__eq__(other)` in a cell's subclass calls); NotImplemented as the C slot gives."""
+    if not isinstance(b, base) or (base is dict and isinstance(b, _DEQUE)):
+        return NotImplemented
+    if base in (dict, _ODICT):
+        if op not in ("==", "!="):
+            return NotImplemented
+        ordered = base is _ODICT and isinstance(b, _ODICT)
+        equal = _odicts_equal(a, b) if ordered else _dicts_equal(a, b)
+        return equal is (op == "==")
+    return _compare_plain(op, _stored(a, base), _stored(b, base))
+
+
 def checked_compare(op: str, a: Any, b: Any) -> Any:
-    """`a <op> b` (==, !=, <, <=, >, >=) with the same result, in steps when a and b are lists, tuples or
-    dicts of one type (or a subclass that keeps the base's comparison) whose items are costly to compare
-    (see the module docstring)."""
+    """`a <op> b` (==, !=, <, <=, >, >=) with the same result, in steps when a and b are lists, tuples,
+    dicts or deques (or subclasses that keep the base's comparison: defaultdict, OrderedDict, a cell's
+    `class L(list)`) whose items are costly to compare (see the module docstring)."""
     ta, tb = type(a), type(b)
-    if ta in _SCALARS or tb in _SCALARS or ta is not tb or a is b:
+    if ta in _SCALARS or tb in _SCALARS or a is b:
         return _OPS[op](a, b)
     base = _base(ta, op)
     if base is None:
+        if ta in _SETS and tb in _SETS and _costly_keys(list(a)):
+            return _sets_compare(op, a, b)  # exact sets only: a cell's subclass may define its own
+        if ta in _ITEMS_VIEWS and tb in _ITEMS_VIEWS and (_costly_items(a) or _costly_items(b)):
+            return _sets_compare(op, a, b)
         return _OPS[op](a, b)
-    if base is dict:
+    other = base if tb is ta else _base(tb, _REFLECTED[op])
+    if other is not base and not (base in _MAPPINGS and other in _MAPPINGS):
+        return _OPS[op](a, b)  # a class of its own, or different bases (cheap: NotImplemented)
+    if base in _MAPPINGS:
         if op not in ("==", "!="):
             return _OPS[op](a, b)  # dicts are not ordered: the TypeError comes at once
-        return _dicts_equal(a, b) is (op == "==")
-    if ta is not base:  # a subclass: compare as the base does, on its stored items (no __iter__ of it runs)
-        whole = slice(None)
-        a, b = (
-            (list.copy(a), list.copy(b))
-            if base is list
-            else (tuple.__getitem__(a, whole), tuple.__getitem__(b, whole))
-        )
+        # OrderedDict's order counts only between two OrderedDicts
+        equal = _odicts_equal(a, b) if base is other is _ODICT else _dicts_equal(a, b)
+        return equal is (op == "==")
+    return _compare_plain(op, _stored(a, base), _stored(b, base))
+
+
+def _compare_plain(op: str, a: Any, b: Any) -> Any:
+    """`a <op> b` for two exact lists or two exact tuples, in steps when their items are costly."""
+    if type(a) is not type(b):
+        return _OPS[op](a, b)
     if op in ("==", "!=") and len(a) != len(b):
         return op == "!="
     if _cheap(a, b):
@@ -174,30 +302,65 @@ def _small(value: Any) -> bool:
     return kind in _SCALARS and (kind is not int or value.bit_length() <= 4096)
 
 
+_LIGHT_LEN = 64  # items of a list or tuple weighed as a search's value (a record, a short row)
+
+
+def value_weight(value: Any) -> int | None:
+    """What one comparison of `value` with any item can cost at most, or None when it cannot be told cheaply:
+    scalars, flat tuples and short lists of them (a comparison with a flat value stops at its end, and a
+    text or an int compares lengths first, so the cost is bounded by the value's own weight)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return comparison_weight([value]) if kind is not complex else 1
+    if kind is tuple:
+        return comparison_weight([value]) if len(value) <= _LIGHT_LEN else None
+    if kind is list and len(value) <= _LIGHT_LEN:
+        weight = comparison_weight(value)
+        return None if weight is None else weight * (len(value) + 1)
+    return None
+
+
 def _index_of(seq: Any, value: Any, start: int = 0, stop: int | None = None) -> int:
-    """The first index in seq[start:stop] whose item equals value (item on the left, as CPython), or -1."""
+    """The first index in seq[start:stop] (an exact list or tuple) whose item equals value (item on the
+    left, as CPython), or -1. The value is weighed once: when that bounds every comparison, C searches
+    runs of items that stay short; otherwise chunks are weighed, item by item in Python when costly."""
     n = len(seq)
     stop = n if stop is None else stop
-    if _small(value):
-        try:
-            return seq.index(value, start, stop)  # C: every comparison is cheap
-        except ValueError:
-            return -1
-    w = comparison_weight([value])
+    w = value_weight(value)
+    if w is not None:
+        step = max(1, _SEARCH_WORK // w)
+        for begin in range(start, stop, step):
+            try:
+                return seq.index(value, begin, min(begin + step, stop))  # C: each comparison is cheap
+            except ValueError:
+                continue
+        return -1
     for begin in range(start, stop, _CHUNK):
         end = min(begin + _CHUNK, stop)
         chunk = seq[begin:end]
         if type(chunk) is not list:
             chunk = list(chunk)
-        cw = comparison_weight(chunk)
-        if w is not None and cw is not None and len(chunk) * min(w, cw) <= _C_WORK:
-            if value in chunk:  # C, cheap
-                return begin + chunk.index(value)
-            continue
         for i, item in enumerate(chunk):
             if item is value or bool(checked_compare("==", item, value)):
                 return begin + i
     return -1
+
+
+_SEARCH_WORK = 1 << 26  # value weight x items one C search may handle (~0.05 s of memcmp)
+
+
+def _iter_index(items: Iterable[Any], value: Any) -> int:
+    """The first position in an iterable whose item equals value, or -1: in chunks (`_index_of`)."""
+    it = iter(items)
+    done = 0
+    while True:
+        chunk = list(itertools.islice(it, _CHUNK))
+        if not chunk:
+            return -1
+        found = _index_of(chunk, value)
+        if found >= 0:
+            return done + found
+        done += len(chunk)
 
 
 def _bounds(n: int, start: Any, stop: Any) -> tuple[int, int]:
@@ -205,44 +368,98 @@ def _bounds(n: int, start: Any, stop: Any) -> tuple[int, int]:
     return start, stop
 
 
+_ITEMS_VIEWS = (type({}.items()), type(collections.OrderedDict().items()))
+_SEARCHED = (list, tuple, _DEQUE)
+
+
 def checked_contains(value: Any, container: Any) -> bool:
-    """`value in container`, in steps for lists and tuples (the other containers answer themselves)."""
+    """`value in container`, in steps for lists, tuples and deques (their subclasses that keep the base's
+    `__contains__` included), dict items views, and anything searched by iteration (iterators, generators,
+    dict.values(), classes without `__contains__`); the other containers answer themselves."""
     kind = type(container)
-    if kind not in _SEQUENCES:
-        if type(value) is tuple and kind in _HASHED:
+    if kind in _HASHED or kind in (str, bytes, range):
+        if type(value) is tuple and kind in _HASHED and not _flat_record(value):
+            if _costly_keys([value]):
+                return _Probe(value) in container  # a lookup whose key comparison is stepped
             hash_work_check(value)
         return value in container
     if _small(value):
         return value in container
-    return _index_of(container, value) >= 0
+    if kind in _ITEMS_VIEWS:
+        if type(value) is not tuple or len(value) != 2:
+            return value in container  # False, as the C view answers
+        theirs = container.mapping.get(value[0], _MISSING)  # a hash lookup (TypeError if unhashable)
+        return theirs is not _MISSING and _same(theirs, value[1])
+    base = _inherited(kind, "__contains__")
+    if base in _SEARCHED:
+        if base is _DEQUE:
+            return _iter_index(_DEQUE.__iter__(container), value) >= 0
+        return _index_of(_stored(container, base), value) >= 0
+    if base is not None or _has(kind, "__contains__"):
+        return value in container  # a class's own __contains__ (Python code, or a hash lookup)
+    if not _has(kind, "__iter__"):
+        return value in container  # the __getitem__ protocol, or C's TypeError
+    return _iter_index(container, value) >= 0
 
 
-def _count(seq: Any) -> Callable[[Any], int]:
-    def count(value: Any, /) -> int:
-        if _small(value):
-            return seq.count(value)  # C: every comparison is cheap
-        total = 0
-        n = len(seq)
+_MISSING = object()
+
+
+def _has(kind: type, name: str) -> bool:
+    """`name` is defined on `kind` or a class of its MRO (read from the classes' own `__dict__`)."""
+    return any(name in _own_dict(cls) for cls in kind.__mro__)
+
+
+def count_of(items: Any, value: Any) -> int:
+    """operator.countOf(items, value) (identity or equality) in steps."""
+    kind = type(items)
+    base = _inherited(kind, "__iter__")
+    plain = _stored(items, base) if base in (list, tuple) else None
+    total = 0
+    if plain is not None:
         i = 0
-        while i < n:
-            found = _index_of(seq, value, i)
-            if found < 0:
-                break
+        while (found := _index_of(plain, value, i)) >= 0:
             total += 1
             i = found + 1
         return total
+    it = iter(items)
+    while chunk := list(itertools.islice(it, _CHUNK)):
+        i = 0
+        while (found := _index_of(chunk, value, i)) >= 0:
+            total += 1
+            i = found + 1
+    return total
+
+
+def index_of(items: Any, value: Any) -> int:
+    """operator.indexOf(items, value) in steps."""
+    kind = type(items)
+    base = _inherited(kind, "__iter__")
+    found = _index_of(_stored(items, base), value) if base in (list, tuple) else _iter_index(items, value)
+    if found < 0:
+        raise ValueError("sequence.index(x): x not in sequence")
+    return found
+
+
+def _count(seq: Any, base: type) -> Callable[[Any], int]:
+    def count(value: Any, /) -> int:
+        items = _stored(seq, base)
+        return count_of(items, value)
 
     return count
 
 
-def _index(seq: Any) -> Callable[..., int]:
+def _index(seq: Any, base: type) -> Callable[..., int]:
     def index(value: Any, start: Any = 0, stop: Any = None, /) -> int:
-        begin, end = _bounds(len(seq), operator.index(start), None if stop is None else operator.index(stop))
-        found = _index_of(seq, value, begin, max(begin, end))
+        items = _stored(seq, base)
+        begin, end = _bounds(
+            len(items), operator.index(start), None if stop is None else operator.index(stop)
+        )
+        found = _index_of(items, value, begin, max(begin, end))
         if found < 0:
             raise ValueError(
-                f"{value!r} is not in {type(seq).__name__}"
-                if type(seq) is list
+                f"{value!r} is not in {base.__name__}"
+                if base is not tuple
                 else "tuple.index(x): x not in tuple"
             )
         return found
@@ -250,32 +467,79 @@ def _index(seq: Any) -> Callable[..., int]:
     return index
 
 
-def _remove(seq: list[Any]) -> Callable[[Any], None]:
+def _remove(seq: Any, base: type) -> Callable[[Any], None]:
     def remove(value: Any, /) -> None:
-        found = _index_of(seq, value)
+        items = list.copy(seq) if base is list else list(_DEQUE.__iter__(seq))
+        found = _index_of(items, value)
         if found < 0:
-            raise ValueError("list.remove(x): x not in list")
-        del seq[found]
+            raise ValueError(f"{base.__name__}.remove(x): x not in {base.__name__}")
+        base.__delitem__(seq, found)
 
     return remove
 
 
 SEARCH_METHODS = frozenset({"count", "index", "remove"})
+_STEPPED = {"count": _count, "index": _index, "remove": _remove}
+
+
+def _stepped(obj: Any, base: type, name: str) -> Callable[..., Any] | None:
+    if name == "remove" and base is tuple:
+        return None
+    make = _STEPPED.get(name)
+    return None if make is None else make(obj, base)
 
 
 def search_method(obj: Any, name: str) -> Callable[..., Any] | None:
-    """The stoppable `count`/`index`/`remove` of an exact list or tuple, else None (the real method)."""
-    kind = type(obj)
-    if kind is list:
-        if name == "remove":
-            return _remove(obj)
-    elif kind is not tuple:
+    """The stoppable `count`/`index`/`remove` of a list, tuple or deque (or a subclass that keeps the base's
+    method), bound to `obj` — or unbound when `obj` is such a class (`list.count(L, x)`) — else None (the
+    real attribute serves)."""
+    if isinstance(obj, type):
+        base = _inherited(obj, name) if obj in _SEARCHED or issubclass(obj, _SEARCHED) else None
+        if base not in _SEARCHED or name not in _STEPPED or (base is tuple and name == "remove"):
+            return None
+        unbound = getattr(base, name)
+
+        def call(self: Any, /, *args: Any) -> Any:
+            if not isinstance(self, base):
+                return unbound(self, *args)  # the descriptor's own TypeError
+            stepped = _stepped(self, base, name)
+            return stepped(*args) if stepped is not None else unbound(self, *args)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+    base = _inherited(type(obj), name)
+    if base not in _SEARCHED:
         return None
-    if name == "count":
-        return _count(obj)
-    if name == "index":
-        return _index(obj)
-    return None
+    return _stepped(obj, base, name)
+
+
+_SUPER_COMPARISONS = {name: op for op, name in _DUNDERS.items()}
+
+
+def super_method(proxy: super, name: str) -> Callable[..., Any] | None:
+    """What `super().<name>` gives in steps when it resolves to the C comparison, `__contains__`, `count`,
+    `index` or `remove` of list, tuple, dict, OrderedDict or deque (a cell's override calling the base's),
+    else None (the real attribute serves)."""
+    if name not in _SUPER_COMPARISONS and name != "__contains__" and name not in SEARCH_METHODS:
+        return None
+    this = super.__dict__["__thisclass__"].__get__(proxy)
+    obj = super.__dict__["__self__"].__get__(proxy)
+    if obj is None or isinstance(obj, type):
+        return None
+    mro = type(obj).__mro__
+    if this not in mro:
+        return None
+    owner = next((cls for cls in mro[mro.index(this) + 1 :] if name in _own_dict(cls)), None)
+    if owner not in _BASES:
+        return None
+    if name in _SUPER_COMPARISONS:
+        op = _SUPER_COMPARISONS[name]
+        return lambda other, /: base_compare(op, owner, obj, other)
+    if name == "__contains__":
+        if owner not in _SEARCHED:
+            return None
+        return lambda value, /: checked_contains(value, _stored(obj, owner))
+    return _stepped(obj, owner, name)
 
 
 def hash_work_check(value: Any, budget: int = HASH_BUDGET) -> None:
@@ -316,12 +580,20 @@ def checked_hash(value: Any, /) -> int:
     return hash(value)
 
 
+_SHORT = 16  # items of a tuple of scalars compared in one C call without weighing (a record, a pair)
+
+
 def _guard(op: str) -> Callable[[Any, Any], Any]:
     real = _OPS[op]
 
     def compare(a: Any, b: Any) -> Any:
         ta = type(a)
         if ta in _SCALARS or type(b) in _SCALARS:
+            return real(a, b)
+        if ta is tuple and len(a) <= _SHORT:
+            for item in a:  # a short record of scalars: each comparison is one scalar's, at most _SHORT
+                if type(item) not in _SCALARS:
+                    return checked_compare(op, a, b)
             return real(a, b)
         return checked_compare(op, a, b)
 

@@ -6,7 +6,6 @@ A facade is never the real module (real modules lead back to `sys`, `os`, `codec
 from __future__ import annotations
 
 import base64
-import bisect
 import cmath
 import collections
 import collections.abc
@@ -20,7 +19,6 @@ import difflib
 import enum
 import functools
 import hashlib
-import heapq
 import io
 import itertools
 import json
@@ -47,6 +45,8 @@ from rlm_kernel.sandbox.facade import Facade, Refused, is_cell_function, make_fa
 from rlm_kernel.sandbox.guards import WRITABLE_TYPES
 from rlm_kernel.sandbox.safe_decimal import CappedContext, localcontext
 from rlm_kernel.sandbox.safe_int import CappedFraction, decimal_to_int_check
+from rlm_kernel.sandbox.stepped_stdlib import BISECT_NAMES, HEAPQ_NAMES, OPERATOR_NAMES
+from rlm_kernel.sandbox.stepped_stdlib import groupby as stepped_groupby
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -148,8 +148,8 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
         f["decimal"].pop(name, None)  # shared mutable contexts
     f["fractions"] = {"Fraction": CappedFraction}
     f["random"] = _random_names(session)
-    f["heapq"] = _pick(heapq, "heappush heappop heapify heapreplace heappushpop nlargest nsmallest merge")
-    f["bisect"] = _pick(bisect, "bisect bisect_left bisect_right insort insort_left insort_right")
+    f["heapq"] = dict(HEAPQ_NAMES)  # comparisons the time limit can stop (stepped_stdlib.py)
+    f["bisect"] = dict(BISECT_NAMES)
     f["unicodedata"] = _pick(
         unicodedata,
         "lookup name decimal digit numeric category bidirectional combining "
@@ -297,7 +297,7 @@ def _itertools_names() -> dict[str, Any]:
         accumulate=lambda iterable, func=None, *, initial=None: itertools.accumulate(
             iterable, python_level(func), initial=initial
         ),
-        groupby=lambda iterable, key=None: itertools.groupby(iterable, python_level(key)),
+        groupby=stepped_groupby,  # key comparisons in steps (stepped_stdlib.py)
         filterfalse=lambda fn, iterable: itertools.filterfalse(python_level(fn), iterable),
         takewhile=lambda fn, iterable: itertools.takewhile(python_level(fn), iterable),
         dropwhile=lambda fn, iterable: itertools.dropwhile(python_level(fn), iterable),
@@ -329,6 +329,7 @@ def _operator_names(session: SandboxSession) -> dict[str, Any]:
         pow=lambda a, b: _pow(session, a, b),
         lshift=lambda a, b: _lshift(session, a, b),
         mod=lambda a, b: _mod(session, a, b),
+        **OPERATOR_NAMES,  # comparisons and searches in steps (stepped_stdlib.py)
     )
     for name in ("imul", "ipow", "ilshift", "imod", "iconcat", "concat"):
         names.pop(name, None)

@@ -27,7 +27,7 @@ from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 from rlm_kernel.sandbox.builtins import SafeType, chunked_sort
 from rlm_kernel.sandbox.bulk import CHECKED_NAMES, CappedDict, checked_method, set_display
 from rlm_kernel.sandbox.caps import Caps, SafeFormatter
-from rlm_kernel.sandbox.compare import COMPARE_GUARDS, SEARCH_METHODS, search_method
+from rlm_kernel.sandbox.compare import COMPARE_GUARDS, SEARCH_METHODS, search_method, super_method
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import CellTimeout, refusal
@@ -158,7 +158,15 @@ def special_search(obj: Any, name: str) -> Any:
 
 
 def special_sort(obj: Any, name: str) -> Any:
-    """`list.sort()` in runs the time limit can stop between (builtins.chunked_sort)."""
+    """`list.sort()` in runs the time limit can stop between (builtins.chunked_sort); `list.sort(x)` too."""
+    if isinstance(obj, type) and issubclass(obj, list) and getattr(obj, "sort", None) is list.sort:
+
+        def unbound_sort(self: Any, /, *, key: Any = None, reverse: bool = False) -> None:
+            if not isinstance(self, list):
+                list.sort(self)  # the descriptor's own TypeError
+            special_sort(self, name)(key=key, reverse=reverse)
+
+        return unbound_sort
     if isinstance(obj, list):
 
         def sort(*, key: Any = None, reverse: bool = False) -> None:
@@ -239,6 +247,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                     "on the object itself"
                 )
             target = obj.__self__
+            stepped = super_method(obj, name)  # the base's C comparison or search, in steps (compare.py)
+            if stepped is not None:
+                return stepped
         if name.startswith("_"):
             if name in READABLE_DUNDERS:
                 value = getattr(obj, name, None)

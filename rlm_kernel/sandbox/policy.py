@@ -94,6 +94,7 @@ class RLMTransformer(RestrictingNodeTransformer):
         # id(node) → (loop variable, flag name): the first statement of a `for` loop whose variable is an
         # exact int below 2**RANGE_BITS when the flag is true (see visit_For)
         self._loop_proofs: dict[int, tuple[str, str]] = {}
+        self._comprehensions = 0  # > 0 inside a comprehension (visit_Compare's chains bind with a lambda)
 
     # -- reporting ------------------------------------------------------------------------------------------
     def error(self, node: ast.AST, info: str) -> None:
@@ -293,10 +294,12 @@ class RLMTransformer(RestrictingNodeTransformer):
 
     def _comprehension(self, node: ast.AST) -> ast.AST:
         self.scopes.append("function")
+        self._comprehensions += 1
         try:
             return getattr(super(), f"visit_{type(node).__name__}")(node)
         finally:
             self.scopes.pop()
+            self._comprehensions -= 1
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
 
@@ -621,7 +624,7 @@ class RLMTransformer(RestrictingNodeTransformer):
         operands = [node.left, *node.comparators]
         helpers = [_COMPARE_GUARDS.get(type(op)) for op in node.ops]
         if len(node.ops) > 1 and not all(isinstance(o, (ast.Name, ast.Constant)) for o in operands[1:-1]):
-            return node
+            return self._bound_chain(node, operands, helpers)
         parts: list[ast.expr] = []
         for i, helper in enumerate(helpers):
             left, right = operands[i], operands[i + 1]
@@ -639,6 +642,68 @@ class RLMTransformer(RestrictingNodeTransformer):
             if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
                 copy_locations(sub, node)
         copy_locations(new, node)
+        return new
+
+    def _bound_chain(self, node: ast.Compare, operands: list[ast.expr], helpers: list[str | None]) -> ast.AST:
+        """`a < f() < b` with each inner operand evaluated once, in order, and the chain short-circuiting:
+        `_lt_(a, (_tmp0 := f())) and _lt_(_tmp0, b)`; inside a comprehension (where `:=` may not stand)
+        `(lambda _tmp0, _tmp1: _lt_(_tmp0, _tmp1) and _lt_(_tmp1, b))(a, f())`, nesting for longer chains."""
+        if any(
+            isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr))
+            for o in operands
+            for n in ast.walk(o)
+        ):
+            self.refuse(node, "write this chained comparison as separate comparisons joined by 'and'")
+            return node
+
+        def compare(i: int, left: ast.expr, right: ast.expr) -> ast.expr:
+            if helpers[i] is None or _constant(left) or _constant(right):
+                return ast.Compare(left=left, ops=[node.ops[i]], comparators=[right])
+            return _call(helpers[i], left, right)
+
+        last = len(node.ops) - 1
+        if not self._comprehensions:
+            names = [self.gen_tmp_name() for _ in operands]
+            parts = []
+            left: ast.expr = operands[0]
+            for i in range(len(node.ops)):
+                right = operands[i + 1]
+                if i < last and not isinstance(right, (ast.Name, ast.Constant)):
+                    bound = ast.NamedExpr(target=ast.Name(names[i + 1], ast.Store()), value=right)
+                    parts.append(compare(i, left, bound))
+                    left = ast.Name(names[i + 1], ast.Load())
+                else:
+                    parts.append(compare(i, left, right))
+                    left = copy.deepcopy(right)
+            new: ast.expr = ast.BoolOp(op=ast.And(), values=parts)
+        else:
+
+            def chain(i: int, left_name: str) -> ast.expr:
+                right = operands[i + 1]
+                if i == last:
+                    return compare(i, ast.Name(left_name, ast.Load()), right)
+                name = self.gen_tmp_name()
+                body = ast.BoolOp(
+                    op=ast.And(),
+                    values=[
+                        compare(i, ast.Name(left_name, ast.Load()), ast.Name(name, ast.Load())),
+                        chain(i + 1, name),
+                    ],
+                )
+                return _bind(body, [name], [right])
+
+            first, second = self.gen_tmp_name(), self.gen_tmp_name()
+            body = ast.BoolOp(
+                op=ast.And(),
+                values=[
+                    compare(0, ast.Name(first, ast.Load()), ast.Name(second, ast.Load())),
+                    chain(1, second),
+                ],
+            )
+            new = _bind(body, [first, second], operands[:2])
+        for sub in ast.walk(new):
+            if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                copy_locations(sub, node)
         return new
 
     # -- format specs ---------------------------------------------------------------------------------------
@@ -670,6 +735,14 @@ _COMPARE_GUARDS: dict[type, str] = {
     ast.In: "_in_",
     ast.NotIn: "_not_in_",
 }
+
+
+def _bind(body: ast.expr, names: list[str], values: list[ast.expr]) -> ast.expr:
+    """`(lambda names: body)(values)`: the values evaluated once, in order, before the body."""
+    params = ast.arguments(
+        posonlyargs=[], args=[ast.arg(arg=n) for n in names], kwonlyargs=[], kw_defaults=[], defaults=[]
+    )
+    return ast.Call(func=ast.Lambda(args=params, body=body), args=list(values), keywords=[])
 
 
 def _constant(node: ast.AST) -> bool:

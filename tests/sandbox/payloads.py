@@ -130,6 +130,61 @@ STEP_ATTACKS: list[Payload] = [
     Payload("op_step", "defaultdict_colliding", "import collections\n" + _COLLIDE + "d = collections.defaultdict(int, zip(x, x))", LIMIT),
     Payload("op_step", "ordereddict_fromkeys_colliding", "import collections\n" + _COLLIDE + "d = collections.OrderedDict.fromkeys(x)", LIMIT),
     Payload("op_step", "statistics_median_long_texts", "import statistics\n" + _LONG + "x = statistics.median_low([a, b] * 10**5)", LIMIT),
+    # stepped paths keyed on exact types, unbound methods, operator/bisect/heapq, deques, chains (red team of 89682e6)
+    Payload("op_step", 'list_subclass_eq_plain', _SAME + 'class L(list):\n    pass\nr = L([a] * 10**5) == [b] * 10**5', LIMIT),
+    Payload("op_step", 'plain_eq_list_subclass', _SAME + 'class L(list):\n    pass\nr = [a] * 10**5 == L([b] * 10**5)', LIMIT),
+    Payload("op_step", 'tuple_subclass_lt_plain', _SAME + 'class T(tuple):\n    pass\nr = T([a] * 10**5 + [1]) < tuple([b] * 10**5 + [2])', LIMIT),
+    Payload("op_step", 'defaultdict_eq_dict', _SAME + 'import collections\nd = collections.defaultdict(int, {i: a for i in range(10**5)})\nr = d == {i: b for i in range(10**5)}', LIMIT),
+    Payload("op_step", 'ordereddict_eq_dict', _SAME + 'import collections\nd = collections.OrderedDict((i, a) for i in range(10**5))\nr = d == {i: b for i in range(10**5)}', LIMIT),
+    Payload("op_step", 'ordereddict_eq_ordereddict', _SAME + 'import collections\nd = collections.OrderedDict((i, a) for i in range(10**5))\ne = collections.OrderedDict((i, b) for i in range(10**5))\nr = d == e', LIMIT),
+    Payload("op_step", 'in_iterator', _SAME + 'r = c in iter([a] * 10**5)', LIMIT),
+    Payload("op_step", 'in_dict_values', _SAME + 'r = c in {i: a for i in range(10**5)}.values()', LIMIT),
+    Payload("op_step", 'in_dict_items', _SAME + 'r = (1, [b] * 10**5) in {1: [a] * 10**5}.items()', LIMIT),
+    Payload("op_step", 'in_list_subclass', _SAME + 'class L(list):\n    pass\nr = c in L([a] * 10**5)', LIMIT),
+    Payload("op_step", 'in_zip', _SAME + 'r = (1, c) in zip([1] * 10**5, [a] * 10**5)', LIMIT),
+    Payload("op_step", 'unbound_list_count', _SAME + 'r = list.count([a] * 10**5, b)', LIMIT),
+    Payload("op_step", 'unbound_list_index', _SAME + 'r = list.index([a] * 10**5, c)', LIMIT),
+    Payload("op_step", 'unbound_list_remove', _SAME + 'x = [a] * 10**5\nlist.remove(x, c)', LIMIT),
+    Payload("op_step", 'unbound_list_sort', _SAME + 'x = [a, c] * 10**5\nlist.sort(x)', LIMIT),
+    Payload("op_step", 'unbound_tuple_count', _SAME + 'r = tuple.count(tuple([a] * 10**5), b)', LIMIT),
+    Payload("op_step", 'unbound_tuple_index', _SAME + 'r = tuple.index(tuple([a] * 10**5), c)', LIMIT),
+    Payload("op_step", 'subclass_count', _SAME + 'class L(list):\n    pass\nr = L([a] * 10**5).count(b)', LIMIT),
+    Payload("op_step", 'subclass_index', _SAME + 'class L(list):\n    pass\nr = L([a] * 10**5).index(c)', LIMIT),
+    Payload("op_step", 'subclass_remove', _SAME + 'class L(list):\n    pass\nx = L([a] * 10**5)\nx.remove(c)', LIMIT),
+    Payload("op_step", 'super_eq', _SAME + 'class M(list):\n    def __eq__(self, o):\n        return super().__eq__(o)\nr = M([a] * 10**5) == M([b] * 10**5)', LIMIT),
+    Payload("op_step", 'super_contains', _SAME + 'class M(list):\n    def __contains__(self, v):\n        return super().__contains__(v)\nr = c in M([a] * 10**5)', LIMIT),
+    Payload("op_step", 'super_lt', _SAME + 'class M(tuple):\n    def __lt__(self, o):\n        return super().__lt__(o)\nr = M([a] * 10**5 + [1]) < M([b] * 10**5 + [2])', LIMIT),
+    Payload("op_step", 'super_count', _SAME + 'class M(list):\n    def count(self, v):\n        return super().count(v)\nr = M([a] * 10**5).count(b)', LIMIT),
+    Payload("op_step", 'operator_eq', _SAME + 'import operator\nr = operator.eq([a] * 10**5, [b] * 10**5)', LIMIT),
+    Payload("op_step", 'operator_ne', _SAME + 'import operator\nr = operator.ne([a] * 10**5, [b] * 10**5)', LIMIT),
+    Payload("op_step", 'operator_lt', _SAME + 'import operator\nr = operator.lt([a] * 10**5 + [1], [b] * 10**5 + [2])', LIMIT),
+    Payload("op_step", 'operator_contains', _SAME + 'import operator\nr = operator.contains([a] * 10**5, c)', LIMIT),
+    Payload("op_step", 'operator_countof', _SAME + 'import operator\nr = operator.countOf([a] * 10**5, b)', LIMIT),
+    Payload("op_step", 'operator_indexof', _SAME + 'import operator\nr = operator.indexOf([a] * 10**5, c)', LIMIT),
+    Payload("op_step", 'map_list_count', _SAME + 'r = list(map(list.count, [[a] * 10**5], [b]))', LIMIT),
+    Payload("op_step", 'partial_list_count', _SAME + 'import functools\nr = functools.partial(list.count, [a] * 10**5)(b)', LIMIT),
+    Payload("op_step", 'deque_eq', _SAME + 'import collections\nr = collections.deque([a] * 10**5) == collections.deque([b] * 10**5)', LIMIT),
+    Payload("op_step", 'deque_lt', _SAME + 'import collections\nr = collections.deque([a] * 10**5 + [1]) < collections.deque([b] * 10**5 + [2])', LIMIT),
+    Payload("op_step", 'deque_in', _SAME + 'import collections\nr = c in collections.deque([a] * 10**5)', LIMIT),
+    Payload("op_step", 'deque_count', _SAME + 'import collections\nr = collections.deque([a] * 10**5).count(b)', LIMIT),
+    Payload("op_step", 'deque_index', _SAME + 'import collections\nr = collections.deque([a] * 10**5).index(c)', LIMIT),
+    Payload("op_step", 'deque_remove', _SAME + 'import collections\nx = collections.deque([a] * 10**5)\nx.remove(c)', LIMIT),
+    Payload("op_step", 'bisect_lists', _SAME + 'import bisect\nrows = [[a] * 10**5 + [i] for i in range(8)]\nr = bisect.bisect(rows, [b] * 10**5 + [3])', LIMIT),
+    Payload("op_step", 'insort_lists', _SAME + 'import bisect\nrows = [[a] * 10**5 + [i] for i in range(8)]\nbisect.insort(rows, [b] * 10**5 + [3])', LIMIT),
+    Payload("op_step", 'heappush_lists', _SAME + 'import heapq\nh = [[a] * 10**5 + [i] for i in range(8)]\nheapq.heappush(h, [b] * 10**5)', LIMIT),
+    Payload("op_step", 'heapify_lists', _SAME + 'import heapq\nh = [[(a, b)[i % 2]] * 10**5 + [8 - i] for i in range(8)]\nheapq.heapify(h)', LIMIT),
+    Payload("op_step", 'heappop_lists', _SAME + 'import heapq\nh = [[(a, b)[i % 2]] * 10**5 + [i] for i in range(8)]\nr = heapq.heappop(h)', LIMIT),
+    Payload("op_step", 'nsmallest_lists', _SAME + 'import heapq\nr = heapq.nsmallest(2, [[(a, b)[i % 2]] * 10**5 + [8 - i] for i in range(8)])', LIMIT),
+    Payload("op_step", 'merge_lists', _SAME + 'import heapq\nr = list(heapq.merge([[a] * 10**5 + [1]], [[b] * 10**5 + [2]]))', LIMIT),
+    Payload("op_step", "in_ordereddict_items", _SAME + "import collections\nr = (1, [b] * 10**5) in collections.OrderedDict({1: [a] * 10**5}).items()", LIMIT),
+    Payload("op_step", "groupby_lists", _SAME + "import itertools\nr = list(itertools.groupby([[a] * 10**5, [b] * 10**5]))", LIMIT),
+    Payload("op_step", "set_tuples_eq", _SAME + "r = {(a, i) for i in range(10**5)} == {(b, i) for i in range(10**5)}", LIMIT),
+    Payload("op_step", "tuple_in_set", _SAME + "t = (a,) * 10**5\nr = t in {(b,) * 10**5}", LIMIT),
+    Payload("op_step", "dict_tuple_keys_eq", _SAME + "r = {(a, i): 0 for i in range(10**5)} == {(b, i): 0 for i in range(10**5)}", LIMIT),
+    Payload("op_step", "dict_items_eq", _SAME + "r = {i: a for i in range(10**5)}.items() == {i: b for i in range(10**5)}.items()", LIMIT),
+    Payload("op_step", 'chain_inner_call', _SAME + 'def f(v):\n    return [v] * 10**5\nr = f(a) == f(b) == f(a)', LIMIT),
+    Payload("op_step", 'chain_inner_subscript', _SAME + 'x = [[a] * 10**5, [b] * 10**5]\nr = x[0] == x[1] == 0', LIMIT),
+    Payload("op_step", 'max_deques', _SAME + 'import collections\nr = max([collections.deque([a] * 10**5 + [1]), collections.deque([b] * 10**5 + [2])])', LIMIT),
 ]
 STEP_CONTROLS: list[Payload] = [
     Payload("control", "bulk_classes_ok",
@@ -157,6 +212,17 @@ STEP_CONTROLS: list[Payload] = [
             "(1, 2) < (1, 3) < (2,), k in ['ab'], hash((1, (2, 3))) == hash((1, (2, 3))), y.remove(1), y)\n"
             "try:\n    [1] < ['a']\nexcept TypeError as e:\n    print('TypeError')",
             OK, match="True False True True False False True 0 1 True True True None [[2, 'a'], (3.5, None)]\nTypeError"),
+    Payload("control", "stepped_routes_ok",
+            "import collections, bisect, heapq, operator, functools\nclass L(list):\n    pass\nclass N(list):\n    def __eq__(self, o):\n        return super().__eq__(o)\n"
+            "d = collections.deque([1, [2], 'a'])\nx = [[1], [2], [2]]\nlist.remove(x, [2])\ny = [3, 1, 2]\nlist.sort(y)\nh = []\nfor v in [[5], [1], [3]]:\n    heapq.heappush(h, v)\n"
+            "def f(v):\n    return v\n"
+            "print(L([1]) == [1], [[2]] < L([[3]]), d == collections.deque([1, [2], 'a']), [2] in d, d.count([2]), d.index('a'), x, y, list.count([[1]] * 3, [1]), "
+            "tuple.index(([1], [2]), [2]), operator.eq([1], [1]), operator.countOf(iter([[1], [1]]), [1]), operator.indexOf([[0], [1]], [1]), "
+            "[heapq.heappop(h) for _ in range(3)], bisect.bisect([[1], [3]], [2]), heapq.nsmallest(1, [[3], [1]]), list(map(list.count, [[[1]]], [[1]])), "
+            "functools.partial(list.index, [[0], [1]])([1]), collections.OrderedDict(a=1, b=2) == collections.OrderedDict(b=2, a=1), "
+            "collections.defaultdict(int, a=[1]) == {'a': [1]}, [1] in {1: [1]}.values(), ('a', [1]) in {'a': [1]}.items(), N([[1]]) == [[1]], "
+            "f(1) < f(2) < f(3), [v for v in range(4) if 0 < f(v) < 3], [1] in iter([[0], [1]]))",
+            OK, match="True True True True 1 2 [[1], [2]] [1, 2, 3] 3 1 True 2 1 [[1], [3], [5]] 1 [[1]] [1] 1 False True True True True True [1, 2] True"),
     Payload("control", "set_display_ordered_ok",
             "import collections\nd = collections.defaultdict(list, a=1)\nd['b'].append(2)\no = collections.OrderedDict([(1, 2)], z=3)\nk = 'ab'\n"
             "print(d, o, type(o) is collections.OrderedDict, isinstance(d, dict), collections.OrderedDict, sorted({1, *'ab', 2}, key=str), "

@@ -3,6 +3,7 @@ tuples, NaN, shared items, mixed types), and the hash budget refuses only tuples
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import operator
@@ -15,7 +16,10 @@ from rlm_kernel.sandbox.compare import (
     checked_compare,
     checked_contains,
     checked_hash,
+    count_of,
+    index_of,
     search_method,
+    super_method,
 )
 from rlm_kernel.sandbox.errors import LimitExceeded
 
@@ -150,3 +154,148 @@ def test_hash_budget_refuses_only_shared_nesting() -> None:
         t = (t,) * 10
     with pytest.raises(LimitExceeded, match="nests the same tuples"):
         checked_hash(t)
+
+
+def _container(rng: random.Random, items: list[Any]) -> Any:
+    kind = rng.choice(["list", "L", "tuple", "T", "deque", "dict", "default", "ordered", "D"])
+    if kind == "list":
+        return list(items)
+    if kind == "L":
+        return _List(items)
+    if kind == "tuple":
+        return tuple(items)
+    if kind == "T":
+        return _Tuple(items)
+    if kind == "deque":
+        return collections.deque(items)
+    pairs = [(rng.choice([0, 1, "k"]), item) for item in items]
+    if kind == "default":
+        return collections.defaultdict(int, pairs)
+    if kind == "ordered":
+        return collections.OrderedDict(pairs)
+    if kind == "D":
+        return _Dict(pairs)
+    return dict(pairs)
+
+
+class _Dict(dict):
+    """A cell's dict subclass that keeps dict's comparison."""
+
+
+def test_mixed_kinds_and_iterators_give_what_the_builtins_give() -> None:
+    """Subclasses against their bases, defaultdict/OrderedDict against dict, deques, dict views and
+    iterators: the stepped comparisons and searches (and the unbound methods, operator and super() routes)
+    give the builtins' answers."""
+    rng = random.Random(5)
+    long = "y" * 70
+    for _ in range(2000):
+        items = [_value(rng, 1) for _ in range(rng.randrange(5))] + [long + "a"] * rng.randrange(3)
+        a = _container(rng, items)
+        b = _container(rng, list(items) if rng.random() < 0.5 else items[::-1])
+        for op, real in _OPS.items():
+            mine = functools.partial(checked_compare, op)
+            assert _outcome(mine, a, b) == _outcome(real, a, b), (op, a, b)
+        value = rng.choice(items) if items and rng.random() < 0.6 else _value(rng, 1)
+        if isinstance(value, (list, dict)) or type(a) in (
+            dict,
+            collections.defaultdict,
+            collections.OrderedDict,
+            _Dict,
+        ):
+            pass
+        else:
+            assert _outcome(checked_contains, value, a) == _outcome(operator.contains, a, value)
+        seq = list(items)
+        for container in (iter(seq), (x for x in seq), {i: x for i, x in enumerate(seq)}.values()):
+            assert checked_contains(value, container) == (value in list(seq))
+        pairs = {i: x for i, x in enumerate(seq)}
+        probe = (rng.randrange(len(seq) + 1), value)
+        assert checked_contains(probe, pairs.items()) == (probe in pairs.items())
+        for kind in (list, tuple, collections.deque, _List):
+            target = kind(seq)
+            assert count_of(target, value) == operator.countOf(target, value)
+            assert _outcome(index_of, target, value) == _outcome(operator.indexOf, target, value)
+            for name in ("count", "index"):
+                unbound = search_method(kind, name)
+                assert _outcome(unbound, target, value) == _outcome(getattr(kind, name), target, value)
+        removed, real_removed = collections.deque(seq), collections.deque(seq)
+        assert _outcome(search_method(removed, "remove"), value) == _outcome(real_removed.remove, value)
+        assert list(removed) == list(real_removed)
+
+
+def test_super_routes_compare_on_the_stored_items() -> None:
+    """`super().__eq__`/`__contains__`/`count` in a cell's override answer as the base's C method does."""
+
+    class Overriding(list):
+        def __eq__(self, other: object) -> Any:
+            return "own"
+
+    proxy = super(Overriding, Overriding([1, [2]]))
+    assert super_method(proxy, "__eq__")([1, [2]]) is True
+    assert super_method(proxy, "__eq__")((1, [2])) is NotImplemented
+    assert super_method(proxy, "__lt__")([1, [3]]) is True
+    assert super_method(proxy, "__contains__")([2]) is True
+    assert super_method(proxy, "count")([2]) == 1
+    assert super_method(proxy, "__hash__") is None
+
+
+def test_stepped_bisect_heapq_groupby_give_what_the_modules_give() -> None:
+    """The Python-level bisect/heapq/groupby of stepped_stdlib (taken when the value is not light: nested
+    lists) give what the C modules give."""
+    import bisect
+    import heapq
+    import itertools
+
+    from rlm_kernel.sandbox import stepped_stdlib as stepped
+
+    rng = random.Random(9)
+    for _ in range(300):
+        items = [[rng.randrange(4), [rng.randrange(3)]] for _ in range(rng.randrange(12))]
+        ordered = sorted(items)
+        probe = [rng.randrange(4), [rng.randrange(3)]]
+        assert stepped.bisect_left(ordered, probe) == bisect.bisect_left(ordered, probe)
+        assert stepped.bisect_right(ordered, probe) == bisect.bisect_right(ordered, probe)
+        mine, real = list(ordered), list(ordered)
+        stepped.insort_left(mine, probe)
+        bisect.insort_left(real, probe)
+        assert mine == real
+        mine, real = list(items), list(items)
+        stepped.heapify(mine)
+        heapq.heapify(real)
+        stepped.heappush(mine, probe)
+        heapq.heappush(real, probe)
+        assert [stepped.heappop(mine) for _ in range(len(mine))] == [
+            heapq.heappop(real) for _ in range(len(real))
+        ]
+        assert stepped.nsmallest(3, items) == heapq.nsmallest(3, items)
+        assert stepped.nlargest(2, items, key=lambda v: v[1]) == heapq.nlargest(2, items, key=lambda v: v[1])
+        assert list(stepped.merge(ordered, sorted(items[:3]))) == list(
+            heapq.merge(ordered, sorted(items[:3]))
+        )
+        grouped = [(k, list(g)) for k, g in stepped.groupby(ordered)]
+        assert grouped == [(k, list(g)) for k, g in itertools.groupby(ordered)]
+
+
+def test_sets_and_items_views_with_costly_tuples_give_what_the_builtins_give() -> None:
+    """Sets of tuples holding containers, dicts keyed by them and items views compare (and search) in steps
+    with the builtins' answers."""
+    rng = random.Random(13)
+
+    def key() -> tuple[Any, ...]:
+        return (rng.randrange(3), (rng.randrange(2), "y" * 70))
+
+    for _ in range(1500):
+        a = {key() for _ in range(rng.randrange(5))}
+        b = set(a) if rng.random() < 0.4 else {key() for _ in range(rng.randrange(5))}
+        for op, real in _OPS.items():
+            assert checked_compare(op, a, b) == real(a, b), (op, a, b)
+            assert checked_compare(op, frozenset(a), b) == real(frozenset(a), b)
+        da = {k: [rng.randrange(2)] for k in a}
+        db = {k: [rng.randrange(2)] for k in b} if rng.random() < 0.5 else dict(da)
+        for op in ("==", "!="):
+            assert checked_compare(op, da, db) == _OPS[op](da, db)
+        for op, real in _OPS.items():
+            assert checked_compare(op, da.items(), db.items()) == real(da.items(), db.items())
+        probe = key()
+        assert checked_contains(probe, a) == (probe in a)
+        assert checked_contains(probe, da) == (probe in da)
