@@ -122,6 +122,8 @@ def load_context(
             raise
         if shown is not None:
             cut = any(line.endswith(ctxmod.INTERRUPTED_NOTE) for line in loaded.skipped)
+            if cut:  # an interrupt can land after a file is counted and before it is kept: show the kept
+                shown.files = len(loaded.files)
             shown.done("interrupted: the files read before are the context" if cut else "loaded")
     add_context(state, ns, loaded, append)
     return loaded.summary()
