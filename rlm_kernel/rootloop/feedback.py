@@ -27,6 +27,8 @@ __all__ = [
     "found_by_code",
     "hints",
     "near_miss",
+    "offered_final",
+    "repeat_feedback",
 ]
 
 _ANSWER_LIKE_CHARS = 200
@@ -73,6 +75,43 @@ def feedback(
     )
     text = body + ("\n\n" + "\n".join(notes) if notes else "") + tail
     return text + ("\n\n" + "\n\n".join(dict.fromkeys(hints)) if hints else "")
+
+
+_OFFER = re.compile(r"reply with just:\n```repl\n(FINAL(?:_VAR)?\(.*?\))\n```", re.S)
+
+
+def offered_final(feedback_text: str) -> str | None:
+    """The last `FINAL(...)` block a feedback told the root to reply with, or None."""
+    offers = _OFFER.findall(feedback_text or "")
+    return offers[-1] if offers else None
+
+
+def repeat_feedback(run: Any, turn: Turn) -> str | None:
+    """The whole feedback for a block that repeats the previous one, printed the same output and had been
+    offered a FINAL for that output: the offer alone, without the output again (None otherwise).
+
+    Measured with the coder model (long-context AFTER run, 2026-12-06): after the found hint, 3 of 12
+    needle runs re-ran the same search seven times in a row, each feedback showing the same output, the
+    hint to stop and the FINAL block last; each ended at the turn limit with the right line unaccepted.
+    """
+    if turn.code is None or turn.error or not turn.stdout.strip():
+        return None
+    earlier = [t for t in run.turns if t is not turn and t.code is not None]
+    if not earlier:
+        return None
+    last = earlier[-1]
+    if not _same_code(last.code or "", turn.code) or last.stdout.strip() != turn.stdout.strip():
+        return None
+    offer = offered_final(last.feedback)
+    if offer is None:
+        return None
+    left = run.options.max_iterations - turn.index
+    return (
+        f"Turn {turn.index} ran the same block as turn {last.index} and printed the same output: code has "
+        "already found the answer in `context`, and running the block again tells you nothing new. "
+        f"Do not run it again. End the run now ({left} turn(s) left) — reply with just:"
+        f"\n```repl\n{offer}\n```"
+    )
 
 
 def hints(run: Any, turn: Turn) -> list[str]:

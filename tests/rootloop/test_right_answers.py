@@ -426,3 +426,30 @@ def test_a_file_count_question_is_shown_context_files_and_ends_with_the_count(
         client_on_server, Script(root=[repl(search)]), "Which file defines `f`?", corpus, max_iterations=1
     )
     assert "Lines are not files" not in other.trajectory[0].feedback
+
+
+def test_a_repeated_search_after_a_final_offer_gets_the_offer_alone(client_on_server: LLMTestServer) -> None:
+    # long-context AFTER run, 2026-12-06 (coder model): 3 of 12 needle runs re-ran the search that had
+    # found the line seven times, each feedback showing the same output again; the repeat's feedback is now
+    # the FINAL offer alone, without the output
+    search = (
+        "hits = [line for line in context.splitlines() if 'secret' in line.lower()]\n"
+        "print(len(hits)); print(hits[:10])"
+    )
+    line = "2025-03-04T12:00:00Z INFO the secret code is 48213"
+    script = Script(root=[repl(search), repl(search), repl(f"FINAL({line!r})")])
+    result = run(client_on_server, script, "What is the secret code?", HAYSTACK, max_iterations=5)
+    first, second = result.trajectory[0], result.trajectory[1]
+    offer = f"reply with just:\n```repl\nFINAL({line!r})\n```"
+    assert offer in first.feedback and first.stdout.strip() in first.feedback
+    assert second.feedback.startswith("Turn 2 ran the same block as turn 1 and printed the same output")
+    assert second.feedback.endswith(offer) and line not in second.feedback.replace(f"FINAL({line!r})", "")
+    assert result.termination == "final" and result.answer == line and result.calls == 3
+
+
+def test_a_repeated_block_without_an_offer_keeps_the_full_feedback(client_on_server: LLMTestServer) -> None:
+    code = "print(len(context))"
+    script = Script(root=[repl(code), repl(code), "FINAL(1)"])
+    result = run(client_on_server, script, "What is the secret code?", HAYSTACK, max_iterations=3)
+    second = result.trajectory[1]
+    assert second.feedback.startswith("Output of turn 2:") and "same as the one in turn 1" in second.feedback
