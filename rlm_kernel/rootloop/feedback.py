@@ -13,7 +13,7 @@ from typing import Any
 from rlm_kernel.repl.asked import asked_words, wants_number
 from rlm_kernel.repl.gate import answer_in_output, names_from_sub_calls, prints_only_literals
 from rlm_kernel.repl.subtask import quotes_task
-from rlm_kernel.rootloop.found import best_line, candidates, files_of, next_key, wants_file
+from rlm_kernel.rootloop.found import best_line, candidates, defining_lines, files_of, next_key, wants_file
 from rlm_kernel.rootloop.prompt import COMMON_WORDS
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
@@ -27,6 +27,8 @@ __all__ = [
     "found_by_code",
     "hints",
     "near_miss",
+    "offered_final",
+    "repeat_feedback",
 ]
 
 _ANSWER_LIKE_CHARS = 200
@@ -73,6 +75,43 @@ def feedback(
     )
     text = body + ("\n\n" + "\n".join(notes) if notes else "") + tail
     return text + ("\n\n" + "\n\n".join(dict.fromkeys(hints)) if hints else "")
+
+
+_OFFER = re.compile(r"reply with just:\n```repl\n(FINAL(?:_VAR)?\(.*?\))\n```", re.S)
+
+
+def offered_final(feedback_text: str) -> str | None:
+    """The last `FINAL(...)` block a feedback told the root to reply with, or None."""
+    offers = _OFFER.findall(feedback_text or "")
+    return offers[-1] if offers else None
+
+
+def repeat_feedback(run: Any, turn: Turn) -> str | None:
+    """The whole feedback for a block that repeats the previous one, printed the same output and had been
+    offered a FINAL for that output: the offer alone, without the output again (None otherwise).
+
+    Measured with the coder model (long-context AFTER run, 2026-12-06): after the found hint, 3 of 12
+    needle runs re-ran the same search seven times in a row, each feedback showing the same output, the
+    hint to stop and the FINAL block last; each ended at the turn limit with the right line unaccepted.
+    """
+    if turn.code is None or turn.error or not turn.stdout.strip():
+        return None
+    earlier = [t for t in run.turns if t is not turn and t.code is not None]
+    if not earlier:
+        return None
+    last = earlier[-1]
+    if not _same_code(last.code or "", turn.code) or last.stdout.strip() != turn.stdout.strip():
+        return None
+    offer = offered_final(last.feedback)
+    if offer is None:
+        return None
+    left = run.options.max_iterations - turn.index
+    return (
+        f"Turn {turn.index} ran the same block as turn {last.index} and printed the same output: code has "
+        "already found the answer in `context`, and running the block again tells you nothing new. "
+        f"Do not run it again. End the run now ({left} turn(s) left) — reply with just:"
+        f"\n```repl\n{offer}\n```"
+    )
 
 
 def hints(run: Any, turn: Turn) -> list[str]:
@@ -134,6 +173,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
         elif (count := counted_lines(run, turn)) is not None:
             run.found = (turn.index, count)
             out.append(_count_hint(run, count))
+        elif (path := defining_file(run, turn)) is not None:
+            run.found = (turn.index, path)
+            out.append(_file_hint(run, path))
         elif found_by_code(run, turn) and (not wants_number(run.question) or _one_number(lines)):
             # for "how many", only a printed count: the found hint offers a printed line, and a line is not a
             # count (tutorial 4 on the coder model: FINAL('["else" ":" suite]') offered, refused, again ...)
@@ -236,19 +278,11 @@ def _found_hint(run: Any, printed: str) -> str:
         best = lines[0]  # the one thing printed: a count ("537"), a value
     context = run.loaded.value if isinstance(run.loaded.value, str) else ""
     files = files_of(lines, context, run.loaded.files) if run.loaded.files and context else []
-    tracker = run.state.run
     if wants_file(run.question) and len(files) == 1:
         # Measured with the coder model (issue 27, `_fold_mime_parameters`): the search printed the `def` line
         # and the model, which cannot see which file a line is in, ended with a guessed file 7 times. The
         # kernel located the printed lines in the corpus: that file is drawn from `context` (gate rule 2).
-        if tracker is not None:
-            tracker.gate.saw(f"file: {files[0]}")
-        return (
-            f"Your code's output comes from `context`: the lines it printed are in the corpus file "
-            f"{files[0]!r} (context_files). If that answers exactly this question: {question!r}, end the "
-            f"run now — reply with just:\n```repl\nFINAL({files[0]!r})\n```\nNo sub-model call is needed for "
-            "what code found."
-        )
+        return _file_hint(run, files[0])
     key = next_key(best, run.question) if best is not None else None
     if key is not None:
         # Measured with the coder model (issue 27, protocol/join): the first hop's line was ended with as
@@ -273,6 +307,36 @@ def _found_hint(run: Any, printed: str) -> str:
         "for what code found. If the question asks for something the output does not show yet, search "
         "`context` for it next (e.g. for a name or number the output gave)."
     )
+
+
+def _file_hint(run: Any, path: str) -> str:
+    """The hint offering the corpus file the kernel located printed lines in (drawn from `context`: the
+    gate is told it was seen)."""
+    tracker = run.state.run
+    if tracker is not None:
+        tracker.gate.saw(f"file: {path}")
+    question = truncate(run.question, 300)
+    return (
+        "Your code's output comes from `context`: the lines it printed are in the corpus file "
+        f"{path!r} (context_files). If that answers exactly this question: {question!r}, end the "
+        f"run now — reply with just:\n```repl\nFINAL({path!r})\n```\nNo sub-model call is needed for "
+        "what code found."
+    )
+
+
+def defining_file(run: Any, turn: Turn) -> str | None:
+    """For a "which file defines `X`" question over a corpus: the one file holding the printed lines that
+    define X (`class X`, `def X`, `X = ...`), when the search also printed X's uses in other files.
+
+    Measured with the coder model (long-context AFTER run, 2026-12-06, code/32K-where-0): the search printed
+    five hits in three files (the `class MIMENonMultipart(MIMEBase):` line among them), too many for the found
+    hint; with no hint the model went back to a search that could not match until the turn limit."""
+    spans = run.loaded.files
+    context = run.loaded.value if isinstance(run.loaded.value, str) else ""
+    if not spans or not context or turn.calls or turn.error or not wants_file(run.question):
+        return None
+    files = files_of(defining_lines(candidates(turn.stdout), run.question), context, spans)
+    return files[0] if len(files) == 1 else None
 
 
 def _read_hint(run: Any, turn: Turn) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from rlm_kernel.repl.asked import asked_words, names_asked_thing
 from rlm_kernel.rootloop.prompt import COMMON_WORDS
 
-__all__ = ["best_line", "candidates", "files_of", "next_key", "wants_file"]
+__all__ = ["best_line", "candidates", "defining_lines", "files_of", "next_key", "wants_file"]
 
 _MIN_LOCATED = 12
 _DATE_OR_TIME = re.compile(r"^\d{4}-\d\d-\d\d|^\d\d?:\d\d")
@@ -75,6 +75,21 @@ def files_of(lines: list[str], context: str, spans: Mapping[str, tuple[int, int]
                     found.append(path)
                 break
     return found
+
+
+_QUOTED = re.compile(r"`([A-Za-z_][\w.]*)`")
+
+
+def defining_lines(lines: list[str], question: str) -> list[str]:
+    """The printed lines that define a name the question quotes (`class X`, `def X`, `X = ...` at the start
+    of a line): in a search's hits, the line that answers "which file defines `X`" among its uses."""
+    names = {n.rsplit(".", 1)[-1] for n in _QUOTED.findall(question or "")}
+    out = []
+    for line in lines:
+        m = re.match(r"\s*(?:async\s+def|def|class)\s+(\w+)|([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)", line)
+        if m is not None and (m.group(1) or m.group(2)) in names:
+            out.append(line)
+    return out
 
 
 def wants_file(question: str) -> bool:

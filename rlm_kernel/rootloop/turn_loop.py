@@ -19,7 +19,7 @@ from rlm_kernel.rootloop.bindings import Bindings
 from rlm_kernel.rootloop.blocks import execute_blocks
 from rlm_kernel.rootloop.compaction import maybe_compact
 from rlm_kernel.rootloop.display import LiveDisplay
-from rlm_kernel.rootloop.feedback import feedback, hints
+from rlm_kernel.rootloop.feedback import feedback, hints, repeat_feedback
 from rlm_kernel.rootloop.prompt import context_message, window_tokens
 from rlm_kernel.rootloop.reply_parse import extract, near_final
 from rlm_kernel.rootloop.steps import RootRequest, RunSteps
@@ -235,7 +235,9 @@ class TurnLoop:
                         "budget",
                         f"the budget was exhausted during turn {index}: {tracker.budget_error}",
                     )
-                turn.feedback = feedback(self, turn, got.ignored, notes, no_code, hints(self, turn))
+                turn.feedback = (None if notes else repeat_feedback(self, turn)) or feedback(
+                    self, turn, got.ignored, notes, no_code, hints(self, turn)
+                )
                 self.history += [
                     {"role": "assistant", "content": truncate(turn.reply, _REPLY_KEEP)},
                     {"role": "user", "content": turn.feedback},

@@ -426,3 +426,79 @@ def test_a_file_count_question_is_shown_context_files_and_ends_with_the_count(
         client_on_server, Script(root=[repl(search)]), "Which file defines `f`?", corpus, max_iterations=1
     )
     assert "Lines are not files" not in other.trajectory[0].feedback
+
+
+def test_a_repeated_search_after_a_final_offer_gets_the_offer_alone(client_on_server: LLMTestServer) -> None:
+    # long-context AFTER run, 2026-12-06 (coder model): 3 of 12 needle runs re-ran the search that had
+    # found the line seven times, each feedback showing the same output again; the repeat's feedback is now
+    # the FINAL offer alone, without the output
+    search = (
+        "hits = [line for line in context.splitlines() if 'secret' in line.lower()]\n"
+        "print(len(hits)); print(hits[:10])"
+    )
+    line = "2025-03-04T12:00:00Z INFO the secret code is 48213"
+    script = Script(root=[repl(search), repl(search), repl(f"FINAL({line!r})")])
+    result = run(client_on_server, script, "What is the secret code?", HAYSTACK, max_iterations=5)
+    first, second = result.trajectory[0], result.trajectory[1]
+    offer = f"reply with just:\n```repl\nFINAL({line!r})\n```"
+    assert offer in first.feedback and first.stdout.strip() in first.feedback
+    assert second.feedback.startswith("Turn 2 ran the same block as turn 1 and printed the same output")
+    assert second.feedback.endswith(offer) and line not in second.feedback.replace(f"FINAL({line!r})", "")
+    assert result.termination == "final" and result.answer == line and result.calls == 3
+
+
+def test_a_repeated_block_without_an_offer_keeps_the_full_feedback(client_on_server: LLMTestServer) -> None:
+    code = "print(len(context))"
+    script = Script(root=[repl(code), repl(code), "FINAL(1)"])
+    result = run(client_on_server, script, "What is the secret code?", HAYSTACK, max_iterations=3)
+    second = result.trajectory[1]
+    assert second.feedback.startswith("Output of turn 2:") and "same as the one in turn 1" in second.feedback
+
+
+def test_which_file_defines_gets_the_file_of_the_defining_line_among_uses(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # long-context AFTER run, 2026-12-06 (coder model, code/32K-where-0): the search printed five hits in
+    # three files, `class MIMENonMultipart(MIMEBase):` among them; no hint came, and the model went back to a
+    # search that could not match until the turn limit
+    monkeypatch.setenv("RLM_CONTEXT_ROOTS", f"={tmp_path}")
+    mime = tmp_path / "email" / "mime"
+    mime.mkdir(parents=True)
+    (mime / "__init__.py").write_text("")
+    (mime / "nonmultipart.py").write_text(
+        "from email.mime.base import MIMEBase\n\n__all__ = ['MIMENonMultipart']\n\n\n"
+        "class MIMENonMultipart(MIMEBase):\n    pass\n"
+    )
+    (mime / "text.py").write_text(
+        "from email.mime.nonmultipart import MIMENonMultipart\n\n\nclass MIMEText(MIMENonMultipart):\n"
+        "    def __init__(self, text):\n        MIMENonMultipart.__init__(self, 'text', 'plain')\n"
+    )
+    corpus = ctxmod.load(str(tmp_path / "email"))
+    path = next(p for p in corpus.files if p.endswith("nonmultipart.py"))
+    search = (
+        "hits = [line for line in context.splitlines() if 'mimenonmultipart' in line.lower()]\n"
+        "print(len(hits)); print(hits[:10])"
+    )
+    script = Script(root=[repl(search), repl(f"FINAL({path!r})")])
+    result = run(client_on_server, script, "Which file defines `MIMENonMultipart`?", corpus, max_iterations=3)
+    first = result.trajectory[0]
+    assert "class MIMENonMultipart(MIMEBase):" in first.stdout
+    assert len({p for p in corpus.files if "MIMENonMultipart" in corpus.value[slice(*corpus.files[p])]}) > 1
+    assert f"the lines it printed are in the corpus file {path!r}" in first.feedback
+    assert f"reply with just:\n```repl\nFINAL({path!r})\n```" in first.feedback
+    assert result.termination == "final" and result.answer == path and result.iterations == 2
+
+
+def test_defining_lines_are_definitions_of_the_quoted_name() -> None:
+    from rlm_kernel.rootloop.found import defining_lines
+
+    lines = [
+        "__all__ = ['Widget']",
+        "class Widget(Base):",
+        "from pkg.widget import Widget",
+        "class Gadget(Widget):",
+        "Widget = make()",
+        "    def Widget_helper(self):",
+    ]
+    assert defining_lines(lines, "Which file defines `Widget`?") == ["class Widget(Base):", "Widget = make()"]
+    assert defining_lines(lines, "Which file defines Widget?") == []
