@@ -33,10 +33,13 @@ __all__ = ["BISECT_NAMES", "HEAPQ_NAMES", "OPERATOR_NAMES", "groupby"]
 _FAST = frozenset({int, float, bool})
 
 
+_GUARDED_LT = COMPARE_GUARDS["_lt_"]  # scalars and short flat records compare in C (each one is bounded)
+
+
 def _lt(a: Any, b: Any) -> Any:
     if type(a) in _FAST and type(b) in _FAST:
         return a < b
-    return checked_compare("<", a, b)
+    return _GUARDED_LT(a, b)
 
 
 class _Ordered:
