@@ -185,6 +185,22 @@ def _flat_record(value: tuple[Any, ...]) -> bool:
     return True
 
 
+def _light_nested(value: tuple[Any, ...], budget: int = 64) -> bool:
+    """A tuple holding, nested tuples included, at most `budget` small scalars (`((1, 2), ('a', 3))`):
+    hashing it, and comparing it with any stored key, is cheap (a comparison stops within its items)."""
+    stack, left = [value], budget
+    while stack:
+        for item in stack.pop():
+            left -= 1
+            if left < 0:
+                return False
+            if type(item) is tuple:
+                stack.append(item)
+            elif not _small(item):
+                return False
+    return True
+
+
 def _key(value: Any) -> Any:
     """What to look `value` up with: a `_Probe` for a tuple, or a frozenset holding costly tuples (its
     comparison with an equal stored frozenset is a C loop of tuple comparisons), else the value itself."""
@@ -418,7 +434,7 @@ def checked_contains(value: Any, container: Any) -> bool:
     kind = type(container)
     hashed = _hash_lookup(kind)
     if hashed or kind in (str, bytes, range):
-        if type(value) is tuple and hashed and not _flat_record(value):
+        if type(value) is tuple and hashed and not _flat_record(value) and not _light_nested(value):
             if _costly_keys([value]):
                 return _Probe(value) in container  # a lookup whose key comparison is stepped
             hash_work_check(value)

@@ -338,6 +338,10 @@ def test_keys_views_set_subclasses_and_hashed_containers_give_what_the_builtins_
             collections.OrderedDict(da),
         ):
             assert checked_contains(probe, container) == (probe in container)
+        light = ((rng.randrange(3), rng.randrange(2)), (rng.randrange(2), "k"))
+        keyed = {((0, 1), (1, "k")): 1, ((2, 0), (0, "k")): 2}
+        for container in (keyed, keyed.keys(), set(keyed), collections.Counter(keyed)):
+            assert checked_contains(light, container) == (light in container)
         fa, fb = frozenset(a), frozenset(b)
         assert checked_contains(fa, {fb}) == (fa in {fb})
         assert checked_compare("==", {fa: 1}, {fb: 1}) == ({fa: 1} == {fb: 1})
