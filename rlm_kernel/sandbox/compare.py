@@ -316,8 +316,11 @@ def checked_compare(op: str, a: Any, b: Any) -> Any:
         set_like = ta in _SET_LIKE or _set_base(ta) is not None
         if set_like and (tb in _SET_LIKE or _set_base(tb) is not None) and _costly_keys(list(_set_iter(a))):
             return _sets_compare(op, a, b)  # sets, subclasses keeping set's methods, keys views
-        if ta in _ITEMS_VIEWS and tb in _ITEMS_VIEWS and (_costly_items(a) or _costly_items(b)):
-            return _sets_compare(op, a, b)
+        items_a, items_b = ta in _ITEMS_VIEWS, tb in _ITEMS_VIEWS
+        if (items_a or set_like) and (items_b or tb in _SET_LIKE or _set_base(tb) is not None):
+            # an items view against another items view, a set or a keys view: compared as sets
+            if (items_a and _costly_items(a)) or (items_b and _costly_items(b)):
+                return _sets_compare(op, a, b)
         return _OPS[op](a, b)
     other = base if tb is ta else _base(tb, _REFLECTED[op])
     if other is not base and not (base in _MAPPINGS and other in _MAPPINGS):

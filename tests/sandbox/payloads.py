@@ -196,6 +196,8 @@ STEP_ATTACKS: list[Payload] = [
     Payload("op_step", "tuple_in_set_subclass", _SAME + "class S(set):\n    pass\nr = (a,) * 10**5 in S({(b,) * 10**5})", LIMIT),
     Payload("op_step", "tuple_in_defaultdict", _SAME + "import collections\nr = (a,) * 10**5 in collections.defaultdict(int, {(b,) * 10**5: 1})", LIMIT),
     Payload("op_step", "tuple_in_counter", _SAME + "import collections\nr = (a,) * 10**5 in collections.Counter({(b,) * 10**5: 1})", LIMIT),
+    Payload("op_step", "items_view_eq_set", _SAME + "r = {1: (a,) * 10**5}.items() == {(1, (b,) * 10**5)}", LIMIT),
+    Payload("op_step", "set_le_items_view", _SAME + "r = {(1, (b,) * 10**5)} <= {1: (a,) * 10**5}.items()", LIMIT),
     Payload("op_step", "frozenset_in_set", _SAME + "r = frozenset([(a,) * 10**5]) in {frozenset([(b,) * 10**5])}", LIMIT),
     Payload("op_step", 'max_deques', _SAME + 'import collections\nr = max([collections.deque([a] * 10**5 + [1]), collections.deque([b] * 10**5 + [2])])', LIMIT),
 ]

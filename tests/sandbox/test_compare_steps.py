@@ -325,6 +325,8 @@ def test_keys_views_set_subclasses_and_hashed_containers_give_what_the_builtins_
             (_Set(a), _Set(b)),
             (_Set(a), b),
             (collections.OrderedDict(da).keys(), b),
+            (da.items(), {(k, 0) for k in b}),
+            ({(k, 1) for k in a}, db.items()),
         ]
         for left, right in pairs:
             for op, real in _OPS.items():
