@@ -147,13 +147,14 @@ def _stored(obj: Any, base: type) -> Any:
 
 
 class _Probe:
-    """A stand-in for a tuple looked up in a set or dict: the same hash, and an `__eq__` that compares in
-    steps. C's lookup compares the stored key with it; the tuple's comparison gives NotImplemented, so
+    """A stand-in for a tuple (or a frozenset of costly tuples) looked up in a set or dict: the same hash,
+    and an `__eq__` that compares in steps. C's lookup compares the stored key with it; the tuple's
+    comparison gives NotImplemented, so
     this `__eq__` answers (Python code, where the time limit can stop it)."""
 
     __slots__ = ("value", "hashed")
 
-    def __init__(self, value: tuple[Any, ...]) -> None:
+    def __init__(self, value: tuple[Any, ...] | frozenset[Any]) -> None:
         hash_work_check(value)
         self.value, self.hashed = value, hash(value)
 
@@ -184,8 +185,29 @@ def _flat_record(value: tuple[Any, ...]) -> bool:
     return True
 
 
+def _light_nested(value: tuple[Any, ...], budget: int = 64) -> bool:
+    """A tuple holding, nested tuples included, at most `budget` small scalars (`((1, 2), ('a', 3))`):
+    hashing it, and comparing it with any stored key, is cheap (a comparison stops within its items)."""
+    stack, left = [value], budget
+    while stack:
+        for item in stack.pop():
+            left -= 1
+            if left < 0:
+                return False
+            if type(item) is tuple:
+                stack.append(item)
+            elif not _small(item):
+                return False
+    return True
+
+
 def _key(value: Any) -> Any:
-    return _Probe(value) if type(value) is tuple else value
+    """What to look `value` up with: a `_Probe` for a tuple, or a frozenset holding costly tuples (its
+    comparison with an equal stored frozenset is a C loop of tuple comparisons), else the value itself."""
+    kind = type(value)
+    if kind is tuple or (kind is frozenset and _costly_keys(list(value))):
+        return _Probe(value)
+    return value
 
 
 def _sets_compare(op: str, a: Any, b: Any) -> Any:
@@ -195,13 +217,45 @@ def _sets_compare(op: str, a: Any, b: Any) -> Any:
     if op in (">", ">="):
         return _sets_compare("<" if op == ">" else "<=", b, a)
     views = type(b) in _ITEMS_VIEWS
-    na, nb = len(a), len(b)
+    na, nb = _set_len(a), _set_len(b)
+    has = _set_has(b)
     if op in ("==", "!="):
-        equal = na == nb and all(checked_contains(x, b) if views else _key(x) in b for x in a)
+        equal = na == nb and all(checked_contains(x, b) if views else has(_key(x)) for x in _set_iter(a))
         return equal is (op == "==")
     if na > nb or (op == "<" and na == nb):
         return False
-    return all(checked_contains(x, b) if views else _key(x) in b for x in a)
+    return all(checked_contains(x, b) if views else has(_key(x)) for x in _set_iter(a))
+
+
+def _set_base(kind: type) -> type | None:
+    """set or frozenset for those classes and subclasses that keep their C methods (a cell's `class
+    S(set)`: its comparison is set's, on the stored items), else None."""
+    for base in _SETS:
+        if issubclass(kind, base):
+            for cls in kind.__mro__:
+                if cls is base:
+                    return base
+                if any(name in _own_dict(cls) for name in _SET_METHODS):
+                    return None
+    return None
+
+
+_SET_METHODS = (*_DUNDERS.values(), "__len__", "__iter__", "__contains__")
+
+
+def _set_len(x: Any) -> int:
+    base = _set_base(type(x))
+    return len(x) if base is None else base.__len__(x)
+
+
+def _set_iter(x: Any) -> Any:
+    base = _set_base(type(x))
+    return iter(x) if base is None else base.__iter__(x)
+
+
+def _set_has(x: Any) -> Callable[[Any], bool]:
+    base = _set_base(type(x))
+    return x.__contains__ if base is None else lambda key: base.__contains__(x, key)
 
 
 def _costly_items(a: Any) -> bool:
@@ -225,7 +279,7 @@ def _dicts_equal(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
     other = dict.get
     missing = object()
     for key, value in dict.items(a):
-        theirs = other(b, _Probe(key) if type(key) is tuple else key, missing)
+        theirs = other(b, _key(key), missing)
         if theirs is missing or not _same(value, theirs):
             return False
     return True
@@ -259,10 +313,14 @@ def checked_compare(op: str, a: Any, b: Any) -> Any:
         return _OPS[op](a, b)
     base = _base(ta, op)
     if base is None:
-        if ta in _SETS and tb in _SETS and _costly_keys(list(a)):
-            return _sets_compare(op, a, b)  # exact sets only: a cell's subclass may define its own
-        if ta in _ITEMS_VIEWS and tb in _ITEMS_VIEWS and (_costly_items(a) or _costly_items(b)):
-            return _sets_compare(op, a, b)
+        set_like = ta in _SET_LIKE or _set_base(ta) is not None
+        if set_like and (tb in _SET_LIKE or _set_base(tb) is not None) and _costly_keys(list(_set_iter(a))):
+            return _sets_compare(op, a, b)  # sets, subclasses keeping set's methods, keys views
+        items_a, items_b = ta in _ITEMS_VIEWS, tb in _ITEMS_VIEWS
+        if (items_a or set_like) and (items_b or tb in _SET_LIKE or _set_base(tb) is not None):
+            # an items view against another items view, a set or a keys view: compared as sets
+            if (items_a and _costly_items(a)) or (items_b and _costly_items(b)):
+                return _sets_compare(op, a, b)
         return _OPS[op](a, b)
     other = base if tb is ta else _base(tb, _REFLECTED[op])
     if other is not base and not (base in _MAPPINGS and other in _MAPPINGS):
@@ -377,11 +435,14 @@ def checked_contains(value: Any, container: Any) -> bool:
     `__contains__` included), dict items views, and anything searched by iteration (iterators, generators,
     dict.values(), classes without `__contains__`); the other containers answer themselves."""
     kind = type(container)
-    if kind in _HASHED or kind in (str, bytes, range):
-        if type(value) is tuple and kind in _HASHED and not _flat_record(value):
+    hashed = _hash_lookup(kind)
+    if hashed or kind in (str, bytes, range):
+        if type(value) is tuple and hashed and not _flat_record(value) and not _light_nested(value):
             if _costly_keys([value]):
                 return _Probe(value) in container  # a lookup whose key comparison is stepped
             hash_work_check(value)
+        elif type(value) is frozenset and hashed and _costly_keys(list(value)):
+            return _Probe(value) in container  # frozenset == frozenset looks up costly tuples in C
         return value in container
     if _small(value):
         return value in container
@@ -403,6 +464,24 @@ def checked_contains(value: Any, container: Any) -> bool:
 
 
 _MISSING = object()
+_KEYS_VIEWS = (type({}.keys()), type(collections.OrderedDict().keys()))
+_SET_LIKE = (*_SETS, *_KEYS_VIEWS)  # compared as sets: `d1.keys() == d2.keys()`, `s <= d.keys()`
+
+
+def _hash_lookup(kind: type) -> bool:
+    """`in` is a C hash lookup: sets, frozensets, dicts, their subclasses that keep the base's `__contains__`
+    (defaultdict, Counter, OrderedDict, a cell's `class S(set)`) and dict keys views. A tuple key is then
+    compared, after a hash match, in one C call (read from the classes' own `__dict__` only)."""
+    if kind in _HASHED or kind in _KEYS_VIEWS:
+        return True
+    for base in _HASHED:
+        if issubclass(kind, base):
+            for cls in kind.__mro__:
+                if cls is base:
+                    return True
+                if "__contains__" in _own_dict(cls):
+                    return False
+    return False
 
 
 def _has(kind: type, name: str) -> bool:

@@ -95,6 +95,9 @@ class RLMTransformer(RestrictingNodeTransformer):
         # exact int below 2**RANGE_BITS when the flag is true (see visit_For)
         self._loop_proofs: dict[int, tuple[str, str]] = {}
         self._comprehensions = 0  # > 0 inside a comprehension (visit_Compare's chains bind with a lambda)
+        # ids of the comparisons in the first iterable of a comprehension written in a class body: that
+        # iterable runs in the class scope, which a lambda cannot see and where `:=` may not stand
+        self._class_scope_compares: set[int] = set()
 
     # -- reporting ------------------------------------------------------------------------------------------
     def error(self, node: ast.AST, info: str) -> None:
@@ -293,6 +296,9 @@ class RLMTransformer(RestrictingNodeTransformer):
         return new
 
     def _comprehension(self, node: ast.AST) -> ast.AST:
+        if self.scopes[-1] == "class":
+            first = node.generators[0].iter  # type: ignore[attr-defined]
+            self._class_scope_compares.update(id(n) for n in ast.walk(first) if isinstance(n, ast.Compare))
         self.scopes.append("function")
         self._comprehensions += 1
         try:
@@ -654,6 +660,13 @@ class RLMTransformer(RestrictingNodeTransformer):
             for n in ast.walk(o)
         ):
             self.refuse(node, "write this chained comparison as separate comparisons joined by 'and'")
+            return node
+        if id(node) in self._class_scope_compares:
+            self.refuse(
+                node,
+                "a chained comparison in the first iterable of a comprehension in a class body: "
+                "write it as separate comparisons joined by 'and', or compute it before the comprehension",
+            )
             return node
 
         def compare(i: int, left: ast.expr, right: ast.expr) -> ast.expr:

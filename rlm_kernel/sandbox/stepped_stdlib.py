@@ -33,10 +33,13 @@ __all__ = ["BISECT_NAMES", "HEAPQ_NAMES", "OPERATOR_NAMES", "groupby"]
 _FAST = frozenset({int, float, bool})
 
 
+_GUARDED_LT = COMPARE_GUARDS["_lt_"]  # scalars and short flat records compare in C (each one is bounded)
+
+
 def _lt(a: Any, b: Any) -> Any:
     if type(a) in _FAST and type(b) in _FAST:
         return a < b
-    return checked_compare("<", a, b)
+    return _GUARDED_LT(a, b)
 
 
 class _Ordered:
@@ -59,13 +62,21 @@ class _Ordered:
     __hash__ = None  # type: ignore[assignment]
 
 
+_LIGHT_KEY = 64  # weight of a key compared in C (heapify, sorted, max and groupby loop over many in one call)
+
+
 def _stepped_key(key: Any) -> Callable[[Any], Any]:
-    """A key for C heaps/sorts: the value itself when it bounds every comparison, else `_Ordered`."""
+    """A key for C heaps/sorts: the value itself when every comparison with it is cheap (a weight of at most
+    `_LIGHT_KEY`: one C call compares many keys, `nsmallest`'s `sorted` and `heapify`, `merge`'s heap of all
+    the iterables, so a bounded but long text would still cost minutes), else `_Ordered`."""
     key = python_level(key)
 
     def wrapped(item: Any) -> Any:
         value = item if key is None else key(item)
-        return value if value_weight(value) is not None else _Ordered(value)
+        if type(value) in _FAST:
+            return value
+        weight = value_weight(value)
+        return value if weight is not None and weight <= _LIGHT_KEY else _Ordered(value)
 
     return wrapped
 

@@ -184,6 +184,21 @@ STEP_ATTACKS: list[Payload] = [
     Payload("op_step", "dict_items_eq", _SAME + "r = {i: a for i in range(10**5)}.items() == {i: b for i in range(10**5)}.items()", LIMIT),
     Payload("op_step", 'chain_inner_call', _SAME + 'def f(v):\n    return [v] * 10**5\nr = f(a) == f(b) == f(a)', LIMIT),
     Payload("op_step", 'chain_inner_subscript', _SAME + 'x = [[a] * 10**5, [b] * 10**5]\nr = x[0] == x[1] == 0', LIMIT),
+    # light keys, hashed containers by class, keys views, set subclasses (red team 4 of 967b354)
+    Payload("op_step", "nsmallest_texts", _SAME + "import heapq\nr = heapq.nsmallest(10**5, [a, c] * 5 * 10**4)", LIMIT),
+    Payload("op_step", "nlargest_texts", _SAME + "import heapq\nr = heapq.nlargest(5 * 10**4, [a, c] * 5 * 10**4)", LIMIT),
+    Payload("op_step", "merge_many_texts", _SAME + "import heapq\nr = list(heapq.merge(*[[a], [b]] * 5 * 10**4))", LIMIT),
+    Payload("op_step", "keys_views_eq", _SAME + "r = {(a, i): 0 for i in range(10**5)}.keys() == {(b, i): 0 for i in range(10**5)}.keys()", LIMIT),
+    Payload("op_step", "keys_view_le_set", _SAME + "r = {(a, i): 0 for i in range(10**5)}.keys() <= {(b, i) for i in range(10**5)}", LIMIT),
+    Payload("op_step", "set_eq_keys_view", _SAME + "r = {(a, i) for i in range(10**5)} == {(b, i): 0 for i in range(10**5)}.keys()", LIMIT),
+    Payload("op_step", "set_subclass_eq", _SAME + "class S(set):\n    pass\nr = S({(a, i) for i in range(10**5)}) == S({(b, i) for i in range(10**5)})", LIMIT),
+    Payload("op_step", "tuple_in_keys_view", _SAME + "r = (a,) * 10**5 in {(b,) * 10**5: 1}.keys()", LIMIT),
+    Payload("op_step", "tuple_in_set_subclass", _SAME + "class S(set):\n    pass\nr = (a,) * 10**5 in S({(b,) * 10**5})", LIMIT),
+    Payload("op_step", "tuple_in_defaultdict", _SAME + "import collections\nr = (a,) * 10**5 in collections.defaultdict(int, {(b,) * 10**5: 1})", LIMIT),
+    Payload("op_step", "tuple_in_counter", _SAME + "import collections\nr = (a,) * 10**5 in collections.Counter({(b,) * 10**5: 1})", LIMIT),
+    Payload("op_step", "items_view_eq_set", _SAME + "r = {1: (a,) * 10**5}.items() == {(1, (b,) * 10**5)}", LIMIT),
+    Payload("op_step", "set_le_items_view", _SAME + "r = {(1, (b,) * 10**5)} <= {1: (a,) * 10**5}.items()", LIMIT),
+    Payload("op_step", "frozenset_in_set", _SAME + "r = frozenset([(a,) * 10**5]) in {frozenset([(b,) * 10**5])}", LIMIT),
     Payload("op_step", 'max_deques', _SAME + 'import collections\nr = max([collections.deque([a] * 10**5 + [1]), collections.deque([b] * 10**5 + [2])])', LIMIT),
 ]
 STEP_CONTROLS: list[Payload] = [

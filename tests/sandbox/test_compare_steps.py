@@ -299,3 +299,72 @@ def test_sets_and_items_views_with_costly_tuples_give_what_the_builtins_give() -
         probe = key()
         assert checked_contains(probe, a) == (probe in a)
         assert checked_contains(probe, da) == (probe in da)
+
+
+class _Set(set):
+    """A cell's subclass that keeps set's comparison and lookup."""
+
+
+def test_keys_views_set_subclasses_and_hashed_containers_give_what_the_builtins_give() -> None:
+    """Keys views, set subclasses and frozensets of costly tuples compare in steps, and `in` of a dict
+    subclass, a set subclass or a keys view looks a costly tuple up through the probe, with the builtins'
+    answers (red team 4: each was one C call of minutes at full size)."""
+    rng = random.Random(17)
+
+    def key() -> tuple[Any, ...]:
+        return (rng.randrange(3), (rng.randrange(2), "y" * 70))
+
+    for _ in range(800):
+        a = {key() for _ in range(rng.randrange(5))}
+        b = set(a) if rng.random() < 0.4 else {key() for _ in range(rng.randrange(5))}
+        da, db = dict.fromkeys(a, 0), dict.fromkeys(b, 1)
+        pairs = [
+            (da.keys(), db.keys()),
+            (a, db.keys()),
+            (da.keys(), frozenset(b)),
+            (_Set(a), _Set(b)),
+            (_Set(a), b),
+            (collections.OrderedDict(da).keys(), b),
+            (da.items(), {(k, 0) for k in b}),
+            ({(k, 1) for k in a}, db.items()),
+        ]
+        for left, right in pairs:
+            for op, real in _OPS.items():
+                assert checked_compare(op, left, right) == real(left, right), (op, left, right)
+        probe = key()
+        for container in (
+            da.keys(),
+            _Set(a),
+            collections.defaultdict(int, da),
+            collections.Counter(da),
+            collections.OrderedDict(da),
+        ):
+            assert checked_contains(probe, container) == (probe in container)
+        light = ((rng.randrange(3), rng.randrange(2)), (rng.randrange(2), "k"))
+        keyed = {((0, 1), (1, "k")): 1, ((2, 0), (0, "k")): 2}
+        for container in (keyed, keyed.keys(), set(keyed), collections.Counter(keyed)):
+            assert checked_contains(light, container) == (light in container)
+        fa, fb = frozenset(a), frozenset(b)
+        assert checked_contains(fa, {fb}) == (fa in {fb})
+        assert checked_compare("==", {fa: 1}, {fb: 1}) == ({fa: 1} == {fb: 1})
+
+
+def test_stepped_heapq_groupby_with_long_texts_give_what_the_modules_give() -> None:
+    """Keys that are texts longer than a light key (compared as `_Ordered` in the C loops of nsmallest,
+    nlargest, merge and groupby) give what the modules give."""
+    import heapq
+    import itertools
+
+    from rlm_kernel.sandbox import stepped_stdlib as stepped
+
+    rng = random.Random(19)
+    for _ in range(300):
+        items = ["x" * 70 + rng.choice("abc") for _ in range(rng.randrange(12))]
+        for n in (1, 3, len(items) + 1):
+            assert stepped.nsmallest(n, items) == heapq.nsmallest(n, items)
+            assert stepped.nlargest(n, items, key=str.upper) == heapq.nlargest(n, items, key=str.upper)
+        runs = [sorted(items[i::3]) for i in range(3)]
+        assert list(stepped.merge(*runs)) == list(heapq.merge(*runs))
+        assert [(k, list(g)) for k, g in stepped.groupby(items)] == [
+            (k, list(g)) for k, g in itertools.groupby(items)
+        ]

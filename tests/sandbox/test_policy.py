@@ -189,3 +189,16 @@ def test_format_field_walks_never_reach_underscore_attributes(chain: list[str], 
             assert outcome.error.startswith("SandboxError"), outcome
     else:
         assert outcome.error is None or "AttributeError" in outcome.error, outcome
+
+
+def test_chain_in_a_class_body_comprehension_iterable_is_refused_not_misread(session: SandboxSession) -> None:
+    """The first iterable of a comprehension in a class body runs in the class scope: the lambda the chain
+    rewrite binds with there could not see the class's names (it read the global `hi`: `[]` instead of
+    CPython's `[0, 1, 2]`), so such a chain is refused; chains elsewhere in class bodies still run."""
+    head = "def f(v):\n    return v\nhi = 0\nclass A:\n    hi = 5\n"
+    refused = refuse(head + "    r = [v for v in (range(3) if 0 < f(1) < hi else ())]\n")
+    assert "separate comparisons" in refused
+    namespace = new_namespace(session)
+    ok = head + "    r = [v for v in range(4) if 0 < f(v) < 3]\n    s = 0 < f(1) < hi\nprint(A.r, A.s)"
+    outcome = run_source(ok, namespace, session)
+    assert outcome.error is None and outcome.stdout == "[1, 2] True\n"
