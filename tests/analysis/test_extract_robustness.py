@@ -185,3 +185,19 @@ def test_read_callback_hands_tree_sitter_bounded_chunks() -> None:
     parsed = treesitter.parse(text, "go", seconds=60.0)
     assert not parsed.has_error
     assert len(treesitter.extract(text, "go", parsed=parsed)) == 20_000
+
+
+def test_a_parse_that_ends_in_one_huge_error_region_is_not_queried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """400 000 unmatched `}` parse in about 0.25 s (right at the exact engine's allowance) into one ERROR node
+    holding every token, and tree-sitter's query over it was quadratic (0.05 s at 100 000, 0.5 s at 400 000;
+    a CI run failed test_time_grows_linearly on it). With the allowance lifted the parse finishes: "exact"
+    refuses the text as too far from valid at once, "auto" answers from the linear engine."""
+    from rlm_kernel.analysis import extract as extract_module
+
+    monkeypatch.setattr(extract_module, "EXACT_SECONDS_PER_MB", 100.0)
+    monkeypatch.setattr(extract_module, "_SECONDS_PER_MB", 100.0)
+    text = generate("close_braces", "go", SMALL * GROWTH)
+    with pytest.raises(AnalysisInputError, match="far from valid"):
+        extract_functions(text, "go", engine="exact")
+    found = extract_functions(text, "go", engine="auto")
+    assert [f["name"] for f in found] == ["f"]

@@ -153,6 +153,7 @@ def _tree_sitter(text: str, lang: str, engine: str) -> list[dict]:
     treesitter = load("rlm_kernel.analysis.extract.treesitter")
     try:
         parsed = treesitter.parse(text, lang, seconds)
+        exact = treesitter.extract(text, lang, parsed=parsed)
     except treesitter.ParseTimeout:
         if engine == "exact":
             raise AnalysisInputError(
@@ -162,7 +163,6 @@ def _tree_sitter(text: str, lang: str, engine: str) -> list[dict]:
                 "linear engine's results"
             ) from None
         return _regex(text, lang)
-    exact = treesitter.extract(text, lang, parsed=parsed)
     if engine == "exact" or not parsed.has_error:
         return exact
     # malformed input: keep what tree-sitter found outside its error regions, take regex finds inside them
