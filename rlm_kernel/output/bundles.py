@@ -19,7 +19,14 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from rlm_kernel.output.sanitise import clean_html, clean_svg, markdown_html, neutralise_tex
+from rlm_kernel.output.sanitise import (
+    clean_html,
+    clean_svg,
+    markdown_html,
+    neutralise_tex,
+    neutralise_tex_html,
+    no_math,
+)
 from rlm_kernel.output.trust import take_mark
 
 __all__ = ["INERT_TYPES", "MODEL_LABEL", "clean_bundle", "clean_payload_data", "label_model_output"]
@@ -114,7 +121,7 @@ def clean_bundle(data: Any, metadata: Any = None) -> tuple[dict[str, Any], Any]:
     if trusted:
         html = data.get("text/html")
         if isinstance(html, str) and "\\" in html:
-            data = {**data, "text/html": neutralise_tex(html)}
+            data = {**data, "text/html": neutralise_tex_html(html)}
         # its metadata is cut like any other: `display(rlm_result, metadata=...)` merges a cell's keys in
         return data, _clean_metadata(metadata, data)
     if len(data) == 1 and type(data.get("text/plain")) is str and not metadata:
@@ -170,7 +177,7 @@ def label_model_output(data: dict[str, Any]) -> dict[str, Any]:
     the kernel's own answer box. So model code's rich output is shown as HTML (which every frontend prefers
     to images) inside a frame with a caption that only the kernel can draw (cell output can have no style):
     the picture is an inline `<img>`, the HTML the cleaned HTML. Plain text and JSON are not pictures and stay
-    as they are."""
+    as they are. Its math is not typeset at all (`no_math`): it shows the TeX as written."""
     inner: str | None = None
     if isinstance(data.get("text/html"), str):
         inner = data["text/html"]
@@ -190,4 +197,7 @@ def label_model_output(data: dict[str, Any]) -> dict[str, Any]:
                 inner = f"<div>{html_text.escape(data['text/latex'])}</div>"
     if inner is None:
         return data
-    return {**data, "text/html": _LABELLED.format(inner)}
+    # model code's math is not typeset: shown as its source (no_math), and no text/latex for a frontend to
+    # typeset instead of the frame (issue 26, class 1: TeX that defines or assembles commands)
+    kept = {mime: value for mime, value in data.items() if mime != "text/latex"}
+    return {**kept, "text/html": _LABELLED.format(no_math(inner))}

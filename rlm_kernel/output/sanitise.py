@@ -19,7 +19,7 @@ import re
 import nh3
 from markdown_it import MarkdownIt
 
-__all__ = ["clean_html", "clean_svg", "markdown_html", "neutralise_tex"]
+__all__ = ["clean_html", "clean_svg", "markdown_html", "neutralise_tex", "neutralise_tex_html", "no_math"]
 
 # No `<wbr>`: MathJax reads math across it (its `includeHtmlTags`: `<br>`, `<wbr>` and comments), so
 # `\<wbr>fcolorbox{...}` was typeset as `\fcolorbox` while `neutralise_tex` saw no command; removed, the
@@ -114,24 +114,121 @@ _SVG = nh3.Cleaner(
     set_tag_attribute_values={"svg": {"xmlns": "http://www.w3.org/2000/svg"}},
 )
 
-# MathJax (which JupyterLab runs over Markdown, HTML and LaTeX outputs) turns these into links, inline CSS,
-# CSS classes and ids, coloured or framed boxes (colortbl's cell, row and column colours too), tooltips,
-# raw MathML/Unicode glyph loading, extension loading and option changes (`\setOptions`). A zero-width
-# space after the backslash makes each an undefined command, shown as text.
-_TEX_ACTIVE = re.compile(
-    r"\\(?=(?:href|url|style|class|cssId|data|attr|bbox|color|textcolor|colorbox|fcolorbox|pagecolor|"
-    r"definecolor|boxed|fbox|framebox|enclose|require|unicode|mmlToken|toggle|mathtip|texttip|tooltip|"
-    r"html|begingroup|def|let|newcommand|renewcommand|newenvironment|renewenvironment|DeclareMathOperator|"
-    r"cellcolor|rowcolor|columncolor|setOptions)(?![A-Za-z]))"
+# MathJax (which JupyterLab runs over Markdown, HTML and LaTeX outputs, with every TeX package loaded) turns
+# commands into links, inline CSS, classes and ids, coloured or framed boxes, tooltips, raw MathML, extension
+# loading and option changes — and it lets TeX *define* commands (`\newcommand`, `\def`, `\let`,
+# `\newenvironment`, mathtools' `\DeclarePairedDelimiter*`, `\newtagform`, extpfeil's `\Newextarrow`, …) and
+# *assemble* them from pieces: a paired delimiter's body has `\delimsize` replaced, as text, by the size the
+# call gives, so `\DeclarePairedDelimiterX{\p}[1]{.}{.}{\delimsizebox{green}{white}{#1}}` and `\p[\fcolor]`
+# typeset `\fcolorbox` though no such name was ever written (issue 26, class 1). A list of the bad names
+# cannot keep up with that, so this is an allowlist: a control word is left as MathJax reads it only if it is
+# ordinary math — symbols, operators, fonts, fractions, roots, accents, fixed spaces, delimiters — and
+# `\begin`/`\end` only for the plain math environments. Every other control word gets a zero-width space after
+# its backslash, which makes it an undefined control symbol followed by letters (shown as text). Nothing on
+# the list defines, assembles, colours, frames, links, moves or resizes.
+_TEX_SAFE = frozenset(
+    """
+    alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa varkappa lambda mu nu xi
+    omicron pi varpi rho varrho sigma varsigma tau upsilon phi varphi chi psi omega digamma Gamma Delta Theta
+    Lambda Xi Pi Sigma Upsilon Phi Psi Omega varGamma varDelta varTheta varLambda varXi varPi varSigma
+    varUpsilon varPhi varPsi varOmega
+    aleph beth gimel daleth hbar hslash imath jmath ell wp Re Im partial infty nabla emptyset varnothing
+    forall exists nexists neg lnot top bot angle measuredangle triangle backslash prime surd flat natural
+    sharp clubsuit diamondsuit heartsuit spadesuit dagger ddagger dots ldots cdots vdots ddots dotsb dotsc
+    dotsi dotsm dotso checkmark degree square blacksquare lozenge blacklozenge complement mho eth
+    pm mp times div cdot ast star circ bullet oplus ominus otimes oslash odot cap cup sqcap sqcup vee wedge
+    setminus smallsetminus wr amalg uplus triangleleft triangleright bigtriangleup bigtriangledown lhd rhd
+    unlhd unrhd land lor boxplus boxminus boxtimes boxdot ltimes rtimes intercal dotplus centerdot
+    le leq ge geq ne neq equiv sim simeq approx approxeq cong propto subset supset subseteq supseteq
+    subsetneq supsetneq in ni notin owns mid nmid parallel nparallel perp models vdash dashv prec succ
+    preceq succeq ll gg lll ggg doteq asymp bowtie smile frown lt gt leqslant geqslant lesssim gtrsim ncong
+    nleq ngeq nless ngtr nsim nsubseteq nsupseteq coloneqq eqqcolon therefore because
+    to gets leftarrow rightarrow Leftarrow Rightarrow leftrightarrow Leftrightarrow mapsto longrightarrow
+    longleftarrow Longrightarrow Longleftarrow longleftrightarrow Longleftrightarrow longmapsto uparrow
+    downarrow Uparrow Downarrow updownarrow Updownarrow nearrow searrow swarrow nwarrow hookleftarrow
+    hookrightarrow implies iff impliedby xrightarrow xleftarrow rightleftharpoons leftrightharpoons
+    leftharpoonup rightharpoonup leftharpoondown rightharpoondown twoheadrightarrow rightsquigarrow
+    sum prod coprod int iint iiint oint bigcup bigcap bigoplus bigotimes bigodot bigvee bigwedge bigsqcup
+    biguplus
+    sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh coth log ln lg exp lim liminf limsup sup
+    inf max min arg det dim gcd hom ker deg Pr mod bmod pmod pod
+    frac dfrac tfrac cfrac binom dbinom tbinom sqrt of over atop choose overline underline overbrace
+    underbrace overset underset stackrel hat widehat tilde widetilde bar vec dot ddot dddot acute grave
+    check breve mathring overrightarrow overleftarrow overleftrightarrow substack left right middle big Big
+    bigg Bigg bigl bigr Bigl Bigr biggl biggr Biggl Biggr limits nolimits displaystyle textstyle
+    scriptstyle scriptscriptstyle not tag notag nonumber
+    langle rangle lceil rceil lfloor rfloor lvert rvert lVert rVert vert Vert lbrace rbrace lbrack rbrack
+    text textrm textbf textit texttt textsf textup textnormal emph mathrm mathbf mathit mathsf mathtt
+    mathcal mathbb mathfrak mathscr mathnormal boldsymbol pmb operatorname mathop mathbin mathrel mathord
+    mathpunct mathopen mathclose mathinner
+    quad qquad enspace thinspace medspace thickspace negthinspace negmedspace negthickspace
+    cdotp colon ldotp phantom hphantom vphantom
+    """.split()
 )
+_TEX_ENVIRONMENTS = frozenset(
+    "matrix pmatrix bmatrix Bmatrix vmatrix Vmatrix smallmatrix cases rcases dcases aligned gathered split "
+    "align align* gather gather* equation equation* multline multline* eqnarray eqnarray*".split()
+)
+# a control word (ASCII letters only: MathJax reads no other into a name), any other control symbol, and for
+# \begin and \end the environment name right after them
+_TEX_COMMAND = re.compile(r"\\(?:([A-Za-z]+)(\{[A-Za-z*]+\})?|[\s\S])")
+
+
+def _tex_command(match: re.Match[str]) -> str:
+    name, environment = match.group(1), match.group(2)
+    if name is None or name in _TEX_SAFE:
+        return match.group(0)
+    if name in ("begin", "end") and environment is not None and environment[1:-1] in _TEX_ENVIRONMENTS:
+        return match.group(0)
+    return "\\\u200b" + match.group(0)[1:]
 
 
 def neutralise_tex(text: str) -> str:
-    """`text` with MathJax's active commands (`\\href`, `\\style`, `\\class`, `\\fcolorbox`, `\\require`…)
-    made inert. Applied to every HTML, Markdown and LaTeX output, the kernel's own included."""
+    """`text` with every TeX control word MathJax would run made inert, except ordinary math (`_TEX_SAFE`):
+    no command can link, style, colour, frame, define or assemble another (`\\DeclarePairedDelimiterX`,
+    `\\newcommand`, `\\def`, `\\fcolorbox`, `\\require`…). Applied to every HTML, Markdown and LaTeX output,
+    the kernel's own included."""
     if "\\" not in text:
         return text
-    return _TEX_ACTIVE.sub("\\\\\u200b", text)
+    return _TEX_COMMAND.sub(_tex_command, text)
+
+
+_TEXT_OR_TAG = re.compile(r"""(<(?:[^>"']|"[^"]*"|'[^']*')*>)""")
+_PRE = re.compile(r"<(/?)pre[\s>/]", re.IGNORECASE)
+
+
+def neutralise_tex_html(html_source: str) -> str:
+    """`neutralise_tex` over the text of HTML the kernel made (its run view and viewer, which embed model text
+    escaped), except inside `<pre>`: MathJax never typesets there (its `skipHtmlTags`), and model code shown
+    in a `<pre>` keeps its `\\n` as written (a zero-width space in it would break the code when copied)."""
+    if "\\" not in html_source:
+        return html_source
+    if "<pre" not in html_source and "<PRE" not in html_source:
+        return neutralise_tex(html_source)
+    parts = _TEXT_OR_TAG.split(html_source)
+    depth = 0
+    for i, part in enumerate(parts):
+        if i % 2:
+            tag = _PRE.match(part)
+            if tag is not None:
+                depth = max(depth - 1, 0) if tag.group(1) else depth + 1
+        elif depth == 0 and "\\" in part:
+            parts[i] = neutralise_tex(part)
+    return "".join(parts)
+
+
+def no_math(html_source: str) -> str:
+    """Cleaned HTML in which no frontend finds math to typeset: each `$` and `\\` of its text stands in an
+    element of its own. MathJax (and KaTeX's auto-render) look for delimiters within one run of text and
+    start a new run at every element, so `$…$`, `\\(…\\)`, `\\[…\\]` and `\\begin{…}` are never found; the
+    characters still show as written. For output of model-written code: its math is shown as its source."""
+    if "$" not in html_source and "\\" not in html_source:
+        return html_source
+    parts = _TEXT_OR_TAG.split(html_source)
+    for i in range(0, len(parts), 2):  # even items are text between tags (the tags are odd items)
+        if "$" in parts[i] or "\\" in parts[i]:
+            parts[i] = re.sub(r"[$\\]", lambda m: f"<span>{m.group(0)}</span>", parts[i])
+    return "".join(parts)
 
 
 def clean_html(source: str) -> str:
