@@ -35,6 +35,11 @@ await context.route(/^(?!https?:\/\/(127\.0\.0\.1|localhost)[:/]).*/, (route) =>
 
 const result = { ok: false };
 const page = context.pages()[0] || (await context.newPage());
+// every request to the server's contents or kernels API that writes (a script acting as the person)
+const api_writes = [];
+page.on("request", (r) => {
+  if (r.method() !== "GET" && /\/api\/contents\/pwned/.test(r.url())) api_writes.push(r.method() + " " + r.url());
+});
 page.on("pageerror", (e) => log("pageerror", String(e)));
 try {
   await page.goto(cfg.url, { waitUntil: "domcontentloaded", timeout: 60000 });
@@ -82,6 +87,36 @@ try {
     const box = document.querySelector(".rlmv .final");
     return box ? getComputedStyle(box).borderTopStyle : null;
   });
+  // MathJax: formulas typeset in outputs and in the notebook's own Markdown cells, and any element of a
+  // formula drawn with a border, a background or a colour (a styled box) — MathJax's own marks aside: red
+  // for an undefined command, and its error display (the source in red on yellow, mjx-merror)
+  result.math = await page.evaluate(() => {
+    const styled = (root) =>
+      [...root.querySelectorAll("mjx-container, mjx-container *")]
+        .filter((e) => {
+          // errors, the hidden MathML copy, and the rules of fractions and over/underlines (drawn as borders)
+          if (e.closest("mjx-merror, mjx-assistive-mml") !== null || e.tagName === "MJX-LINE") return false;
+          const s = getComputedStyle(e);
+          const border = ["Top", "Right", "Bottom", "Left"].some(
+            (side) => s["border" + side + "Style"] !== "none" && parseFloat(s["border" + side + "Width"]) > 0,
+          );
+          const background = s.backgroundColor !== "rgba(0, 0, 0, 0)" && s.backgroundColor !== "transparent";
+          const colour = !["rgb(0, 0, 0)", "rgba(0, 0, 0, 0.87)", "rgb(255, 0, 0)"].includes(s.color);
+          const link = e.tagName === "A" || e.closest("a") !== null;
+          return border || background || link || (colour && e.textContent.trim() !== "");
+        })
+        .map((e) => e.tagName.toLowerCase() + ": " + e.textContent.slice(0, 60));
+    const outputs = [...document.querySelectorAll(".jp-OutputArea-output")];
+    const cells = [...document.querySelectorAll(".jp-MarkdownCell .jp-RenderedMarkdown")];
+    return {
+      in_outputs: outputs.reduce((n, o) => n + o.querySelectorAll("mjx-container").length, 0),
+      styled_in_outputs: outputs.flatMap(styled),
+      in_markdown_cells: cells.reduce((n, o) => n + o.querySelectorAll("mjx-container").length, 0),
+      styled_in_markdown_cells: cells.flatMap(styled),
+      per_output: outputs.map((o) => [o.querySelectorAll("mjx-container").length, o.textContent.slice(0, 80)]),
+    };
+  });
+  result.api_writes = api_writes.slice();
   await page.screenshot({ path: cfg.screenshot, fullPage: true }).catch((e) => log("screenshot", String(e)));
   // The control: the very payload the outputs carried, run in the page, does change the title and reach the
   // server API (so a clean result above means the kernel stopped it, not that the probe cannot see it).
@@ -90,6 +125,7 @@ try {
   result.title_control = await page.title();
   result.flag_control = await page.evaluate(() => window.__rlm_pwned ?? null);
   result.refused = refused;
+  result.api_writes_with_control = api_writes.slice();
   result.ok = true;
 } catch (e) {
   result.error = String(e);
