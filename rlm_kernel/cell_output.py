@@ -9,6 +9,7 @@ from typing import Any
 
 from ipykernel.displayhook import ZMQShellDisplayHook
 from ipykernel.zmqshell import ZMQDisplayPublisher
+from IPython.core import display_functions
 from IPython.core.formatters import DisplayFormatter
 from IPython.core.payload import PayloadManager
 
@@ -28,9 +29,19 @@ from rlm_kernel.sandbox.origin import (
     made_by_model,
     model_code_running,
     model_frame_on_stack,
+    register_display_function,
+    register_display_path,
 )
 
 __all__ = ["RLMDisplayFormatter", "RLMDisplayHook", "RLMDisplayPublisher", "RLMPayloadManager", "capped"]
+
+# a cell's display() and the handle methods that only forward to it (origin.called_directly_by_person)
+register_display_function(display_functions.display.__code__)
+register_display_path(
+    display_functions.update_display.__code__,
+    display_functions.DisplayHandle.update.__code__,
+    display_functions.DisplayHandle.display.__code__,
+)
 
 
 def _from_model(metadata: Any) -> bool:

@@ -52,6 +52,8 @@ __all__ = [
     "note_cell_code",
     "refuse_in_model_code",
     "register_model_filename",
+    "register_display_function",
+    "register_display_path",
     "register_forwarder",
     "register_pass_through",
     "register_trampoline",
@@ -67,6 +69,10 @@ _MODEL_FILES: set[str] = set()  # filenames model blocks were compiled under (ne
 _TRAMPOLINES: set[types.CodeType] = set()  # kernel wrappers between a helper and its caller (repl.helpers)
 _PASS_THROUGH: set[types.CodeType] = set()  # kernel code that only forwards a cell's own call (`_apply_`)
 _FORWARDERS: set[types.CodeType] = set()  # kernel code that calls what a cell's object names (methodcaller)
+_DISPLAY_FUNCTIONS: set[types.CodeType] = (
+    set()
+)  # IPython's display(): where a cell's bundle enters the kernel
+_DISPLAY_PATH: set[types.CodeType] = set()  # kernel code that only forwards to display() (h.update, plt.show)
 _CELL_CODES: list[types.CodeType] = []  # the code objects compiled for the cell running now (RLMCompiler)
 _MAX_CELL_CODES = 10_000
 _cells_compiled = False  # this process has compiled a cell: it is a kernel (not the library used from Python)
@@ -188,6 +194,18 @@ def register_forwarder(code: types.CodeType) -> None:
     calls the method it was made with, with the arguments it was made with): a cell calling it by name has
     not called what it ends up running, so `called_directly_by_person` says no."""
     _FORWARDERS.add(code)
+
+
+def register_display_function(code: types.CodeType) -> None:
+    """Record IPython's `display()`: where a cell's bundle enters the kernel (`called_directly_by_person`)."""
+    _DISPLAY_FUNCTIONS.add(code)
+
+
+def register_display_path(*codes: types.CodeType) -> None:
+    """Record kernel code that only forwards a cell's call to `display()` (a display handle's `update` and
+    `display`, `update_display`, the sandbox's `plt.show`): `called_directly_by_person` accepts nothing else
+    between the person's call and the `display()` that publishes."""
+    _DISPLAY_PATH.update(codes)
 
 
 def model_frame_on_stack(frame: types.FrameType | None = None) -> types.FrameType | None:
@@ -432,17 +450,28 @@ def called_directly_by_person() -> bool:
     `require_direct_chain`. With no cell frame on the stack (the kernel's own work after a cell) it is
     True; with a model-written frame it is False."""
     inside: types.FrameType | None = None
+    kernel_frames: list[types.FrameType] = []
     frame = sys._getframe(1)
     while frame is not None and not is_sandboxed_filename(frame.f_code.co_filename):
         if frame.f_code.co_filename in _MODEL_FILES:
             return False
         if frame.f_code not in _PASS_THROUGH:
             inside = frame
+            kernel_frames.append(frame)
         frame = frame.f_back
     if frame is None or inside is None:
         return True
     if inside.f_code in _FORWARDERS or model_frame_on_stack(frame) is not None:
         return False
+    # the innermost display() must have been reached from the cell through display machinery only: one that
+    # kernel or library code ran while doing the person's call (a model-made partial of `display` as a
+    # citation's `keys` in the person's `to_jsonl`, in pandas' `float_format` or an object's `_repr_html_`
+    # slot during the person's `display(df)`) is not the person's display (issue 26 class 2, session 6)
+    for i, kernel_frame in enumerate(kernel_frames):
+        if kernel_frame.f_code in _DISPLAY_FUNCTIONS:
+            if any(outer.f_code not in _DISPLAY_PATH for outer in kernel_frames[i + 1 :]):
+                return False
+            break
     node = _call_at(frame)
     if not (isinstance(node, ast.Call) and _runs(_callee(frame, node.func), inside.f_code)):
         return False
@@ -454,37 +483,37 @@ def called_directly_by_person() -> bool:
 
 
 def require_person_method_call(what: str, method: types.CodeType) -> None:
-    """Refuse unless the kernel method running now (`rlm_result.save(...)`) was called by a person's cell
-    itself: no model-written frame on the stack, a cell frame whose running instruction is a call of that
-    very method (looked up without running code), and a chain of callers that `require_direct_chain`
-    accepts. A method a person may call that acts on the person's files must not run for model-written
-    code: a function a `--shared` run left (`def tidy(): rlm_result.save('analysis.ipynb',
-    overwrite=True)`), a `__repr__` the display runs, or a `functools.partial` of the bound method under a
-    name the person calls. Unlike `called_directly_by_person`, no cell frame on the stack in a kernel (a
-    library callback the kernel's own work after a cell set off) refuses too; outside a kernel (the package
-    used from plain Python, where no cell was ever compiled) there is no cell to check. `method` is the
-    code of the method itself: the frame the cell called must run it, not a kernel wrapper the cell called
-    that calls it in turn (the sandbox's `operator.methodcaller` is Python code of the kernel)."""
+    """Refuse unless the kernel method running now (`rlm_result.save(...)`) was called by a person's own code
+    itself: no model-written frame on the stack, and the frame that called the method's innermost run (kernel
+    pass-through frames aside) is a person's cell or function whose running instruction is a call of that very
+    method (looked up without running code), with a chain of callers that `require_direct_chain` accepts.
+
+    A method a person may call that acts on the person's files must not run for model-written code: a
+    function a `--shared` run left (`def tidy(): rlm_result.save('analysis.ipynb', overwrite=True)`), a
+    `__repr__` the display runs, a `functools.partial` of the bound method under a name the person calls —
+    nor one that kernel or library code runs while doing the person's own call: a partial of `to_jsonl` as a
+    citation's `keys`, run by `dict(c)` inside the person's `mine.to_jsonl(...)`, has the person's cell on the
+    stack calling `to_jsonl`, but its caller is the kernel (issue 26 class 2, session 6). In a kernel, no cell
+    frame on the stack refuses too; outside a kernel (the package used from plain Python, where no cell was
+    ever compiled) there is no cell to check. `method` is the code of the method itself."""
     refuse_in_model_code(what)
-    inside: types.FrameType | None = None
     frame = sys._getframe(1)
-    while frame is not None and not is_sandboxed_filename(frame.f_code.co_filename):
-        if frame.f_code not in _PASS_THROUGH:
-            inside = frame
+    while frame is not None and frame.f_code is not method:
         frame = frame.f_back
-    if frame is None and not _cells_compiled:
-        return
-    node = _call_at(frame) if frame is not None and inside is not None else None
-    if (
-        frame is None
-        or inside is None
-        or inside.f_code is not method
-        or not (isinstance(node, ast.Call) and _runs(_callee(frame, node.func), method))
-    ):
+    if frame is None:  # the method's own frame is not on the stack: called wrongly (a bug), refuse
+        raise ModelCodeRefused(f"{what}: internal check called outside the method (report this as a bug)")
+    caller = frame.f_back
+    while caller is not None and caller.f_code in _PASS_THROUGH:
+        caller = caller.f_back
+    in_cell = caller is not None and is_sandboxed_filename(caller.f_code.co_filename)
+    if not in_cell and not _cells_compiled:
+        return  # the package used from plain Python
+    node = _call_at(caller) if caller is not None and in_cell else None
+    if caller is None or not (isinstance(node, ast.Call) and _runs(_callee(caller, node.func), method)):
         raise ModelCodeRefused(
             f"{what} must be written in your own cell as a direct call of the method: here it was reached "
             "through another object (a functools.partial, map, property, comparison, a display or library "
             "callback, or a name that model-written code may have rebound). Write the call itself in your "
             "cell, e.g. `rlm_result.save('run.ipynb')`"
         )
-    require_direct_chain(what, frame)
+    require_direct_chain(what, caller)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlm_kernel.output.trust import mark_model_made
 from rlm_kernel.sandbox.made import made
+from rlm_kernel.sandbox.origin import register_display_path
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -87,6 +88,9 @@ def flush_figures(session: SandboxSession) -> None:
         show(session)
     except Exception as exc:  # noqa: BLE001 - a figure that fails to draw must not fail the kernel
         session.write_output(f"the figure could not be drawn: {type(exc).__name__}: {str(exc)[:300]}\n")
+
+
+register_display_path(show.__code__, _publish.__code__)  # plt.show() forwards to display()
 
 
 def register_formatter(session: SandboxSession) -> None:

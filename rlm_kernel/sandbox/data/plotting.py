@@ -14,6 +14,7 @@ import rlm_kernel.sandbox.data.figures as figures
 from rlm_kernel.sandbox.data.attrs import check_savefig
 from rlm_kernel.sandbox.errors import refusal
 from rlm_kernel.sandbox.facade import make_facade, refused_entries
+from rlm_kernel.sandbox.origin import register_display_path
 
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
@@ -240,6 +241,7 @@ def matplotlib_facades(session: SandboxSession) -> tuple[dict[str, Any], dict[st
         ioff=lambda: None,
         pause=refused("plt.pause", "there is no interactive backend"),
     )
+    register_display_path(pyplot["show"].__code__)  # a cell's plt.show() reaches display() through it
     mpl = {
         "rcParams": rc_view,
         "rc_context": rc_context,
