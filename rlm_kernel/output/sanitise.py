@@ -194,27 +194,19 @@ def neutralise_tex(text: str) -> str:
 
 
 _TEXT_OR_TAG = re.compile(r"""(<(?:[^>"']|"[^"]*"|'[^']*')*>)""")
-_PRE = re.compile(r"<(/?)pre[\s>/]", re.IGNORECASE)
+# a `<pre>` holding text only (how the kernel shows model code, escaped): nothing in it can end it early
+_PRE_TEXT = re.compile(r"(<pre(?:\s[^<>]*)?>[^<]*</pre>)", re.IGNORECASE)
 
 
 def neutralise_tex_html(html_source: str) -> str:
-    """`neutralise_tex` over the text of HTML the kernel made (its run view and viewer, which embed model text
-    escaped), except inside `<pre>`: MathJax never typesets there (its `skipHtmlTags`), and model code shown
-    in a `<pre>` keeps its `\\n` as written (a zero-width space in it would break the code when copied)."""
+    """`neutralise_tex` over HTML the kernel made (its run view and viewer, which embed model text escaped),
+    except the text of a `<pre>` that holds text only: MathJax never typesets there (its `skipHtmlTags`), and
+    model code shown in one keeps its `\\n` as written (a zero-width space would break the code when copied).
+    A `<pre>` with any tag inside is neutralised like the rest."""
     if "\\" not in html_source:
         return html_source
-    if "<pre" not in html_source and "<PRE" not in html_source:
-        return neutralise_tex(html_source)
-    parts = _TEXT_OR_TAG.split(html_source)
-    depth = 0
-    for i, part in enumerate(parts):
-        if i % 2:
-            tag = _PRE.match(part)
-            if tag is not None:
-                depth = max(depth - 1, 0) if tag.group(1) else depth + 1
-        elif depth == 0 and "\\" in part:
-            parts[i] = neutralise_tex(part)
-    return "".join(parts)
+    parts = _PRE_TEXT.split(html_source)
+    return "".join(part if i % 2 else neutralise_tex(part) for i, part in enumerate(parts))
 
 
 def no_math(html_source: str) -> str:
