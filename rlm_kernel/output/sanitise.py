@@ -161,7 +161,7 @@ _TEX_SAFE = frozenset(
     text textrm textbf textit texttt textsf textup textnormal emph mathrm mathbf mathit mathsf mathtt
     mathcal mathbb mathfrak mathscr mathnormal boldsymbol pmb operatorname mathop mathbin mathrel mathord
     mathpunct mathopen mathclose mathinner
-    quad qquad enspace thinspace medspace thickspace negthinspace negmedspace negthickspace
+    quad qquad enspace thinspace medspace thickspace
     cdotp colon ldotp phantom hphantom vphantom
     """.split()
 )

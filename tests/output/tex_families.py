@@ -87,6 +87,7 @@ ACTIVE = frozenset(
     DeclareMathOperator require begingroup endgroup csname endcsname setOptions fcolorbox colorbox color
     textcolor definecolor bbox boxed fbox framebox style class cssId data href url enclose unicode mmlToken
     toggle mathtip texttip cellcolor rowcolor columncolor kern rlap llap rule raise lower Huge huge ce hline
+    negthinspace negmedspace negthickspace hspace mkern mskip hskip mspace
     fin fcolor delimsizebox bbo styl hre enclos
     """.split()
 )
