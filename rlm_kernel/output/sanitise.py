@@ -196,17 +196,33 @@ def neutralise_tex(text: str) -> str:
 _TEXT_OR_TAG = re.compile(r"""(<(?:[^>"']|"[^"]*"|'[^']*')*>)""")
 # a `<pre>` holding text only (how the kernel shows model code, escaped): nothing in it can end it early
 _PRE_TEXT = re.compile(r"(<pre(?:\s[^<>]*)?>[^<]*</pre>)", re.IGNORECASE)
+# inside such a `<pre>` (which MathJax does not typeset: its `skipHtmlTags`) only the commands that style,
+# link, draw, move, load or define are neutralised, so model code shown there keeps its `\\n`, `\\d`, `\\t`
+_TEX_ACTIVE_IN_PRE = re.compile(
+    r"\\(?=(?:href|url|style|class|cssId|data|attr|bbox|color|textcolor|colorbox|fcolorbox|pagecolor|"
+    r"definecolor|boxed|fbox|framebox|enclose|cancel|bcancel|xcancel|require|unicode|mmlToken|toggle|mathtip|"
+    r"texttip|tooltip|html|begingroup|endgroup|global|gdef|edef|xdef|def|let|futurelet|newcommand|"
+    r"renewcommand|providecommand|newenvironment|renewenvironment|DeclareMathOperator|DeclarePairedDelimiter|"
+    r"DeclarePairedDelimiterX|DeclarePairedDelimiterXPP|delimsize|newtagform|renewtagform|usetagform|"
+    r"Newextarrow|csname|cellcolor|rowcolor|columncolor|setOptions|kern|mkern|hskip|mskip|hspace|mspace|"
+    r"raise|lower|rlap|llap|clap|mathrlap|mathllap|mathclap|rule|Rule|Space|Huge|huge|LARGE|Large|ce|pu|"
+    r"begin|end)(?![A-Za-z]))"
+)
 
 
 def neutralise_tex_html(html_source: str) -> str:
-    """`neutralise_tex` over HTML the kernel made (its run view and viewer, which embed model text escaped),
-    except the text of a `<pre>` that holds text only: MathJax never typesets there (its `skipHtmlTags`), and
-    model code shown in one keeps its `\\n` as written (a zero-width space would break the code when copied).
-    A `<pre>` with any tag inside is neutralised like the rest."""
+    """`neutralise_tex` over HTML the kernel made (its run view and viewer, which embed model text escaped).
+    In a `<pre>` that holds text only — where MathJax never typesets — only the commands that style, link,
+    draw, move, load or define are neutralised (`_TEX_ACTIVE_IN_PRE`), so model code shown there keeps its
+    `\\n` as written (a zero-width space would break the code when copied); a `<pre>` with any tag inside is
+    neutralised like the rest."""
     if "\\" not in html_source:
         return html_source
     parts = _PRE_TEXT.split(html_source)
-    return "".join(part if i % 2 else neutralise_tex(part) for i, part in enumerate(parts))
+    return "".join(
+        _TEX_ACTIVE_IN_PRE.sub("\\\\\u200b", part) if i % 2 else neutralise_tex(part)
+        for i, part in enumerate(parts)
+    )
 
 
 def no_math(html_source: str) -> str:
