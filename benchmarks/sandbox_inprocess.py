@@ -47,7 +47,9 @@ CASES = {
         "d = {}\nfor i in range(N // 5):\n    k = (i % 100, 'a')\n    d[k] = i\n    x = d[k]\n"
         "    if k in d:\n        x = d.get(k)"
     ),
-    "dict get count": "d = {}\nfor i in range(N // 2):\n    w = 'w' + str(i % 50)\n    d[w] = d.get(w, 0) + 1",
+    "dict get count": (
+        "d = {}\nfor i in range(N // 2):\n    w = 'w' + str(i % 50)\n    d[w] = d.get(w, 0) + 1"
+    ),
     "set algebra ints": (
         "a = set(range(2000))\nb = set(range(1000, 3000))\nfor i in range(N // 2000):\n"
         "    c = a & b\n    c = a | b\n    c = a - b\n    c = a ^ b\n    c = a.intersection(b)"

@@ -33,6 +33,7 @@ from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import CellTimeout, refusal
 from rlm_kernel.sandbox.fastpath import RANGE_BITS
 from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
+from rlm_kernel.sandbox.keys import KEYED_NAMES, item_key, keyed_method
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
 from rlm_kernel.sandbox.origin import register_pass_through
 from rlm_kernel.sandbox.safe_int import CELL_CLASSES, REAL_CLASSES, decimal_to_int_check
@@ -152,8 +153,17 @@ def special_bulk(obj: Any, name: str) -> Any:
 
 
 def special_search(obj: Any, name: str) -> Any:
-    """`count`/`index`/`remove` of lists and tuples in steps the time limit can stop (compare.py)."""
+    """`count`/`index`/`remove` of lists and tuples in steps the time limit can stop (compare.py); a set's
+    `remove` looks its key up as keys.py does."""
     checked = search_method(obj, name)
+    if checked is None and name == "remove":
+        checked = keyed_method(obj, name)
+    return _RAISE if checked is None else checked
+
+
+def special_keyed(obj: Any, name: str) -> Any:
+    """`d.get/pop/setdefault`, `s.add/discard` whose costly tuple keys are looked up in steps (keys.py)."""
+    checked = keyed_method(obj, name)
     return _RAISE if checked is None else checked
 
 
@@ -373,6 +383,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "fromkeys": special_fromkeys,
         "sort": special_sort,
         **dict.fromkeys(SEARCH_METHODS, special_search),
+        **dict.fromkeys(KEYED_NAMES, special_keyed),
         **dict.fromkeys(CHECKED_NAMES, special_bulk),
         "as_integer_ratio": special_integer_ratio,
     }
@@ -401,6 +412,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     def guarded_getitem(obj: Any, key: Any) -> Any:
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
+        kind = type(key)
+        if kind is not str and kind is not int and kind is not slice:
+            key = item_key(obj, key)  # a costly tuple key of a hash table: looked up in steps (keys.py)
         value = obj[key]
         if type(value) in PLAIN:
             return value
@@ -413,6 +427,18 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         if type(obj) in WRITABLE_TYPES or type(obj) in DATA_WRITABLE or session.is_user_object(obj):
             return obj
         return refused_write(obj, attribute=False)
+
+    def write_key(obj: Any, key: Any) -> Any:
+        """`obj[key] = v` / `del obj[key]` (policy.visit_Subscript): the write check of `_write_`, and the
+        key C is handed — a costly tuple key of a hash table is looked up in steps first (keys.py)."""
+        if type(obj) not in WRITABLE_TYPES:
+            guarded_write(obj)
+        elif session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        kind = type(key)
+        if kind is str or kind is int:
+            return key
+        return item_key(obj, key)
 
     def guarded_write_attr(obj: Any) -> Any:
         """`obj.a = v` / `del obj.a` / `setattr(obj, 'a', v)`."""
@@ -517,6 +543,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_getattr_": guarded_getattr,
         "_getitem_": guarded_getitem,
         "_write_": guarded_write,
+        "_wkey_": write_key,
         "_write_attr_": guarded_write_attr,
         "_getiter_": guarded_getiter,
         "_iter_unpack_sequence_": iter_unpack_sequence,
@@ -540,6 +567,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_type_": type,
         "_int_": int,
         "_float_": float,
+        "_str_": str,
         "_range_ok_": range_ok,
         **COMPARE_GUARDS,
         "_set_display_": set_display,

@@ -544,6 +544,8 @@ class RLMTransformer(RestrictingNodeTransformer):
             key = self.visit(target.slice)
             value = self.visit(node.value)
             t_obj, t_key = self.gen_tmp_name(), self.gen_tmp_name()
+            if not _constant(key):  # a costly tuple key of a hash table is looked up in steps (keys.py)
+                key = _call("_wkey_", ast.Name(t_obj, ast.Load()), key)
             stmts: list[ast.stmt] = [
                 ast.Assign(targets=[ast.Name(t_obj, ast.Store())], value=obj),
                 ast.Assign(targets=[ast.Name(t_key, ast.Store())], value=key),
@@ -605,6 +607,32 @@ class RLMTransformer(RestrictingNodeTransformer):
     def _guarded_augassign(self, node: ast.AugAssign) -> ast.AST:
         return super().visit_AugAssign(node)
 
+    # -- item writes ----------------------------------------------------------------------------------------
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        """`d[k] = v` / `del d[k]` → `d[_wkey_(d, k)] = v`: the guard does `_write_`'s check and hands C the
+        key to use — a costly tuple key of a hash table is looked up in steps first (keys.py). Any other
+        object expression is bound once (`(_tmpN := f())[_wkey_(_tmpN, k)]`), except in class bodies and
+        comprehensions (`_write_(obj)[k]`, as RestrictedPython writes it); constant keys and slices keep
+        `_write_(obj)[k]`."""
+        if isinstance(node.ctx, ast.Load):
+            return super().visit_Subscript(node)
+        node = self.node_contents_visit(node)
+        obj = node.value
+        if isinstance(node.slice, ast.Slice) or _constant(node.slice):
+            node.value = _call("_write_", obj)
+        elif isinstance(obj, ast.Name):
+            node.slice = _call("_wkey_", ast.Name(obj.id, ast.Load()), node.slice)
+        elif self.scopes[-1] != "class" and not self._comprehensions:
+            tmp = self.gen_tmp_name()
+            node.value = ast.NamedExpr(target=ast.Name(tmp, ast.Store()), value=obj)
+            node.slice = _call("_wkey_", ast.Name(tmp, ast.Load()), node.slice)
+        else:
+            node.value = _call("_write_", obj)
+        for sub in ast.walk(node):
+            if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                copy_locations(sub, node)
+        return node
+
     # -- set displays ---------------------------------------------------------------------------------------
     def visit_Set(self, node: ast.Set) -> ast.AST:
         """`{a, *x}` → `_set_display_([a, *x])` unless every item is a constant: the guard builds the set in
@@ -636,11 +664,7 @@ class RLMTransformer(RestrictingNodeTransformer):
             left, right = operands[i], operands[i + 1]
             if i > 0:
                 left = copy.deepcopy(left)
-            if helper is None or _constant(left) or _constant(right):
-                part: ast.expr = ast.Compare(left=left, ops=[node.ops[i]], comparators=[right])
-            else:
-                part = _call(helper, left, right)
-            parts.append(part)
+            parts.append(_compare_part(node.ops[i], helper, left, right))
         if len(parts) == 1 and isinstance(parts[0], ast.Compare):
             return node
         new: ast.expr = parts[0] if len(parts) == 1 else ast.BoolOp(op=ast.And(), values=parts)
@@ -670,9 +694,7 @@ class RLMTransformer(RestrictingNodeTransformer):
             return node
 
         def compare(i: int, left: ast.expr, right: ast.expr) -> ast.expr:
-            if helpers[i] is None or _constant(left) or _constant(right):
-                return ast.Compare(left=left, ops=[node.ops[i]], comparators=[right])
-            return _call(helpers[i], left, right)
+            return _compare_part(node.ops[i], helpers[i], left, right)
 
         last = len(node.ops) - 1
         if not self._comprehensions:
@@ -748,6 +770,29 @@ _COMPARE_GUARDS: dict[type, str] = {
     ast.In: "_in_",
     ast.NotIn: "_not_in_",
 }
+
+
+def _compare_part(op: ast.cmpop, helper: str | None, left: ast.expr, right: ast.expr) -> ast.expr:
+    """One comparison of a chain: the guard call, or a C comparison when a side is a constant — except `x in
+    {constant set}`, which hashes x in C (a tuple nested with sharing or 200 000 deep: minutes, or a
+    crash): a name that holds an exact int or str takes the C test, anything else `_in_`."""
+    plain = ast.Compare(left=left, ops=[op], comparators=[right])
+    if helper is None or _constant(left):
+        return plain
+    if not _constant(right):
+        return _call(helper, left, right)
+    if not isinstance(op, (ast.In, ast.NotIn)) or not isinstance(right, ast.Set):
+        return plain
+    if not isinstance(left, ast.Name):
+        return _call(helper, left, right)
+
+    def type_is(kind: str) -> ast.expr:
+        of = _call("_type_", ast.Name(left.id, ast.Load()))
+        return ast.Compare(left=of, ops=[ast.Is()], comparators=[ast.Name(kind, ast.Load())])
+
+    test = ast.BoolOp(op=ast.Or(), values=[type_is("_int_"), type_is("_str_")])
+    guarded = _call(helper, ast.Name(left.id, ast.Load()), copy.deepcopy(right))
+    return ast.IfExp(test=test, body=plain, orelse=guarded)
 
 
 def _bind(body: ast.expr, names: list[str], values: list[ast.expr]) -> ast.expr:

@@ -1,0 +1,193 @@
+"""Hash-table operations on a cell's keys that the time limit can stop: the key C is handed for one lookup or
+insertion (`table_key`, `item_key`), the dict and set methods that take one key (`keyed_method`), and
+insertion of many keys (`insert_keys`, `insert_pairs`: displays, comprehensions, fromkeys, Counter).
+
+After a hash match CPython compares the stored key with the one looked up in one C call: two equal tuples
+made separately (`(a,) * 10**5` twice, `a` a 10**7-character text) cost a minute in `d[t]`, `d[t] = v`,
+`d.get(t)`, `s.add(t)` or `{t: 1}`. A costly key (a tuple or frozenset whose comparison with an equal key
+is not cheap, compare.py's weights) is first looked up through compare.py's `_Probe`, whose comparisons run
+in steps; C is then handed the stored key the probe matched (an identity match, no comparison), or the key
+itself when no stored key shares its hash — and when some do but differ from it, only if the stepped
+comparisons that told them apart were quick (C repeats them), else the operation is refused. Keys that are
+not costly (scalars, short records, light nested tuples) go to C as they are, at the cost of a type test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from rlm_kernel.sandbox.compare import _NO_MATCH, _Probe, costly_key
+from rlm_kernel.sandbox.errors import LimitExceeded
+
+__all__ = [
+    "KEY_GUARDS",
+    "KEYED_NAMES",
+    "costly_key",
+    "insert_keys",
+    "insert_pairs",
+    "item_key",
+    "keyed_method",
+    "table_key",
+]
+
+# The guard names the policy emits for hashing (guards.py binds them to the session).
+KEY_GUARDS = ("_wkey_", "_str_")
+_REPEAT_SECONDS = 0.05  # stepped comparisons C may repeat (it does the same work, faster)
+_MAPPINGPROXY = types.MappingProxyType
+_own_dict = type.__dict__["__dict__"].__get__
+
+
+def _contains_of(kind: type) -> Callable[[Any, Any], Any] | None:
+    """The C `__contains__` whose table a lookup in an object of `kind` reads (dict, set, frozenset, their
+    subclasses — defaultdict, Counter, OrderedDict, a cell's `class S(set)` — dict keys views and
+    mappingproxy), else None."""
+    if kind is dict or kind is set or kind is frozenset:
+        return kind.__contains__
+    if kind is _MAPPINGPROXY or kind is _KEYS_VIEW:
+        return lambda table, key: key in table
+    for base in (dict, set, frozenset):
+        if issubclass(kind, base):
+            return base.__contains__
+    return None
+
+
+_KEYS_VIEW = type({}.keys())
+
+
+def table_key(table: Any, key: Any, contains: Callable[[Any, Any], Any]) -> Any:
+    """What to hand C for `key` in `table` (see the module docstring): the stored equal key, else `key`."""
+    probe = _Probe(key)
+    start = time.perf_counter()
+    contains(table, probe)
+    if probe.match is not _NO_MATCH:
+        return probe.match
+    if probe.calls and time.perf_counter() - start > _REPEAT_SECONDS:
+        raise LimitExceeded(
+            f"this key hashes like {probe.calls} stored key(s) that equal it for a long stretch and then "
+            "differ: C would compare them again in one call the time limit cannot stop; key by a string or "
+            "id() instead"
+        )
+    return key
+
+
+def item_key(table: Any, key: Any) -> Any:
+    """The key for `table[key]`, `table[key] = v`, `del table[key]` (the `_getitem_` and `_wkey_` guards):
+    `key` itself unless `table` is a C hash table and `key` is costly."""
+    kind = type(key)
+    if kind is not tuple and kind is not frozenset and not issubclass(kind, tuple):
+        return key
+    contains = _contains_of(type(table))
+    if contains is None or not costly_key(key):
+        return key
+    return table_key(table, key, contains)
+
+
+def _hashed_key(table: Any, key: Any) -> Any:
+    kind = type(key)
+    if kind is not tuple and kind is not frozenset and not issubclass(kind, tuple):
+        return key
+    if not costly_key(key):
+        return key
+    contains = _contains_of(type(table))
+    return key if contains is None else table_key(table, key, contains)
+
+
+# -- methods with one key ------------------------------------------------------------------------------------
+def _one_key(method: Callable[..., Any], table: Any) -> Callable[..., Any]:
+    def call(key: Any, /, *rest: Any) -> Any:
+        kind = type(key)
+        if kind is tuple or kind is frozenset or issubclass(kind, tuple):
+            key = _hashed_key(table, key)
+        return method(key, *rest)
+
+    call.__name__ = call.__qualname__ = getattr(method, "__name__", "method")
+    call.__doc__ = getattr(method, "__doc__", None)
+    return call
+
+
+_DICT_KEYED = frozenset({"get", "pop", "setdefault", "__contains__"})
+_SET_KEYED = frozenset({"add", "discard", "remove", "__contains__"})
+KEYED_NAMES = frozenset({"get", "pop", "setdefault", "add", "discard"})  # `remove` is compare.py's too
+
+
+def _keyed_base(kind: type, name: str) -> type | None:
+    """dict, set or frozenset when `kind`'s method `name` is that base's C method, else None."""
+    for base, names in ((dict, _DICT_KEYED), (set, _SET_KEYED), (frozenset, _SET_KEYED)):
+        if name in names and issubclass(kind, base):
+            for cls in kind.__mro__:
+                if cls is base:
+                    return base
+                if name in _own_dict(cls):
+                    return None
+    return None
+
+
+def keyed_method(obj: Any, name: str) -> Callable[..., Any] | None:
+    """`d.get/pop/setdefault`, `s.add/discard/remove` whose key is looked up through `table_key` (bound, or
+    unbound when `obj` is the class: `dict.get(d, k)`), else None (the real attribute serves)."""
+    if isinstance(obj, type):
+        base = _keyed_base(obj, name)
+        if base is None:
+            return None
+        unbound = getattr(base, name)
+
+        def call(self: Any, /, *args: Any) -> Any:
+            if not isinstance(self, base) or not args:
+                return unbound(self, *args)  # the descriptor's own TypeError
+            return _one_key(unbound.__get__(self), self)(*args)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+    base = _keyed_base(type(obj), name)
+    if base is None:
+        return None
+    return _one_key(getattr(base, name).__get__(obj), obj)
+
+
+# -- many keys -----------------------------------------------------------------------------------------------
+def _has_costly(keys: list[Any]) -> bool:
+    kinds = set(map(type, keys))
+    if tuple not in kinds and frozenset not in kinds and not any(issubclass(k, tuple) for k in kinds):
+        return False
+    return any(costly_key(k) for k in keys if type(k) is frozenset or isinstance(k, tuple))
+
+
+def insert_keys(target: Any, keys: list[Any]) -> None:
+    """`target.update(keys)` for a set (or `dict.fromkeys`-style insertion through `add`), with costly keys
+    inserted one by one through `table_key` (the others in one C call)."""
+    if not _has_costly(keys):
+        target.update(keys)
+        return
+    contains = _contains_of(type(target))
+    assert contains is not None
+    add = target.add
+    for key in keys:
+        if (type(key) is frozenset or isinstance(key, tuple)) and costly_key(key):
+            key = table_key(target, key, contains)
+        add(key)
+
+
+def insert_pairs(target: dict[Any, Any], pairs: list[tuple[Any, Any]]) -> None:
+    """`target.update(pairs)` with costly keys set one by one through `table_key` (the stored equal key
+    keeps its place and takes the new value, as C does)."""
+    keys = [pair[0] for pair in pairs]
+    if not _has_costly(keys):
+        target.update(pairs)
+        return
+    contains = _contains_of(type(target))
+    assert contains is not None
+    for key, value in pairs:
+        if (type(key) is frozenset or isinstance(key, tuple)) and costly_key(key):
+            key = table_key(target, key, contains)
+        target[key] = value
+
+
+def chunks(iterable: Iterable[Any], size: int = 4096) -> Iterable[list[Any]]:
+    """Consecutive lists of at most `size` items."""
+    it = iter(iterable)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
