@@ -477,6 +477,12 @@ def checked_contains(value: Any, container: Any) -> bool:
     hashed = _hash_lookup(kind)
     if hashed or kind in (str, bytes, range):
         vk = type(value)
+        if vk is tuple and len(value) <= _SHORT:
+            for item in value:
+                if type(item) not in _SCALARS:
+                    break
+            else:
+                return value in container  # a short record of scalars
         if hashed and (vk is tuple or vk is frozenset or issubclass(vk, tuple)) and costly_key(value):
             # a lookup whose key comparison is stepped (frozenset == frozenset looks up its tuples in C)
             return _Probe(value) in container

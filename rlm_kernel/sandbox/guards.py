@@ -33,7 +33,7 @@ from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import CellTimeout, refusal
 from rlm_kernel.sandbox.fastpath import RANGE_BITS
 from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
-from rlm_kernel.sandbox.keys import KEYED_NAMES, item_key, keyed_method
+from rlm_kernel.sandbox.keys import KEYED_NAMES, item_key, keyed_call_method, keyed_method
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
 from rlm_kernel.sandbox.origin import register_pass_through
 from rlm_kernel.sandbox.safe_int import CELL_CLASSES, REAL_CLASSES, decimal_to_int_check
@@ -77,6 +77,9 @@ _PRIVATE_ATTR = re.compile(r"_[A-Za-z0-9]\w*\Z")
 
 
 _RANGE_BOUND = 1 << RANGE_BITS
+# A tuple key of at most this many items, all of these types, is cheap to hash and compare (keys.py)
+_SHORT_KEY = 16
+_KEY_SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
 
 
 def range_ok(obj: Any) -> bool:
@@ -413,8 +416,16 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
         kind = type(key)
-        if kind is not str and kind is not int and kind is not slice:
-            key = item_key(obj, key)  # a costly tuple key of a hash table: looked up in steps (keys.py)
+        if kind is tuple:
+            if len(key) > _SHORT_KEY:
+                key = item_key(obj, key)  # a costly tuple key of a hash table: looked up in steps (keys.py)
+            else:
+                for item in key:
+                    if type(item) not in _KEY_SCALARS:
+                        key = item_key(obj, key)
+                        break
+        elif kind is not str and kind is not int and kind is not slice:
+            key = item_key(obj, key)
         value = obj[key]
         if type(value) in PLAIN:
             return value
@@ -428,6 +439,39 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             return obj
         return refused_write(obj, attribute=False)
 
+    def keyed_attr(obj: Any, name: str) -> Any:
+        """`_kattr_(x, 'get')` (policy._keyed_call: the key is a constant or an exact str/int): the real C
+        method when it is one (no wrapper is needed for such a key), else what `_getattr_` gives."""
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        if type(obj) is not super:
+            try:
+                value = getattr(obj, name)
+            except AttributeError as exc:
+                raise AttributeError(str(exc)) from None
+            if type(value) is types.BuiltinMethodType:
+                return value
+        return guarded_getattr(obj, name)
+
+    def keyed_call(obj: Any, name: str, key: Any, /, *rest: Any) -> Any:
+        """`_kcall_(x, 'get', k, ...)`: `x.get(k, ...)` with a costly tuple key of a dict or set looked up in
+        steps (keys.py)."""
+        method = keyed_call_method(obj, name)
+        kind = type(key)
+        if method is not None:
+            if kind is tuple:
+                if len(key) > _SHORT_KEY:
+                    return method(obj, item_key(obj, key), *rest)
+                for item in key:
+                    if type(item) not in _KEY_SCALARS:
+                        return method(obj, item_key(obj, key), *rest)
+            elif kind is frozenset or (kind is not int and kind is not str and issubclass(kind, tuple)):
+                return method(obj, item_key(obj, key), *rest)
+            return method(obj, key, *rest)
+        if kind is str or kind is int:
+            return keyed_attr(obj, name)(key, *rest)
+        return guarded_getattr(obj, name)(key, *rest)
+
     def write_key(obj: Any, key: Any) -> Any:
         """`obj[key] = v` / `del obj[key]` (policy.visit_Subscript): the write check of `_write_`, and the
         key C is handed — a costly tuple key of a hash table is looked up in steps first (keys.py)."""
@@ -438,6 +482,11 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         kind = type(key)
         if kind is str or kind is int:
             return key
+        if kind is tuple and len(key) <= _SHORT_KEY:
+            for item in key:
+                if type(item) not in _KEY_SCALARS:
+                    return item_key(obj, key)
+            return key  # a short record of scalars
         return item_key(obj, key)
 
     def guarded_write_attr(obj: Any) -> Any:
@@ -544,6 +593,8 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_getitem_": guarded_getitem,
         "_write_": guarded_write,
         "_wkey_": write_key,
+        "_kattr_": keyed_attr,
+        "_kcall_": keyed_call,
         "_write_attr_": guarded_write_attr,
         "_getiter_": guarded_getiter,
         "_iter_unpack_sequence_": iter_unpack_sequence,

@@ -14,13 +14,14 @@ not costly (scalars, short records, light nested tuples) go to C as they are, at
 
 from __future__ import annotations
 
+import collections
 import itertools
 import time
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from rlm_kernel.sandbox.compare import _NO_MATCH, _Probe, costly_key
+from rlm_kernel.sandbox.compare import _NO_MATCH, _SCALARS, _SHORT, _Probe, costly_key
 from rlm_kernel.sandbox.errors import LimitExceeded
 
 __all__ = [
@@ -30,12 +31,13 @@ __all__ = [
     "insert_keys",
     "insert_pairs",
     "item_key",
+    "keyed_call_method",
     "keyed_method",
     "table_key",
 ]
 
 # The guard names the policy emits for hashing (guards.py binds them to the session).
-KEY_GUARDS = ("_wkey_", "_str_")
+KEY_GUARDS = ("_wkey_", "_kattr_", "_kcall_", "_str_")
 _REPEAT_SECONDS = 0.05  # stepped comparisons C may repeat (it does the same work, faster)
 _MAPPINGPROXY = types.MappingProxyType
 _own_dict = type.__dict__["__dict__"].__get__
@@ -78,7 +80,14 @@ def item_key(table: Any, key: Any) -> Any:
     """The key for `table[key]`, `table[key] = v`, `del table[key]` (the `_getitem_` and `_wkey_` guards):
     `key` itself unless `table` is a C hash table and `key` is costly."""
     kind = type(key)
-    if kind is not tuple and kind is not frozenset and not issubclass(kind, tuple):
+    if kind is tuple:
+        if len(key) <= _SHORT:
+            for item in key:
+                if type(item) not in _SCALARS:
+                    break
+            else:
+                return key  # a short record of scalars (the common key): cheap to hash and compare
+    elif kind is not frozenset and not issubclass(kind, tuple):
         return key
     contains = _contains_of(type(table))
     if contains is None or not costly_key(key):
@@ -126,6 +135,13 @@ def _keyed_base(kind: type, name: str) -> type | None:
     return None
 
 
+def keyed_call_method(obj: Any, name: str) -> Callable[..., Any] | None:
+    """For `obj.<name>(key, ...)` (the `_kcall_` guard): the unbound C method of an exact dict, set,
+    defaultdict, Counter or OrderedDict, to call with the key `item_key` gives — else None."""
+    table = _EXACT_TABLES.get(type(obj))
+    return None if table is None else table.get(name)
+
+
 def keyed_method(obj: Any, name: str) -> Callable[..., Any] | None:
     """`d.get/pop/setdefault`, `s.add/discard/remove` whose key is looked up through `table_key` (bound, or
     unbound when `obj` is the class: `dict.get(d, k)`), else None (the real attribute serves)."""
@@ -146,6 +162,17 @@ def keyed_method(obj: Any, name: str) -> Callable[..., Any] | None:
     if base is None:
         return None
     return _one_key(getattr(base, name).__get__(obj), obj)
+
+
+_DICT_METHODS = {name: getattr(dict, name) for name in ("get", "pop", "setdefault")}
+_SET_METHODS = {name: getattr(set, name) for name in ("add", "discard")}
+_EXACT_TABLES: dict[type, dict[str, Any]] = {
+    dict: _DICT_METHODS,
+    collections.defaultdict: _DICT_METHODS,
+    collections.Counter: _DICT_METHODS,
+    collections.OrderedDict: {name: getattr(collections.OrderedDict, name) for name in _DICT_METHODS},
+    set: _SET_METHODS,
+}
 
 
 # -- many keys -----------------------------------------------------------------------------------------------

@@ -172,7 +172,7 @@ class RLMTransformer(RestrictingNodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         if isinstance(node.func, ast.Name) and node.func.id in ALWAYS_REFUSED:
             self.refuse(node, REFUSED_NAMES[node.func.id])
-        return super().visit_Call(node)
+        return _keyed_call(super().visit_Call(node))
 
     def visit_Global(self, node: ast.Global) -> ast.AST:
         for name in node.names:
@@ -770,6 +770,49 @@ _COMPARE_GUARDS: dict[type, str] = {
     ast.In: "_in_",
     ast.NotIn: "_not_in_",
 }
+
+
+_KEYED_CALLS = frozenset({"get", "pop", "setdefault", "add", "discard"})
+
+
+def _keyed_call(node: ast.AST) -> ast.AST:
+    """`x.get(k, ...)` (and `pop`, `setdefault`, `add`, `discard`) after RestrictedPython's rewrite to
+    `_getattr_(x, 'get')(k, ...)`: a key that is a constant, or a name holding an exact str or int, takes
+    `_kattr_` (the real C method of a dict or set, no wrapper: such keys compare cheaply); any other key
+    `_kcall_(x, 'get', k, ...)`, which looks a costly tuple key of a hash table up in steps (keys.py)."""
+    if not (
+        isinstance(node, ast.Call)
+        and not node.keywords
+        and node.args
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+        and isinstance(node.func, ast.Call)
+        and isinstance(node.func.func, ast.Name)
+        and node.func.func.id == "_getattr_"
+        and len(node.func.args) == 2
+        and isinstance(node.func.args[1], ast.Constant)
+        and node.func.args[1].value in _KEYED_CALLS
+    ):
+        return node
+    obj, name = node.func.args
+    key = node.args[0]
+    fast = ast.Call(func=_call("_kattr_", obj, name), args=node.args, keywords=[])
+    if _constant(key):
+        new: ast.expr = fast
+    elif isinstance(key, ast.Name):
+
+        def type_is(kind: str) -> ast.expr:
+            of = _call("_type_", ast.Name(key.id, ast.Load()))
+            return ast.Compare(left=of, ops=[ast.Is()], comparators=[ast.Name(kind, ast.Load())])
+
+        test = ast.BoolOp(op=ast.Or(), values=[type_is("_str_"), type_is("_int_")])
+        slow = _call("_kcall_", copy.deepcopy(obj), copy.deepcopy(name), *copy.deepcopy(node.args))
+        new = ast.IfExp(test=test, body=fast, orelse=slow)
+    else:
+        new = _call("_kcall_", obj, name, *node.args)
+    for sub in ast.walk(new):
+        if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+            copy_locations(sub, node)
+    return new
 
 
 def _compare_part(op: ast.cmpop, helper: str | None, left: ast.expr, right: ast.expr) -> ast.expr:
