@@ -25,7 +25,15 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from rlm_kernel.sandbox.builtins import SafeType, chunked_sort
-from rlm_kernel.sandbox.bulk import CHECKED_NAMES, CappedDict, checked_method, set_display
+from rlm_kernel.sandbox.bulk import (
+    CHECKED_NAMES,
+    CappedDict,
+    checked_method,
+    dict_comp,
+    dict_display,
+    set_comp,
+    set_display,
+)
 from rlm_kernel.sandbox.caps import Caps, SafeFormatter
 from rlm_kernel.sandbox.compare import COMPARE_GUARDS, SEARCH_METHODS, search_method, super_method
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
@@ -622,6 +630,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_range_ok_": range_ok,
         **COMPARE_GUARDS,
         "_set_display_": set_display,
+        "_set_comp_": set_comp,
+        "_dict_comp_": dict_comp,
+        "_dict_display_": dict_display,
         # builtins built on the guards
         "getattr": guarded_getattr_builtin,
         "hasattr": guarded_hasattr,

@@ -18,7 +18,7 @@ import collections
 import itertools
 import time
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from rlm_kernel.sandbox.compare import _NO_MATCH, _SCALARS, _SHORT, _Probe, costly_key
@@ -28,16 +28,19 @@ __all__ = [
     "KEY_GUARDS",
     "KEYED_NAMES",
     "costly_key",
+    "count_keys",
+    "insert_fromkeys",
     "insert_keys",
     "insert_pairs",
     "item_key",
     "keyed_call_method",
     "keyed_method",
+    "short_records",
     "table_key",
 ]
 
 # The guard names the policy emits for hashing (guards.py binds them to the session).
-KEY_GUARDS = ("_wkey_", "_kattr_", "_kcall_", "_str_")
+KEY_GUARDS = ("_wkey_", "_kattr_", "_kcall_", "_str_", "_set_comp_", "_dict_comp_", "_dict_display_")
 _REPEAT_SECONDS = 0.05  # stepped comparisons C may repeat (it does the same work, faster)
 _MAPPINGPROXY = types.MappingProxyType
 _own_dict = type.__dict__["__dict__"].__get__
@@ -177,10 +180,25 @@ _EXACT_TABLES: dict[type, dict[str, Any]] = {
 
 # -- many keys -----------------------------------------------------------------------------------------------
 def _has_costly(keys: list[Any]) -> bool:
+    """Some of `keys` are costly (`costly_key`); short records of scalars are recognised at C speed."""
     kinds = set(map(type, keys))
     if tuple not in kinds and frozenset not in kinds and not any(issubclass(k, tuple) for k in kinds):
         return False
-    return any(costly_key(k) for k in keys if type(k) is frozenset or isinstance(k, tuple))
+    if kinds == {tuple}:
+        tuples, others = keys, []
+    else:
+        tuples = [k for k in keys if type(k) is tuple]
+        others = [k for k in keys if type(k) is not tuple and (type(k) is frozenset or isinstance(k, tuple))]
+    if tuples and not short_records(tuples):
+        others.extend(tuples)
+    return any(map(costly_key, others))
+
+
+def short_records(tuples: list[tuple[Any, ...]]) -> bool:
+    """Every one of `tuples` (exact tuples) is a short record of scalars (read at C speed)."""
+    if max(map(len, tuples)) > _SHORT:
+        return False
+    return set(map(type, itertools.chain.from_iterable(tuples))) <= _SCALARS
 
 
 def insert_keys(target: Any, keys: list[Any]) -> None:
@@ -213,8 +231,23 @@ def insert_pairs(target: dict[Any, Any], pairs: list[tuple[Any, Any]]) -> None:
         target[key] = value
 
 
-def chunks(iterable: Iterable[Any], size: int = 4096) -> Iterable[list[Any]]:
-    """Consecutive lists of at most `size` items."""
-    it = iter(iterable)
-    while chunk := list(itertools.islice(it, size)):
-        yield chunk
+def insert_fromkeys(target: dict[Any, Any], keys: list[Any], value: Any) -> None:
+    """`target.update(dict.fromkeys(keys, value))`, costly keys one by one (`insert_pairs`)."""
+    if not _has_costly(keys):
+        target.update(dict.fromkeys(keys, value))
+        return
+    insert_pairs(target, [(key, value) for key in keys])
+
+
+def count_keys(mapping: Any, items: list[Any], c_count: Callable[[Any, list[Any]], None]) -> None:
+    """collections._count_elements(mapping, items) (`c_count`, the C one), costly keys counted one by one
+    through `table_key` (`mapping[k] = mapping.get(k, 0) + 1`, as collections.py's own version does)."""
+    if not _has_costly(items):
+        c_count(mapping, items)
+        return
+    get = mapping.get
+    contains = _contains_of(type(mapping))
+    for item in items:
+        if contains is not None and (type(item) is frozenset or isinstance(item, tuple)) and costly_key(item):
+            item = table_key(mapping, item, contains)
+        mapping[item] = get(item, 0) + 1

@@ -307,7 +307,43 @@ class RLMTransformer(RestrictingNodeTransformer):
             self.scopes.pop()
             self._comprehensions -= 1
 
-    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+    visit_ListComp = visit_GeneratorExp = _comprehension
+
+    def visit_DictComp(self, node: ast.DictComp) -> ast.AST:
+        """`{k: v for ...}` → `_dict_comp_(((k, v) for ...))`: the keys inserted in chunks, equal costly tuple
+        keys matched in steps and keys sharing one hash fed in short C calls (bulk.dict_comp)."""
+        new = self._comprehension(node)
+        if not isinstance(new, ast.DictComp):
+            return new
+        pair = ast.Tuple(elts=[new.key, new.value], ctx=ast.Load())
+        return self._built(node, "_dict_comp_", ast.GeneratorExp(elt=pair, generators=new.generators))
+
+    def visit_SetComp(self, node: ast.SetComp) -> ast.AST:
+        """`{e for ...}` → `_set_comp_((e for ...))`: built as `set()` builds (bulk.set_comp)."""
+        new = self._comprehension(node)
+        if not isinstance(new, ast.SetComp):
+            return new
+        return self._built(node, "_set_comp_", ast.GeneratorExp(elt=new.elt, generators=new.generators))
+
+    def visit_Dict(self, node: ast.Dict) -> ast.AST:
+        """`{k: v, **m}` → `_dict_display_((k, v), (m,))` unless every key is a constant: the keys are
+        inserted as the comprehensions' are (bulk.dict_display), `**m` merged in chunks."""
+        node = self.node_contents_visit(node)
+        if all(key is not None and _constant(key) for key in node.keys):
+            return node
+        entries: list[ast.expr] = [
+            ast.Tuple(elts=[value] if key is None else [key, value], ctx=ast.Load())
+            for key, value in zip(node.keys, node.values, strict=True)
+        ]
+        return self._built(node, "_dict_display_", *entries)
+
+    @staticmethod
+    def _built(node: ast.AST, helper: str, *args: ast.expr) -> ast.expr:
+        call = _call(helper, *args)
+        for sub in ast.walk(call):
+            if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                copy_locations(sub, node)
+        return call
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST | list[ast.AST]:
         """Allow annotations (`x: int = 1`, dataclass fields); the target and value are checked as usual."""

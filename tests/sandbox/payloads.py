@@ -230,13 +230,8 @@ HASH_ATTACKS: list[Payload] = [
     Payload("op_step", "hash_deep_dict_key", _DEEP + "d = {}\nd[t] = 1", LIMIT),
     Payload("op_step", "hash_deep_hash", _DEEP + "r = hash(t)", LIMIT),
     Payload("op_step", "hash_deep_in_set", _DEEP + "r = t in {1}", LIMIT),
-]
-# not yet closed (moved into HASH_ATTACKS as they are)
-_HASH_PENDING: list[Payload] = [
     Payload("op_step", "hash_dict_display", _KEYS + "r = {ta: 1, tb: 2}", LIMIT),
     Payload("op_step", "hash_dict_unpack", _KEYS + "d = {ta: 1}\ne = {tb: 2}\nr = {**d, **e}", LIMIT),
-    Payload("op_step", "hash_dict_or", _KEYS + "d = {ta: 1}\ne = {tb: 2}\nr = d | e", LIMIT),
-    Payload("op_step", "hash_dict_ior", _KEYS + "d = {ta: 1}\nd |= {tb: 2}", LIMIT),
     Payload("op_step", "hash_dict_update", _KEYS + "d = {ta: 1}\nd.update({tb: 2})", LIMIT),
     Payload("op_step", "hash_dict_comp", _KEYS + "r = {k: 1 for k in [ta, tb]}", LIMIT),
     Payload("op_step", "hash_set_display", _KEYS + "r = {ta, tb}", LIMIT),
@@ -244,6 +239,14 @@ _HASH_PENDING: list[Payload] = [
     Payload("op_step", "hash_set_comp", _KEYS + "r = {k for k in [ta, tb]}", LIMIT),
     Payload("op_step", "hash_fromkeys", _KEYS + "r = dict.fromkeys([ta, tb])", LIMIT),
     Payload("op_step", "hash_counter", _KEYS + "import collections\nr = collections.Counter([ta, tb])", LIMIT),
+    Payload("op_step", "hash_union", _KEYS + "r = {ta}.union([tb])", LIMIT),
+    Payload("op_step", "hash_nested_display", _SHARED_NEST + "r = {t: 1}", LIMIT),
+    Payload("op_step", "hash_nested_comp", _SHARED_NEST + "r = {k: 1 for k in [t]}", LIMIT),
+]
+# not yet closed (moved into HASH_ATTACKS as they are)
+_HASH_PENDING: list[Payload] = [
+    Payload("op_step", "hash_dict_or", _KEYS + "d = {ta: 1}\ne = {tb: 2}\nr = d | e", LIMIT),
+    Payload("op_step", "hash_dict_ior", _KEYS + "d = {ta: 1}\nd |= {tb: 2}", LIMIT),
     Payload("op_step", "hash_lru_cache", _KEYS + "import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
     Payload("op_step", "hash_cache", _KEYS + "import functools\n@functools.cache\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
     Payload("op_step", "hash_set_and", _KEYS + "r = {ta} & {tb}", LIMIT),
@@ -260,7 +263,6 @@ _HASH_PENDING: list[Payload] = [
     Payload("op_step", "hash_isdisjoint", _KEYS + "r = {ta}.isdisjoint({tb})", LIMIT),
     Payload("op_step", "hash_intersection", _KEYS + "r = {ta}.intersection([tb])", LIMIT),
     Payload("op_step", "hash_difference", _KEYS + "r = {ta}.difference([tb])", LIMIT),
-    Payload("op_step", "hash_union", _KEYS + "r = {ta}.union([tb])", LIMIT),
     Payload("op_step", "hash_symmetric_difference", _KEYS + "r = {ta}.symmetric_difference({tb})", LIMIT),
     Payload("op_step", "hash_difference_update", _KEYS + "s = {ta}\ns.difference_update([tb])", LIMIT),
     Payload("op_step", "hash_intersection_update", _KEYS + "s = {ta}\ns.intersection_update([tb])", LIMIT),
@@ -269,8 +271,6 @@ _HASH_PENDING: list[Payload] = [
     Payload("op_step", "hash_keys_sub", _KEYS + "r = {ta: 1}.keys() - {tb}", LIMIT),
     Payload("op_step", "hash_keys_xor", _KEYS + "r = {ta: 1}.keys() ^ {tb: 2}.keys()", LIMIT),
     Payload("op_step", "hash_items_and", _KEYS + "r = {1: ta}.items() & {1: tb}.items()", LIMIT),
-    Payload("op_step", "hash_nested_display", _SHARED_NEST + "r = {t: 1}", LIMIT),
-    Payload("op_step", "hash_nested_comp", _SHARED_NEST + "r = {k: 1 for k in [t]}", LIMIT),
 ]
 STEP_CONTROLS: list[Payload] = [
     Payload("control", "bulk_classes_ok",
