@@ -39,6 +39,22 @@ CASES = {
         "for i in range(N // 1000):\n    row = [i * 7 % 3000, str(i * 7 % 3000), 0.0]\n"
         "    if row in rows:\n        n += 1"
     ),
+    # hashing guards (sandbox/keys.py): binops between names, tuple keys, set algebra, dict methods
+    "int binops": (
+        "a = 12345\nt = 0\nfor i in range(N):\n    t = (i - a) + (i & a) + (i | a) + (i ^ a)"
+    ),
+    "tuple-key dict": (
+        "d = {}\nfor i in range(N // 5):\n    k = (i % 100, 'a')\n    d[k] = i\n    x = d[k]\n"
+        "    if k in d:\n        x = d.get(k)"
+    ),
+    "dict get count": (
+        "d = {}\nfor i in range(N // 2):\n    w = 'w' + str(i % 50)\n    d[w] = d.get(w, 0) + 1"
+    ),
+    "set algebra ints": (
+        "a = set(range(2000))\nb = set(range(1000, 3000))\nfor i in range(N // 2000):\n"
+        "    c = a & b\n    c = a | b\n    c = a - b\n    c = a ^ b\n    c = a.intersection(b)"
+    ),
+    "set add ints": "s = set()\nfor i in range(N // 2):\n    s.add(i % 1000)\n    s.discard(i % 7)",
     "comprehensions": (
         "rows = [{'id': i, 'sq': i * i, 'tag': str(i % 10)} for i in range(N // 5)]\n"
         "sel = [r['sq'] for r in rows if r['tag'] == '3']\n"

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import collections
 import itertools
+import operator
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from rlm_kernel.sandbox.compare import hash_work_check
+from rlm_kernel.sandbox.keys import insert_fromkeys, insert_keys, insert_pairs, short_records
 
 __all__ = [
     "BULK_CLASSES",
@@ -28,6 +30,9 @@ __all__ = [
     "CappedSet",
     "CappedOrderedDict",
     "CappedDefaultdict",
+    "dict_comp",
+    "dict_display",
+    "set_comp",
     "set_display",
     "checked_method",
     "feed",
@@ -83,7 +88,7 @@ def _filled_set(source: Any) -> set[Any]:
 
     def step(chunk: list[Any]) -> None:
         hash_chunk_check(chunk)
-        out.update(chunk)
+        insert_keys(out, chunk)  # equal costly tuples are matched in steps (keys.py)
 
     feed(step, source)
     return out
@@ -105,7 +110,7 @@ def _build_dict(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[Any, Any]
     else:
         out = {}
         if args:
-            feed(out.update, _pairs(args[0]))
+            feed(lambda chunk: insert_pairs(out, chunk), _pairs(args[0]))
     if kwargs:
         out.update(kwargs)
     return out
@@ -160,7 +165,7 @@ class CappedDict(dict, metaclass=_BulkMeta):  # type: ignore[type-arg]
     def fromkeys(iterable: Iterable[Any], value: Any = None, /) -> dict[Any, Any]:
         """dict.fromkeys in chunks (a real dict)."""
         out: dict[Any, Any] = {}
-        feed(lambda chunk: out.update(dict.fromkeys(chunk, value)), iterable)
+        feed(lambda chunk: insert_fromkeys(out, chunk, value), iterable)
         return out
 
 
@@ -191,7 +196,7 @@ class CappedOrderedDict(collections.OrderedDict, metaclass=_BulkMeta):  # type: 
     def fromkeys(iterable: Iterable[Any], value: Any = None, /) -> collections.OrderedDict[Any, Any]:
         """OrderedDict.fromkeys in chunks (a real OrderedDict)."""
         out: collections.OrderedDict[Any, Any] = collections.OrderedDict()
-        feed(lambda chunk: out.update(dict.fromkeys(chunk, value)), iterable)
+        feed(lambda chunk: insert_fromkeys(out, chunk, value), iterable)
         return out
 
 
@@ -206,6 +211,61 @@ def set_display(items: list[Any]) -> set[Any]:
     """`{a, *x}` in a cell (policy.visit_Set): the items built in chunks, refusing tuples nested with sharing
     whose hash would run for minutes (compare.hash_work_check)."""
     return _filled_set(items)
+
+
+def set_comp(items: Iterable[Any]) -> set[Any]:
+    """`{e for ...}` in a cell (policy.visit_SetComp): built as `set_display`."""
+    return _filled_set(items)
+
+
+def dict_comp(pairs: Iterable[tuple[Any, Any]]) -> dict[Any, Any]:
+    """`{k: v for ...}` in a cell (policy.visit_DictComp): the (key, value) pairs inserted in chunks
+    (`feed`), equal costly tuple keys matched in steps (keys.insert_pairs)."""
+    out: dict[Any, Any] = {}
+    feed(lambda chunk: _insert_checked(out, chunk), pairs)
+    return out
+
+
+def _insert_checked(out: dict[Any, Any], pairs: list[tuple[Any, Any]]) -> None:
+    """`out.update(pairs)`, through keys.insert_pairs (and the hash check) when some key is a tuple or a
+    frozenset (the key types are read at C speed)."""
+    keys = list(map(_FIRST_ITEM, pairs))
+    kinds = set(map(type, keys))
+    if tuple in kinds or frozenset in kinds or any(issubclass(kind, tuple) for kind in kinds):
+        if kinds == {tuple} and short_records(keys):
+            out.update(pairs)  # short records of scalars: cheap to hash and compare
+            return
+        hash_chunk_check(keys)
+        insert_pairs(out, pairs)
+    else:
+        out.update(pairs)
+
+
+_FIRST_ITEM = operator.itemgetter(0)
+
+
+def dict_display(*entries: tuple[Any, ...]) -> dict[Any, Any]:
+    """`{k: v, **m}` in a cell (policy.visit_Dict): `(k, v)` pairs and `(m,)` mappings in order."""
+    out: dict[Any, Any] = {}
+    pairs: list[tuple[Any, Any]] = []
+    for entry in entries:
+        if len(entry) == 2:
+            pairs.append(entry)  # type: ignore[arg-type]
+            continue
+        if pairs:
+            _insert_checked(out, pairs)
+            pairs = []
+        mapping = entry[0]
+        if not hasattr(type(mapping), "keys"):
+            raise TypeError(f"'{type(mapping).__name__}' object is not a mapping")
+        if type(mapping) is dict and not out:
+            out.update(mapping)  # into an empty dict: a copy of the table
+        else:
+            source = mapping.items() if type(mapping) is dict else _pairs(mapping)
+            feed(lambda chunk: _insert_checked(out, chunk), source)
+    if pairs:
+        _insert_checked(out, pairs)
+    return out
 
 
 def hash_chunk_check(chunk: list[Any]) -> None:
@@ -227,7 +287,7 @@ def _set_arg(arg: Any) -> Any:
 
 def _set_update(target: set[Any], args: tuple[Any, ...]) -> None:
     for arg in args:
-        feed(target.update, arg.keys() if type(arg) is dict else arg)
+        feed(lambda chunk: insert_keys(target, chunk), arg.keys() if type(arg) is dict else arg)
 
 
 def _checked_set_method(obj: Any, name: str) -> Callable[..., Any] | None:
@@ -256,7 +316,7 @@ def _dict_update(target: dict[Any, Any], args: tuple[Any, ...], kwargs: dict[str
         if type(source) is dict and not target and type(target) is not collections.OrderedDict:
             target.update(source)  # into an empty dict: a copy of the table
         else:
-            feed(target.update, _pairs(source))
+            feed(lambda chunk: insert_pairs(target, chunk), _pairs(source))
     if kwargs:
         target.update(kwargs)
 

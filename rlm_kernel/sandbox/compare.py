@@ -25,15 +25,17 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rlm_kernel.sandbox.errors import LimitExceeded
-from rlm_kernel.sandbox.weight import comparison_weight
+from rlm_kernel.sandbox.weight import _flat_weight, comparison_weight
 
 __all__ = [
     "COMPARE_GUARDS",
     "HASH_BUDGET",
+    "HASH_DEPTH",
     "SEARCH_METHODS",
     "checked_compare",
     "checked_contains",
     "checked_hash",
+    "costly_key",
     "count_of",
     "hash_work_check",
     "index_of",
@@ -149,20 +151,34 @@ def _stored(obj: Any, base: type) -> Any:
 class _Probe:
     """A stand-in for a tuple (or a frozenset of costly tuples) looked up in a set or dict: the same hash,
     and an `__eq__` that compares in steps. C's lookup compares the stored key with it; the tuple's
-    comparison gives NotImplemented, so
-    this `__eq__` answers (Python code, where the time limit can stop it)."""
+    comparison gives NotImplemented, so this `__eq__` answers (Python code, where the time limit can stop
+    it). It records the stored key it matched (`match`, else `_NO_MATCH`) and how many stored keys with its
+    hash it was compared with (`calls`): keys.py hands C the stored key itself (an identity match), or the
+    value when no stored key shares its hash."""
 
-    __slots__ = ("value", "hashed")
+    __slots__ = ("value", "hashed", "match", "calls")
 
     def __init__(self, value: tuple[Any, ...] | frozenset[Any]) -> None:
         hash_work_check(value)
         self.value, self.hashed = value, hash(value)
+        self.match: Any = _NO_MATCH
+        self.calls = 0
 
     def __hash__(self) -> int:
         return self.hashed
 
     def __eq__(self, other: object) -> Any:
-        return other is self.value or checked_compare("==", self.value, other)
+        self.calls += 1
+        if other is self.value:
+            self.match = other
+            return True
+        equal = checked_compare("==", self.value, other)
+        if equal:
+            self.match = other
+        return equal
+
+
+_NO_MATCH = object()
 
 
 def _costly_keys(keys: list[Any]) -> bool:
@@ -199,6 +215,29 @@ def _light_nested(value: tuple[Any, ...], budget: int = 64) -> bool:
             elif not _small(item):
                 return False
     return True
+
+
+def costly_key(key: Any) -> bool:
+    """`key` is a tuple (or tuple subclass) or frozenset whose hash or comparison with an equal stored key may
+    be one long C call. Refuses (LimitExceeded) tuples whose hash alone would be (nested with sharing, or
+    deeper than compare.HASH_DEPTH)."""
+    kind = type(key)
+    if kind is frozenset:
+        return _costly_keys(list(key))
+    if kind is not tuple and not issubclass(kind, tuple):
+        return False
+    if len(key) <= _SHORT:
+        for item in key:
+            if type(item) not in _SCALARS:
+                break
+        else:
+            return False  # a short record of scalars: bounded by its own size
+    if _light_nested(key):
+        return False
+    hash_work_check(key)
+    items = list(tuple.__getitem__(key, slice(None)))
+    weight = _flat_weight(set(map(type, items)), items)  # None: nested tuples or other types
+    return weight is None or weight * len(items) > _C_WORK
 
 
 def _key(value: Any) -> Any:
@@ -437,12 +476,16 @@ def checked_contains(value: Any, container: Any) -> bool:
     kind = type(container)
     hashed = _hash_lookup(kind)
     if hashed or kind in (str, bytes, range):
-        if type(value) is tuple and hashed and not _flat_record(value) and not _light_nested(value):
-            if _costly_keys([value]):
-                return _Probe(value) in container  # a lookup whose key comparison is stepped
-            hash_work_check(value)
-        elif type(value) is frozenset and hashed and _costly_keys(list(value)):
-            return _Probe(value) in container  # frozenset == frozenset looks up costly tuples in C
+        vk = type(value)
+        if vk is tuple and len(value) <= _SHORT:
+            for item in value:
+                if type(item) not in _SCALARS:
+                    break
+            else:
+                return value in container  # a short record of scalars
+        if hashed and (vk is tuple or vk is frozenset or issubclass(vk, tuple)) and costly_key(value):
+            # a lookup whose key comparison is stepped (frozenset == frozenset looks up its tuples in C)
+            return _Probe(value) in container
         return value in container
     if _small(value):
         return value in container
@@ -621,36 +664,61 @@ def super_method(proxy: super, name: str) -> Callable[..., Any] | None:
     return _stepped(obj, owner, name)
 
 
+HASH_DEPTH = 1000  # tuples nested deeper than this are not hashed (C's hash recursed until SIGSEGV)
+
+
 def hash_work_check(value: Any, budget: int = HASH_BUDGET) -> None:
-    """Raise LimitExceeded when hashing (or comparing) `value` would visit more than `budget` leaves: a
-    tuple nested with sharing (`t = (t,) * 10` twelve times) costs 10**13 in one C call. The walk counts
-    each distinct tuple once (memo by id) and stops past the budget, so it is cheap."""
-    if type(value) is not tuple:
+    """Raise LimitExceeded when hashing (or comparing) `value` would visit more than `budget` leaves — a
+    tuple nested with sharing (`t = (t,) * 10` twelve times, `t = (t, t)` sixty times) costs 10**13 in one
+    C call — or when tuples nest more than HASH_DEPTH deep (C's hash recursion crashed the process at
+    200 000). The walk is iterative, counts each distinct tuple once (memo by id) and stops past the budget,
+    so it is cheap; tuple subclasses (namedtuples) count as tuples."""
+    if not isinstance(value, tuple):
         return
     kinds = set(map(type, value))
-    if tuple not in kinds:
+    if tuple not in kinds and not any(issubclass(kind, tuple) for kind in kinds):
         return
     memo: dict[int, int] = {}
-
-    def work(t: tuple[Any, ...]) -> int:
-        known = memo.get(id(t))
-        if known is not None:
-            return known
-        total = len(t) + 1
-        for item in t:
-            if type(item) is tuple:
-                total += work(item)
-                if total > budget:
-                    break
+    stack: list[list[Any]] = [[value, 0, len(value) + 1]]
+    while stack:
+        frame = stack[-1]
+        t, begin, total = frame
+        pushed = False
+        for i in range(begin, len(t)):
+            item = t[i]
+            if not isinstance(item, tuple):
+                continue
+            known = memo.get(id(item))
+            if known is None:
+                if len(stack) >= HASH_DEPTH:
+                    raise LimitExceeded(
+                        f"this tuple nests tuples more than {HASH_DEPTH} deep: hashing or comparing it is "
+                        "one C call that recursion would crash; use a flat tuple, or key by id() or a string"
+                    )
+                frame[1], frame[2] = i + 1, total
+                stack.append([item, 0, len(item) + 1])
+                pushed = True
+                break
+            total += known
+            if total > budget:
+                _over_budget(budget)
+        if pushed:
+            continue
         memo[id(t)] = total
-        return total
+        stack.pop()
+        if stack:
+            stack[-1][2] += total
+            if stack[-1][2] > budget:
+                _over_budget(budget)
+    return
 
-    if work(value) > budget:
-        raise LimitExceeded(
-            "hashing this tuple would visit more than "
-            f"{budget} items: it nests the same tuples many times over (like t = (t,) * 10 repeated), and "
-            "one hash of it cannot be stopped; use a flat tuple, or key by id() or a string"
-        )
+
+def _over_budget(budget: int) -> None:
+    raise LimitExceeded(
+        "hashing this tuple would visit more than "
+        f"{budget} items: it nests the same tuples many times over (like t = (t,) * 10 repeated), and "
+        "one hash of it cannot be stopped; use a flat tuple, or key by id() or a string"
+    )
 
 
 def checked_hash(value: Any, /) -> int:

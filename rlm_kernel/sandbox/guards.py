@@ -25,7 +25,15 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from rlm_kernel.sandbox.builtins import SafeType, chunked_sort
-from rlm_kernel.sandbox.bulk import CHECKED_NAMES, CappedDict, checked_method, set_display
+from rlm_kernel.sandbox.bulk import (
+    CHECKED_NAMES,
+    CappedDict,
+    checked_method,
+    dict_comp,
+    dict_display,
+    set_comp,
+    set_display,
+)
 from rlm_kernel.sandbox.caps import Caps, SafeFormatter
 from rlm_kernel.sandbox.compare import COMPARE_GUARDS, SEARCH_METHODS, search_method, super_method
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
@@ -33,6 +41,7 @@ from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import CellTimeout, refusal
 from rlm_kernel.sandbox.fastpath import RANGE_BITS
 from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
+from rlm_kernel.sandbox.keys import KEYED_NAMES, item_key, keyed_call_method, keyed_method
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
 from rlm_kernel.sandbox.origin import register_pass_through
 from rlm_kernel.sandbox.safe_int import CELL_CLASSES, REAL_CLASSES, decimal_to_int_check
@@ -76,6 +85,9 @@ _PRIVATE_ATTR = re.compile(r"_[A-Za-z0-9]\w*\Z")
 
 
 _RANGE_BOUND = 1 << RANGE_BITS
+# A tuple key of at most this many items, all of these types, is cheap to hash and compare (keys.py)
+_SHORT_KEY = 16
+_KEY_SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
 
 
 def range_ok(obj: Any) -> bool:
@@ -152,8 +164,17 @@ def special_bulk(obj: Any, name: str) -> Any:
 
 
 def special_search(obj: Any, name: str) -> Any:
-    """`count`/`index`/`remove` of lists and tuples in steps the time limit can stop (compare.py)."""
+    """`count`/`index`/`remove` of lists and tuples in steps the time limit can stop (compare.py); a set's
+    `remove` looks its key up as keys.py does."""
     checked = search_method(obj, name)
+    if checked is None and name == "remove":
+        checked = keyed_method(obj, name)
+    return _RAISE if checked is None else checked
+
+
+def special_keyed(obj: Any, name: str) -> Any:
+    """`d.get/pop/setdefault`, `s.add/discard` whose costly tuple keys are looked up in steps (keys.py)."""
+    checked = keyed_method(obj, name)
     return _RAISE if checked is None else checked
 
 
@@ -373,6 +394,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "fromkeys": special_fromkeys,
         "sort": special_sort,
         **dict.fromkeys(SEARCH_METHODS, special_search),
+        **dict.fromkeys(KEYED_NAMES, special_keyed),
         **dict.fromkeys(CHECKED_NAMES, special_bulk),
         "as_integer_ratio": special_integer_ratio,
     }
@@ -401,6 +423,17 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     def guarded_getitem(obj: Any, key: Any) -> Any:
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
+        kind = type(key)
+        if kind is tuple:
+            if len(key) > _SHORT_KEY:
+                key = item_key(obj, key)  # a costly tuple key of a hash table: looked up in steps (keys.py)
+            else:
+                for item in key:
+                    if type(item) not in _KEY_SCALARS:
+                        key = item_key(obj, key)
+                        break
+        elif kind is not str and kind is not int and kind is not slice:
+            key = item_key(obj, key)
         value = obj[key]
         if type(value) in PLAIN:
             return value
@@ -413,6 +446,56 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         if type(obj) in WRITABLE_TYPES or type(obj) in DATA_WRITABLE or session.is_user_object(obj):
             return obj
         return refused_write(obj, attribute=False)
+
+    def keyed_attr(obj: Any, name: str) -> Any:
+        """`_kattr_(x, 'get')` (policy._keyed_call: the key is a constant or an exact str/int): the real C
+        method when it is one (no wrapper is needed for such a key), else what `_getattr_` gives."""
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        if type(obj) is not super:
+            try:
+                value = getattr(obj, name)
+            except AttributeError as exc:
+                raise AttributeError(str(exc)) from None
+            if type(value) is types.BuiltinMethodType:
+                return value
+        return guarded_getattr(obj, name)
+
+    def keyed_call(obj: Any, name: str, key: Any, /, *rest: Any) -> Any:
+        """`_kcall_(x, 'get', k, ...)`: `x.get(k, ...)` with a costly tuple key of a dict or set looked up in
+        steps (keys.py)."""
+        method = keyed_call_method(obj, name)
+        kind = type(key)
+        if method is not None:
+            if kind is tuple:
+                if len(key) > _SHORT_KEY:
+                    return method(obj, item_key(obj, key), *rest)
+                for item in key:
+                    if type(item) not in _KEY_SCALARS:
+                        return method(obj, item_key(obj, key), *rest)
+            elif kind is frozenset or (kind is not int and kind is not str and issubclass(kind, tuple)):
+                return method(obj, item_key(obj, key), *rest)
+            return method(obj, key, *rest)
+        if kind is str or kind is int:
+            return keyed_attr(obj, name)(key, *rest)
+        return guarded_getattr(obj, name)(key, *rest)
+
+    def write_key(obj: Any, key: Any) -> Any:
+        """`obj[key] = v` / `del obj[key]` (policy.visit_Subscript): the write check of `_write_`, and the
+        key C is handed — a costly tuple key of a hash table is looked up in steps first (keys.py)."""
+        if type(obj) not in WRITABLE_TYPES:
+            guarded_write(obj)
+        elif session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        kind = type(key)
+        if kind is str or kind is int:
+            return key
+        if kind is tuple and len(key) <= _SHORT_KEY:
+            for item in key:
+                if type(item) not in _KEY_SCALARS:
+                    return item_key(obj, key)
+            return key  # a short record of scalars
+        return item_key(obj, key)
 
     def guarded_write_attr(obj: Any) -> Any:
         """`obj.a = v` / `del obj.a` / `setattr(obj, 'a', v)`."""
@@ -517,6 +600,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_getattr_": guarded_getattr,
         "_getitem_": guarded_getitem,
         "_write_": guarded_write,
+        "_wkey_": write_key,
+        "_kattr_": keyed_attr,
+        "_kcall_": keyed_call,
         "_write_attr_": guarded_write_attr,
         "_getiter_": guarded_getiter,
         "_iter_unpack_sequence_": iter_unpack_sequence,
@@ -540,9 +626,13 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_type_": type,
         "_int_": int,
         "_float_": float,
+        "_str_": str,
         "_range_ok_": range_ok,
         **COMPARE_GUARDS,
         "_set_display_": set_display,
+        "_set_comp_": set_comp,
+        "_dict_comp_": dict_comp,
+        "_dict_display_": dict_display,
         # builtins built on the guards
         "getattr": guarded_getattr_builtin,
         "hasattr": guarded_hasattr,

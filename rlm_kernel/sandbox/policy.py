@@ -172,7 +172,7 @@ class RLMTransformer(RestrictingNodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         if isinstance(node.func, ast.Name) and node.func.id in ALWAYS_REFUSED:
             self.refuse(node, REFUSED_NAMES[node.func.id])
-        return super().visit_Call(node)
+        return _keyed_call(super().visit_Call(node))
 
     def visit_Global(self, node: ast.Global) -> ast.AST:
         for name in node.names:
@@ -307,7 +307,43 @@ class RLMTransformer(RestrictingNodeTransformer):
             self.scopes.pop()
             self._comprehensions -= 1
 
-    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+    visit_ListComp = visit_GeneratorExp = _comprehension
+
+    def visit_DictComp(self, node: ast.DictComp) -> ast.AST:
+        """`{k: v for ...}` → `_dict_comp_(((k, v) for ...))`: the keys inserted in chunks, equal costly tuple
+        keys matched in steps and keys sharing one hash fed in short C calls (bulk.dict_comp)."""
+        new = self._comprehension(node)
+        if not isinstance(new, ast.DictComp):
+            return new
+        pair = ast.Tuple(elts=[new.key, new.value], ctx=ast.Load())
+        return self._built(node, "_dict_comp_", ast.GeneratorExp(elt=pair, generators=new.generators))
+
+    def visit_SetComp(self, node: ast.SetComp) -> ast.AST:
+        """`{e for ...}` → `_set_comp_((e for ...))`: built as `set()` builds (bulk.set_comp)."""
+        new = self._comprehension(node)
+        if not isinstance(new, ast.SetComp):
+            return new
+        return self._built(node, "_set_comp_", ast.GeneratorExp(elt=new.elt, generators=new.generators))
+
+    def visit_Dict(self, node: ast.Dict) -> ast.AST:
+        """`{k: v, **m}` → `_dict_display_((k, v), (m,))` unless every key is a constant: the keys are
+        inserted as the comprehensions' are (bulk.dict_display), `**m` merged in chunks."""
+        node = self.node_contents_visit(node)
+        if all(key is not None and _constant(key) for key in node.keys):
+            return node
+        entries: list[ast.expr] = [
+            ast.Tuple(elts=[value] if key is None else [key, value], ctx=ast.Load())
+            for key, value in zip(node.keys, node.values, strict=True)
+        ]
+        return self._built(node, "_dict_display_", *entries)
+
+    @staticmethod
+    def _built(node: ast.AST, helper: str, *args: ast.expr) -> ast.expr:
+        call = _call(helper, *args)
+        for sub in ast.walk(call):
+            if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                copy_locations(sub, node)
+        return call
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST | list[ast.AST]:
         """Allow annotations (`x: int = 1`, dataclass fields); the target and value are checked as usual."""
@@ -544,6 +580,8 @@ class RLMTransformer(RestrictingNodeTransformer):
             key = self.visit(target.slice)
             value = self.visit(node.value)
             t_obj, t_key = self.gen_tmp_name(), self.gen_tmp_name()
+            if not _constant(key):  # a costly tuple key of a hash table is looked up in steps (keys.py)
+                key = _call("_wkey_", ast.Name(t_obj, ast.Load()), key)
             stmts: list[ast.stmt] = [
                 ast.Assign(targets=[ast.Name(t_obj, ast.Store())], value=obj),
                 ast.Assign(targets=[ast.Name(t_key, ast.Store())], value=key),
@@ -605,6 +643,32 @@ class RLMTransformer(RestrictingNodeTransformer):
     def _guarded_augassign(self, node: ast.AugAssign) -> ast.AST:
         return super().visit_AugAssign(node)
 
+    # -- item writes ----------------------------------------------------------------------------------------
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        """`d[k] = v` / `del d[k]` → `d[_wkey_(d, k)] = v`: the guard does `_write_`'s check and hands C the
+        key to use — a costly tuple key of a hash table is looked up in steps first (keys.py). Any other
+        object expression is bound once (`(_tmpN := f())[_wkey_(_tmpN, k)]`), except in class bodies and
+        comprehensions (`_write_(obj)[k]`, as RestrictedPython writes it); constant keys and slices keep
+        `_write_(obj)[k]`."""
+        if isinstance(node.ctx, ast.Load):
+            return super().visit_Subscript(node)
+        node = self.node_contents_visit(node)
+        obj = node.value
+        if isinstance(node.slice, ast.Slice) or _constant(node.slice):
+            node.value = _call("_write_", obj)
+        elif isinstance(obj, ast.Name):
+            node.slice = _call("_wkey_", ast.Name(obj.id, ast.Load()), node.slice)
+        elif self.scopes[-1] != "class" and not self._comprehensions:
+            tmp = self.gen_tmp_name()
+            node.value = ast.NamedExpr(target=ast.Name(tmp, ast.Store()), value=obj)
+            node.slice = _call("_wkey_", ast.Name(tmp, ast.Load()), node.slice)
+        else:
+            node.value = _call("_write_", obj)
+        for sub in ast.walk(node):
+            if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                copy_locations(sub, node)
+        return node
+
     # -- set displays ---------------------------------------------------------------------------------------
     def visit_Set(self, node: ast.Set) -> ast.AST:
         """`{a, *x}` → `_set_display_([a, *x])` unless every item is a constant: the guard builds the set in
@@ -636,11 +700,7 @@ class RLMTransformer(RestrictingNodeTransformer):
             left, right = operands[i], operands[i + 1]
             if i > 0:
                 left = copy.deepcopy(left)
-            if helper is None or _constant(left) or _constant(right):
-                part: ast.expr = ast.Compare(left=left, ops=[node.ops[i]], comparators=[right])
-            else:
-                part = _call(helper, left, right)
-            parts.append(part)
+            parts.append(_compare_part(node.ops[i], helper, left, right))
         if len(parts) == 1 and isinstance(parts[0], ast.Compare):
             return node
         new: ast.expr = parts[0] if len(parts) == 1 else ast.BoolOp(op=ast.And(), values=parts)
@@ -670,9 +730,7 @@ class RLMTransformer(RestrictingNodeTransformer):
             return node
 
         def compare(i: int, left: ast.expr, right: ast.expr) -> ast.expr:
-            if helpers[i] is None or _constant(left) or _constant(right):
-                return ast.Compare(left=left, ops=[node.ops[i]], comparators=[right])
-            return _call(helpers[i], left, right)
+            return _compare_part(node.ops[i], helpers[i], left, right)
 
         last = len(node.ops) - 1
         if not self._comprehensions:
@@ -748,6 +806,72 @@ _COMPARE_GUARDS: dict[type, str] = {
     ast.In: "_in_",
     ast.NotIn: "_not_in_",
 }
+
+
+_KEYED_CALLS = frozenset({"get", "pop", "setdefault", "add", "discard"})
+
+
+def _keyed_call(node: ast.AST) -> ast.AST:
+    """`x.get(k, ...)` (and `pop`, `setdefault`, `add`, `discard`) after RestrictedPython's rewrite to
+    `_getattr_(x, 'get')(k, ...)`: a key that is a constant, or a name holding an exact str or int, takes
+    `_kattr_` (the real C method of a dict or set, no wrapper: such keys compare cheaply); any other key
+    `_kcall_(x, 'get', k, ...)`, which looks a costly tuple key of a hash table up in steps (keys.py)."""
+    if not (
+        isinstance(node, ast.Call)
+        and not node.keywords
+        and node.args
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+        and isinstance(node.func, ast.Call)
+        and isinstance(node.func.func, ast.Name)
+        and node.func.func.id == "_getattr_"
+        and len(node.func.args) == 2
+        and isinstance(node.func.args[1], ast.Constant)
+        and node.func.args[1].value in _KEYED_CALLS
+    ):
+        return node
+    obj, name = node.func.args
+    key = node.args[0]
+    fast = ast.Call(func=_call("_kattr_", obj, name), args=node.args, keywords=[])
+    if _constant(key):
+        new: ast.expr = fast
+    elif isinstance(key, ast.Name):
+
+        def type_is(kind: str) -> ast.expr:
+            of = _call("_type_", ast.Name(key.id, ast.Load()))
+            return ast.Compare(left=of, ops=[ast.Is()], comparators=[ast.Name(kind, ast.Load())])
+
+        test = ast.BoolOp(op=ast.Or(), values=[type_is("_str_"), type_is("_int_")])
+        slow = _call("_kcall_", copy.deepcopy(obj), copy.deepcopy(name), *copy.deepcopy(node.args))
+        new = ast.IfExp(test=test, body=fast, orelse=slow)
+    else:
+        new = _call("_kcall_", obj, name, *node.args)
+    for sub in ast.walk(new):
+        if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+            copy_locations(sub, node)
+    return new
+
+
+def _compare_part(op: ast.cmpop, helper: str | None, left: ast.expr, right: ast.expr) -> ast.expr:
+    """One comparison of a chain: the guard call, or a C comparison when a side is a constant — except `x in
+    {constant set}`, which hashes x in C (a tuple nested with sharing or 200 000 deep: minutes, or a
+    crash): a name that holds an exact int or str takes the C test, anything else `_in_`."""
+    plain = ast.Compare(left=left, ops=[op], comparators=[right])
+    if helper is None or _constant(left):
+        return plain
+    if not _constant(right):
+        return _call(helper, left, right)
+    if not isinstance(op, (ast.In, ast.NotIn)) or not isinstance(right, ast.Set):
+        return plain
+    if not isinstance(left, ast.Name):
+        return _call(helper, left, right)
+
+    def type_is(kind: str) -> ast.expr:
+        of = _call("_type_", ast.Name(left.id, ast.Load()))
+        return ast.Compare(left=of, ops=[ast.Is()], comparators=[ast.Name(kind, ast.Load())])
+
+    test = ast.BoolOp(op=ast.Or(), values=[type_is("_int_"), type_is("_str_")])
+    guarded = _call(helper, ast.Name(left.id, ast.Load()), copy.deepcopy(right))
+    return ast.IfExp(test=test, body=plain, orelse=guarded)
 
 
 def _bind(body: ast.expr, names: list[str], values: list[ast.expr]) -> ast.expr:

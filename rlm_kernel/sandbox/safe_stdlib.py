@@ -17,6 +17,7 @@ from typing import Any
 
 from rlm_kernel.sandbox.bulk import feed
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
+from rlm_kernel.sandbox.keys import count_keys
 from rlm_kernel.sandbox.origin import register_forwarder
 
 __all__ = [
@@ -190,7 +191,7 @@ def _count_in_chunks(mapping: Any, iterable: Iterable[Any]) -> None:
     """collections' `_count_elements` (what Counter(iterable) and Counter.update run) fed in chunks that stay
     short (bulk.feed: a 10**8-character string, or keys that share one hash value), so the time limit can
     stop counting between two C calls."""
-    feed(lambda chunk: _c_count_elements(mapping, chunk), iterable)
+    feed(lambda chunk: count_keys(mapping, chunk, _c_count_elements), iterable)
 
 
 def install_counter_chunks() -> None:

@@ -201,6 +201,77 @@ STEP_ATTACKS: list[Payload] = [
     Payload("op_step", "frozenset_in_set", _SAME + "r = frozenset([(a,) * 10**5]) in {frozenset([(b,) * 10**5])}", LIMIT),
     Payload("op_step", 'max_deques', _SAME + 'import collections\nr = max([collections.deque([a] * 10**5 + [1]), collections.deque([b] * 10**5 + [2])])', LIMIT),
 ]
+# Hashing (sandbox/keys.py): tuples equal but made separately (equal hash, distinct objects: each key
+# comparison after a hash match is 2*10**5 memcmp of 10**7 bytes, about a minute in one C call); `tc`/`td` are
+# unequal but hash alike (2**61 - 1 hashes to 0), so a new key is compared in C with the stored one.
+_KEYS = _SAME + "ta = (a,) * 2 * 10**5\ntb = (b,) * 2 * 10**5\nM = 2**61 - 1\ntc = ta + (M,)\ntd = tb + (2 * M,)\n"
+# A tuple nested with sharing: 2**60 leaves for one C hash; one nested 200 000 deep (C's hash recursed until
+# SIGSEGV).
+_SHARED_NEST = "t = ()\nfor _ in range(60):\n    t = (t, t)\n"
+_DEEP = "t = ()\nfor _ in range(200000):\n    t = (t,)\n"
+HASH_ATTACKS: list[Payload] = [
+    Payload("op_step", "hash_getitem", _KEYS + "d = {ta: 1}\nr = d[tb]", LIMIT),
+    Payload("op_step", "hash_getitem_missing", _KEYS + "d = {tc: 1}\nr = d[td]", LIMIT),
+    Payload("op_step", "hash_get", _KEYS + "d = {ta: 1}\nr = d.get(tb)", LIMIT),
+    Payload("op_step", "hash_setitem", _KEYS + "d = {ta: 1}\nd[tb] = 2", LIMIT),
+    Payload("op_step", "hash_setitem_new", _KEYS + "d = {tc: 1}\nd[td] = 2", LIMIT),
+    Payload("op_step", "hash_setitem_attr", _KEYS + "class C:\n    pass\no = C()\no.d = {ta: 1}\no.d[tb] = 2", LIMIT),
+    Payload("op_step", "hash_delitem", _KEYS + "d = {ta: 1}\ndel d[tb]", LIMIT),
+    Payload("op_step", "hash_augassign", _KEYS + "d = {ta: 1}\nd[tb] += 1", LIMIT),
+    Payload("op_step", "hash_setdefault", _KEYS + "d = {ta: 1}\nr = d.setdefault(tb, 0)", LIMIT),
+    Payload("op_step", "hash_pop", _KEYS + "d = {ta: 1}\nr = d.pop(tb)", LIMIT),
+    Payload("op_step", "hash_set_add", _KEYS + "s = {ta}\ns.add(tb)", LIMIT),
+    Payload("op_step", "hash_set_add_new", _KEYS + "s = {tc}\ns.add(td)", LIMIT),
+    Payload("op_step", "hash_set_discard", _KEYS + "s = {ta}\ns.discard(tb)", LIMIT),
+    Payload("op_step", "hash_set_remove", _KEYS + "s = {ta}\ns.remove(tb)", LIMIT),
+    Payload("op_step", "hash_nested_dict_key", _SHARED_NEST + "d = {}\nd[t] = 1", LIMIT),
+    Payload("op_step", "hash_nested_get", _SHARED_NEST + "r = {}.get(t)", LIMIT),
+    Payload("op_step", "hash_nested_set_add", _SHARED_NEST + "s = set()\ns.add(t)", LIMIT),
+    Payload("op_step", "hash_deep_dict_key", _DEEP + "d = {}\nd[t] = 1", LIMIT),
+    Payload("op_step", "hash_deep_hash", _DEEP + "r = hash(t)", LIMIT),
+    Payload("op_step", "hash_deep_in_set", _DEEP + "r = t in {1}", LIMIT),
+    Payload("op_step", "hash_dict_display", _KEYS + "r = {ta: 1, tb: 2}", LIMIT),
+    Payload("op_step", "hash_dict_unpack", _KEYS + "d = {ta: 1}\ne = {tb: 2}\nr = {**d, **e}", LIMIT),
+    Payload("op_step", "hash_dict_update", _KEYS + "d = {ta: 1}\nd.update({tb: 2})", LIMIT),
+    Payload("op_step", "hash_dict_comp", _KEYS + "r = {k: 1 for k in [ta, tb]}", LIMIT),
+    Payload("op_step", "hash_set_display", _KEYS + "r = {ta, tb}", LIMIT),
+    Payload("op_step", "hash_set_call", _KEYS + "r = set([ta, tb])", LIMIT),
+    Payload("op_step", "hash_set_comp", _KEYS + "r = {k for k in [ta, tb]}", LIMIT),
+    Payload("op_step", "hash_fromkeys", _KEYS + "r = dict.fromkeys([ta, tb])", LIMIT),
+    Payload("op_step", "hash_counter", _KEYS + "import collections\nr = collections.Counter([ta, tb])", LIMIT),
+    Payload("op_step", "hash_union", _KEYS + "r = {ta}.union([tb])", LIMIT),
+    Payload("op_step", "hash_nested_display", _SHARED_NEST + "r = {t: 1}", LIMIT),
+    Payload("op_step", "hash_nested_comp", _SHARED_NEST + "r = {k: 1 for k in [t]}", LIMIT),
+]
+# not yet closed (moved into HASH_ATTACKS as they are)
+_HASH_PENDING: list[Payload] = [
+    Payload("op_step", "hash_dict_or", _KEYS + "d = {ta: 1}\ne = {tb: 2}\nr = d | e", LIMIT),
+    Payload("op_step", "hash_dict_ior", _KEYS + "d = {ta: 1}\nd |= {tb: 2}", LIMIT),
+    Payload("op_step", "hash_lru_cache", _KEYS + "import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
+    Payload("op_step", "hash_cache", _KEYS + "import functools\n@functools.cache\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
+    Payload("op_step", "hash_set_and", _KEYS + "r = {ta} & {tb}", LIMIT),
+    Payload("op_step", "hash_set_or", _KEYS + "r = {ta} | {tb}", LIMIT),
+    Payload("op_step", "hash_set_sub", _KEYS + "r = {ta} - {tb}", LIMIT),
+    Payload("op_step", "hash_set_xor", _KEYS + "r = {ta} ^ {tb}", LIMIT),
+    Payload("op_step", "hash_set_iand", _KEYS + "s = {ta}\ns &= {tb}", LIMIT),
+    Payload("op_step", "hash_set_isub", _KEYS + "s = {ta}\ns -= {tb}", LIMIT),
+    Payload("op_step", "hash_set_ior", _KEYS + "s = {ta}\ns |= {tb}", LIMIT),
+    Payload("op_step", "hash_set_ixor", _KEYS + "s = {ta}\ns ^= {tb}", LIMIT),
+    Payload("op_step", "hash_frozenset_and", _KEYS + "r = frozenset([ta]) & frozenset([tb])", LIMIT),
+    Payload("op_step", "hash_issubset", _KEYS + "r = {ta}.issubset({tb})", LIMIT),
+    Payload("op_step", "hash_issuperset", _KEYS + "r = {ta}.issuperset({tb})", LIMIT),
+    Payload("op_step", "hash_isdisjoint", _KEYS + "r = {ta}.isdisjoint({tb})", LIMIT),
+    Payload("op_step", "hash_intersection", _KEYS + "r = {ta}.intersection([tb])", LIMIT),
+    Payload("op_step", "hash_difference", _KEYS + "r = {ta}.difference([tb])", LIMIT),
+    Payload("op_step", "hash_symmetric_difference", _KEYS + "r = {ta}.symmetric_difference({tb})", LIMIT),
+    Payload("op_step", "hash_difference_update", _KEYS + "s = {ta}\ns.difference_update([tb])", LIMIT),
+    Payload("op_step", "hash_intersection_update", _KEYS + "s = {ta}\ns.intersection_update([tb])", LIMIT),
+    Payload("op_step", "hash_keys_and", _KEYS + "r = {ta: 1}.keys() & {tb: 2}.keys()", LIMIT),
+    Payload("op_step", "hash_keys_or", _KEYS + "r = {ta: 1}.keys() | {tb: 2}.keys()", LIMIT),
+    Payload("op_step", "hash_keys_sub", _KEYS + "r = {ta: 1}.keys() - {tb}", LIMIT),
+    Payload("op_step", "hash_keys_xor", _KEYS + "r = {ta: 1}.keys() ^ {tb: 2}.keys()", LIMIT),
+    Payload("op_step", "hash_items_and", _KEYS + "r = {1: ta}.items() & {1: tb}.items()", LIMIT),
+]
 STEP_CONTROLS: list[Payload] = [
     Payload("control", "bulk_classes_ok",
             "class S(set):\n    pass\nprint(set('abca') == {'a', 'b', 'c'}, type(set()) is set, isinstance(frozenset(), frozenset), "
@@ -633,6 +704,7 @@ PAYLOADS: list[Payload] = [
     _P("op_cap", "pformat_indent", "import pprint\npprint.pformat([[1]] * 10, indent=10**9)", LIMIT),
     # -- one C call whose cost a count of items does not see (issue 26 red team: bulk.py, ordering.py) -----
     *STEP_ATTACKS,
+    *HASH_ATTACKS,
     *STEP_CONTROLS,
     _P("control", "stats_json_ok", "import json, statistics\nprint(statistics.median([3, 1, 2]), json.dumps([1], indent=1).count(chr(10)), json.loads('[7]', parse_int=int))", OK, match="2 2 [7]"),
     _P("control", "int_ok", "print(int('12'), int('ff', 16), int(3.9), int(b'101', 2), int('0x1f', 0), int())", OK, match="12 255 3 5 31 0"),

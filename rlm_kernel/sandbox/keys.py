@@ -1,0 +1,253 @@
+"""Hash-table operations on a cell's keys that the time limit can stop: the key C is handed for one lookup or
+insertion (`table_key`, `item_key`), the dict and set methods that take one key (`keyed_method`), and
+insertion of many keys (`insert_keys`, `insert_pairs`: displays, comprehensions, fromkeys, Counter).
+
+After a hash match CPython compares the stored key with the one looked up in one C call: two equal tuples
+made separately (`(a,) * 10**5` twice, `a` a 10**7-character text) cost a minute in `d[t]`, `d[t] = v`,
+`d.get(t)`, `s.add(t)` or `{t: 1}`. A costly key (a tuple or frozenset whose comparison with an equal key
+is not cheap, compare.py's weights) is first looked up through compare.py's `_Probe`, whose comparisons run
+in steps; C is then handed the stored key the probe matched (an identity match, no comparison), or the key
+itself when no stored key shares its hash — and when some do but differ from it, only if the stepped
+comparisons that told them apart were quick (C repeats them), else the operation is refused. Keys that are
+not costly (scalars, short records, light nested tuples) go to C as they are, at the cost of a type test.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import time
+import types
+from collections.abc import Callable
+from typing import Any
+
+from rlm_kernel.sandbox.compare import _NO_MATCH, _SCALARS, _SHORT, _Probe, costly_key
+from rlm_kernel.sandbox.errors import LimitExceeded
+
+__all__ = [
+    "KEY_GUARDS",
+    "KEYED_NAMES",
+    "costly_key",
+    "count_keys",
+    "insert_fromkeys",
+    "insert_keys",
+    "insert_pairs",
+    "item_key",
+    "keyed_call_method",
+    "keyed_method",
+    "short_records",
+    "table_key",
+]
+
+# The guard names the policy emits for hashing (guards.py binds them to the session).
+KEY_GUARDS = ("_wkey_", "_kattr_", "_kcall_", "_str_", "_set_comp_", "_dict_comp_", "_dict_display_")
+_REPEAT_SECONDS = 0.05  # stepped comparisons C may repeat (it does the same work, faster)
+_MAPPINGPROXY = types.MappingProxyType
+_own_dict = type.__dict__["__dict__"].__get__
+
+
+def _contains_of(kind: type) -> Callable[[Any, Any], Any] | None:
+    """The C `__contains__` whose table a lookup in an object of `kind` reads (dict, set, frozenset, their
+    subclasses — defaultdict, Counter, OrderedDict, a cell's `class S(set)` — dict keys views and
+    mappingproxy), else None."""
+    if kind is dict or kind is set or kind is frozenset:
+        return kind.__contains__
+    if kind is _MAPPINGPROXY or kind is _KEYS_VIEW:
+        return lambda table, key: key in table
+    for base in (dict, set, frozenset):
+        if issubclass(kind, base):
+            return base.__contains__
+    return None
+
+
+_KEYS_VIEW = type({}.keys())
+
+
+def table_key(table: Any, key: Any, contains: Callable[[Any, Any], Any]) -> Any:
+    """What to hand C for `key` in `table` (see the module docstring): the stored equal key, else `key`."""
+    probe = _Probe(key)
+    start = time.perf_counter()
+    contains(table, probe)
+    if probe.match is not _NO_MATCH:
+        return probe.match
+    if probe.calls and time.perf_counter() - start > _REPEAT_SECONDS:
+        raise LimitExceeded(
+            f"this key hashes like {probe.calls} stored key(s) that equal it for a long stretch and then "
+            "differ: C would compare them again in one call the time limit cannot stop; key by a string or "
+            "id() instead"
+        )
+    return key
+
+
+def item_key(table: Any, key: Any) -> Any:
+    """The key for `table[key]`, `table[key] = v`, `del table[key]` (the `_getitem_` and `_wkey_` guards):
+    `key` itself unless `table` is a C hash table and `key` is costly."""
+    kind = type(key)
+    if kind is tuple:
+        if len(key) <= _SHORT:
+            for item in key:
+                if type(item) not in _SCALARS:
+                    break
+            else:
+                return key  # a short record of scalars (the common key): cheap to hash and compare
+    elif kind is not frozenset and not issubclass(kind, tuple):
+        return key
+    contains = _contains_of(type(table))
+    if contains is None or not costly_key(key):
+        return key
+    return table_key(table, key, contains)
+
+
+def _hashed_key(table: Any, key: Any) -> Any:
+    kind = type(key)
+    if kind is not tuple and kind is not frozenset and not issubclass(kind, tuple):
+        return key
+    if not costly_key(key):
+        return key
+    contains = _contains_of(type(table))
+    return key if contains is None else table_key(table, key, contains)
+
+
+# -- methods with one key ------------------------------------------------------------------------------------
+def _one_key(method: Callable[..., Any], table: Any) -> Callable[..., Any]:
+    def call(key: Any, /, *rest: Any) -> Any:
+        kind = type(key)
+        if kind is tuple or kind is frozenset or issubclass(kind, tuple):
+            key = _hashed_key(table, key)
+        return method(key, *rest)
+
+    call.__name__ = call.__qualname__ = getattr(method, "__name__", "method")
+    call.__doc__ = getattr(method, "__doc__", None)
+    return call
+
+
+_DICT_KEYED = frozenset({"get", "pop", "setdefault", "__contains__"})
+_SET_KEYED = frozenset({"add", "discard", "remove", "__contains__"})
+KEYED_NAMES = frozenset({"get", "pop", "setdefault", "add", "discard"})  # `remove` is compare.py's too
+
+
+def _keyed_base(kind: type, name: str) -> type | None:
+    """dict, set or frozenset when `kind`'s method `name` is that base's C method, else None."""
+    for base, names in ((dict, _DICT_KEYED), (set, _SET_KEYED), (frozenset, _SET_KEYED)):
+        if name in names and issubclass(kind, base):
+            for cls in kind.__mro__:
+                if cls is base:
+                    return base
+                if name in _own_dict(cls):
+                    return None
+    return None
+
+
+def keyed_call_method(obj: Any, name: str) -> Callable[..., Any] | None:
+    """For `obj.<name>(key, ...)` (the `_kcall_` guard): the unbound C method of an exact dict, set,
+    defaultdict, Counter or OrderedDict, to call with the key `item_key` gives — else None."""
+    table = _EXACT_TABLES.get(type(obj))
+    return None if table is None else table.get(name)
+
+
+def keyed_method(obj: Any, name: str) -> Callable[..., Any] | None:
+    """`d.get/pop/setdefault`, `s.add/discard/remove` whose key is looked up through `table_key` (bound, or
+    unbound when `obj` is the class: `dict.get(d, k)`), else None (the real attribute serves)."""
+    if isinstance(obj, type):
+        base = _keyed_base(obj, name)
+        if base is None:
+            return None
+        unbound = getattr(base, name)
+
+        def call(self: Any, /, *args: Any) -> Any:
+            if not isinstance(self, base) or not args:
+                return unbound(self, *args)  # the descriptor's own TypeError
+            return _one_key(unbound.__get__(self), self)(*args)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+    base = _keyed_base(type(obj), name)
+    if base is None:
+        return None
+    return _one_key(getattr(base, name).__get__(obj), obj)
+
+
+_DICT_METHODS = {name: getattr(dict, name) for name in ("get", "pop", "setdefault")}
+_SET_METHODS = {name: getattr(set, name) for name in ("add", "discard")}
+_EXACT_TABLES: dict[type, dict[str, Any]] = {
+    dict: _DICT_METHODS,
+    collections.defaultdict: _DICT_METHODS,
+    collections.Counter: _DICT_METHODS,
+    collections.OrderedDict: {name: getattr(collections.OrderedDict, name) for name in _DICT_METHODS},
+    set: _SET_METHODS,
+}
+
+
+# -- many keys -----------------------------------------------------------------------------------------------
+def _has_costly(keys: list[Any]) -> bool:
+    """Some of `keys` are costly (`costly_key`); short records of scalars are recognised at C speed."""
+    kinds = set(map(type, keys))
+    if tuple not in kinds and frozenset not in kinds and not any(issubclass(k, tuple) for k in kinds):
+        return False
+    if kinds == {tuple}:
+        tuples, others = keys, []
+    else:
+        tuples = [k for k in keys if type(k) is tuple]
+        others = [k for k in keys if type(k) is not tuple and (type(k) is frozenset or isinstance(k, tuple))]
+    if tuples and not short_records(tuples):
+        others.extend(tuples)
+    return any(map(costly_key, others))
+
+
+def short_records(tuples: list[tuple[Any, ...]]) -> bool:
+    """Every one of `tuples` (exact tuples) is a short record of scalars (read at C speed)."""
+    if max(map(len, tuples)) > _SHORT:
+        return False
+    return set(map(type, itertools.chain.from_iterable(tuples))) <= _SCALARS
+
+
+def insert_keys(target: Any, keys: list[Any]) -> None:
+    """`target.update(keys)` for a set (or `dict.fromkeys`-style insertion through `add`), with costly keys
+    inserted one by one through `table_key` (the others in one C call)."""
+    if not _has_costly(keys):
+        target.update(keys)
+        return
+    contains = _contains_of(type(target))
+    assert contains is not None
+    add = target.add
+    for key in keys:
+        if (type(key) is frozenset or isinstance(key, tuple)) and costly_key(key):
+            key = table_key(target, key, contains)
+        add(key)
+
+
+def insert_pairs(target: dict[Any, Any], pairs: list[tuple[Any, Any]]) -> None:
+    """`target.update(pairs)` with costly keys set one by one through `table_key` (the stored equal key
+    keeps its place and takes the new value, as C does)."""
+    keys = [pair[0] for pair in pairs]
+    if not _has_costly(keys):
+        target.update(pairs)
+        return
+    contains = _contains_of(type(target))
+    assert contains is not None
+    for key, value in pairs:
+        if (type(key) is frozenset or isinstance(key, tuple)) and costly_key(key):
+            key = table_key(target, key, contains)
+        target[key] = value
+
+
+def insert_fromkeys(target: dict[Any, Any], keys: list[Any], value: Any) -> None:
+    """`target.update(dict.fromkeys(keys, value))`, costly keys one by one (`insert_pairs`)."""
+    if not _has_costly(keys):
+        target.update(dict.fromkeys(keys, value))
+        return
+    insert_pairs(target, [(key, value) for key in keys])
+
+
+def count_keys(mapping: Any, items: list[Any], c_count: Callable[[Any, list[Any]], None]) -> None:
+    """collections._count_elements(mapping, items) (`c_count`, the C one), costly keys counted one by one
+    through `table_key` (`mapping[k] = mapping.get(k, 0) + 1`, as collections.py's own version does)."""
+    if not _has_costly(items):
+        c_count(mapping, items)
+        return
+    get = mapping.get
+    contains = _contains_of(type(mapping))
+    for item in items:
+        if contains is not None and (type(item) is frozenset or isinstance(item, tuple)) and costly_key(item):
+            item = table_key(mapping, item, contains)
+        mapping[item] = get(item, 0) + 1
