@@ -12,8 +12,17 @@ from typing import Any
 
 from rlm_kernel.repl.asked import asked_words, wants_number
 from rlm_kernel.repl.gate import answer_in_output, names_from_sub_calls, prints_only_literals
+from rlm_kernel.repl.kinds import code_kind, names_defined
 from rlm_kernel.repl.subtask import quotes_task
-from rlm_kernel.rootloop.found import best_line, candidates, defining_lines, files_of, next_key, wants_file
+from rlm_kernel.rootloop.found import (
+    best_line,
+    candidates,
+    defining_lines,
+    enclosing_classes,
+    files_of,
+    next_key,
+    wants_file,
+)
 from rlm_kernel.rootloop.prompt import COMMON_WORDS
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
@@ -283,6 +292,11 @@ def _found_hint(run: Any, printed: str) -> str:
         # and the model, which cannot see which file a line is in, ended with a guessed file 7 times. The
         # kernel located the printed lines in the corpus: that file is drawn from `context` (gate rule 2).
         return _file_hint(run, files[0])
+    tracker = run.state.run
+    if context and tracker is not None and code_kind(run.question) == "class":
+        classes = enclosing_classes(lines, context)
+        if classes and not (best is not None and names_defined(best, tracker.gate.defined("class"))):
+            return _class_hint(run, classes)
     key = next_key(best, run.question) if best is not None else None
     if key is not None:
         # Measured with the coder model (issue 27, protocol/join): the first hop's line was ended with as
@@ -307,6 +321,37 @@ def _found_hint(run: Any, printed: str) -> str:
         "for what code found. If the question asks for something the output does not show yet, search "
         "`context` for it next (e.g. for a name or number the output gave)."
     )
+
+
+_CLASS_NAME = re.compile(r"class\s+([A-Za-z_]\w*)")
+
+
+def _class_hint(run: Any, classes: list[str]) -> str:
+    """The hint for "which class" when the printed lines lie in classes (a method's `def` line): the `class`
+    lines the kernel found them in (drawn from `context`: the gate is told it saw them), and FINAL of the one
+    class the question does not name already, if there is one.
+
+    Measured with the coder model (long-context AFTER run, 2026-12-06, code/32K-override-2): the found hint
+    offered the printed `def header_fetch_parse(...)` line for "which class overrides ...", and it was
+    accepted; the line is inside a class and names none."""
+    tracker = run.state.run
+    tracker.gate.saw("\n".join(classes))
+    question = truncate(run.question, 300)
+    named = set(re.findall(r"\w+", run.question))
+    names = [m.group(1) for c in classes if (m := _CLASS_NAME.match(c))]
+    rest = [n for n in names if n not in named]
+    shown = "\n".join(f"  {c}" for c in classes)
+    head = (
+        "Your code's output comes from `context`, but a line inside a class is not the class: this question "
+        f"asks which class ({question!r}). The printed lines are inside these classes of `context` (the "
+        f"kernel found each line's `class` line):\n{shown}\n"
+    )
+    if len(rest) == 1:
+        return head + (
+            f"Of them only {rest[0]!r} is not already named in the question. If it answers the question, end "
+            f"the run now — reply with just:\n```repl\nFINAL({rest[0]!r})\n```"
+        )
+    return head + "End with FINAL of the class name that answers the question, copied from these lines."
 
 
 def _file_hint(run: Any, path: str) -> str:

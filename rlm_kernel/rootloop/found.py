@@ -14,7 +14,15 @@ from collections.abc import Mapping
 from rlm_kernel.repl.asked import asked_words, names_asked_thing
 from rlm_kernel.rootloop.prompt import COMMON_WORDS
 
-__all__ = ["best_line", "candidates", "defining_lines", "files_of", "next_key", "wants_file"]
+__all__ = [
+    "best_line",
+    "candidates",
+    "defining_lines",
+    "enclosing_classes",
+    "files_of",
+    "next_key",
+    "wants_file",
+]
 
 _MIN_LOCATED = 12
 _DATE_OR_TIME = re.compile(r"^\d{4}-\d\d-\d\d|^\d\d?:\d\d")
@@ -74,6 +82,57 @@ def files_of(lines: list[str], context: str, spans: Mapping[str, tuple[int, int]
                 if path not in found:
                     found.append(path)
                 break
+    return found
+
+
+_MAX_PLACES = 20
+_MAX_UP = 3000
+"""Lines walked up from a printed line to the `class` line it belongs to, at most."""
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _class_above(context: str, pos: int) -> str | None:
+    """The `class` line the line starting at `pos` of `context` lies in: walking up, each line indented less
+    than the last one kept is its block's header; the first such header that is a `class` line (None at a
+    line of no indentation that is not one, at a corpus file's `=== path ===` marker, or after _MAX_UP)."""
+    end = context.find("\n", pos)
+    level = _indent(context[pos : end if end >= 0 else len(context)])
+    stop = pos
+    for _ in range(_MAX_UP):
+        if stop <= 0 or level == 0:
+            return None
+        start = context.rfind("\n", 0, stop - 1) + 1
+        line = context[start : stop - 1] if context[stop - 1] == "\n" else context[start:stop]
+        stop = start
+        if not line.strip():
+            continue
+        if line.startswith("=== ") and line.rstrip().endswith(" ==="):
+            return None
+        if _indent(line) < level:
+            if line.lstrip().startswith("class "):
+                return line.strip()
+            level = _indent(line)
+    return None
+
+
+def enclosing_classes(lines: list[str], context: str) -> list[str]:
+    """The `class` lines of `context` that the printed lines lie in (every place each is a whole line of
+    `context`, at most _MAX_PLACES each), in order, each once: where a printed `def` line is, its class."""
+    found: list[str] = []
+    for line in lines:
+        text = line.strip()
+        if len(text) < _MIN_LOCATED:
+            continue
+        pattern = re.compile(r"^[ \t]*" + re.escape(text) + r"[ \t]*$", re.M)
+        for k, m in enumerate(pattern.finditer(context)):
+            if k >= _MAX_PLACES:
+                break
+            header = _class_above(context, m.start())
+            if header is not None and header not in found:
+                found.append(header)
     return found
 
 

@@ -157,7 +157,8 @@ class TurnLoop:
         else:
             self.raw_final = value
             text, computed = value, False
-        why = tracker.gate.problem(text, computed, self.raw_final if names_variable else None)
+        scoped = names_variable and tracker.gate.in_scope(value)
+        why = tracker.gate.problem(text, computed, self.raw_final if names_variable else None, scoped)
         if why is not None:
             blind = tracker.successes > 0 and not tracker.gate.context_calls
             return None, rejection(kind, blind, why)
