@@ -281,7 +281,11 @@ def _found_hint(run: Any, printed: str) -> str:
     lines = candidates(printed)
     task = run.task[0] if run.task is not None else ""
     # a sub-RLM's search also prints its task's own line: offered as FINAL, it was copied (coder model)
+    hops = getattr(run, "steps", [])
     answers = [line for line in lines if line not in run.question and (not task or line not in task)]
+    # a chain's next search prints the hop before it again ("Marta Holm has joined the Heron project team."
+    # among the Heron lines): a line already taken as a step is not the best line again
+    answers = [line for line in answers if line not in {h[0] for h in hops}] or answers
     best = best_line(run.question, answers)
     if best is None and len(lines) == 1:
         best = lines[0]  # the one thing printed: a count ("537"), a value
@@ -297,12 +301,14 @@ def _found_hint(run: Any, printed: str) -> str:
         classes = enclosing_classes(lines, context)
         if classes and not (best is not None and names_defined(best, tracker.gate.defined("class"))):
             return _class_hint(run, classes)
-    key = next_key(best, run.question) if best is not None else None
+    key = next_key(best, run.question, tuple(h[1] for h in hops)) if best is not None else None
     if key is not None:
         # Measured with the coder model (issue 27, protocol/join): the first hop's line was ended with as
         # the answer ("... issued to Marta Quist in the images room", "images" its own guess); a generic
         # "search for a name or number the output gave" was not acted on, so the search is spelt out.
         run.next_key = key
+        if isinstance(hops, list):
+            hops.append((best, key))
         asked = "/".join(asked_words(run.question))
         return (
             f"Your code's output comes from `context`, but it names no {asked}, which this question asks "
@@ -478,20 +484,21 @@ def found_by_code(run: Any, turn: Turn) -> bool:
     lines = [line for line in printed.splitlines() if line.strip()]
     if not printed or len(printed) > _FOUND_CHARS or len(lines) > _ANSWER_LIKE_LINES:
         return False
-    found = candidates(printed)  # a few hits, each short (a printed list of them is one line)
+    # a few hits, each short (a printed list of them is one line); the count printed above them aside
+    found = [c for c in candidates(printed) if not re.fullmatch(r"\d+", c)]
     if len(found) > _ANSWER_LIKE_LINES + 1 or any(len(c) > _ANSWER_LIKE_CHARS for c in found):
         return False
     if _no_hits(lines):  # a search that found nothing is not an answer (coder model: then it guessed)
         return False
     words = {w.lower() for w in re.findall(r"\w{3,}", run.question)} - COMMON_WORDS
-    key = getattr(run, "next_key", None)
+    keys = {getattr(run, "next_key", None)} | {h[1] for h in getattr(run, "steps", [])}
     try:
         tree = ast.parse(turn.code or "")
     except (SyntaxError, ValueError):
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip():
-            if key is not None and node.value.strip() == key:
+            if node.value.strip() in keys:
                 return True
             if {w.lower() for w in re.findall(r"\w{3,}", node.value)} & words:
                 return True

@@ -156,18 +156,19 @@ def wants_file(question: str) -> bool:
     return any(w in ("file", "files", "module", "path") for w in asked_words(question))
 
 
-def next_key(line: str, question: str) -> str | None:
+def next_key(line: str, question: str, searched: tuple[str, ...] = ()) -> str | None:
     """What to search for next when `line` is a step (it does not name what the question asks for): a number
     or code it gave that the question does not have (not a date or time), else a capitalised name; None when
-    the line names the asked thing or has nothing new."""
+    the line names the asked thing or has nothing new. Keys already `searched` are not given again (a
+    chain's next hop prints the line of the hop before it too)."""
     if names_asked_thing(line, question):
         return None
-    asked = {w.lower() for w in _TOKEN.findall(question)}
+    asked = {w.lower() for w in _TOKEN.findall(question)} | {k.lower() for k in searched}
     tokens = [t for t in _TOKEN.findall(line) if t.lower() not in asked]
     for token in tokens:
         if any(c.isdigit() for c in token) and len(token) >= 3 and not _DATE_OR_TIME.match(token):
             return token
-    for token in tokens[1:]:
+    for token in tokens[1:] if line[:1].isupper() and tokens and line.startswith(tokens[0]) else tokens:
         plain = token.lower() not in COMMON_WORDS and not token.isupper()
         if token[0].isupper() and len(token) >= 3 and plain:
             return token
