@@ -21,6 +21,7 @@ from rlm_kernel.rootloop.found import (
     enclosing_classes,
     files_of,
     next_key,
+    shape,
     wants_file,
 )
 from rlm_kernel.rootloop.labels import label_hint
@@ -190,6 +191,8 @@ def hints(run: Any, turn: Turn) -> list[str]:
         elif (path := defining_file(run, turn)) is not None:
             run.found = (turn.index, path)
             out.append(_file_hint(run, path))
+        elif classes := defining_classes(run, turn):
+            out.append(_class_hint(run, classes))
         elif found_by_code(run, turn) and (not wants_number(run.question) or _one_number(lines)):
             # for "how many", only a printed count: the found hint offers a printed line, and a line is not a
             # count (tutorial 4 on the coder model: FINAL('["else" ":" suite]') offered, refused, again ...)
@@ -289,8 +292,11 @@ def _found_hint(run: Any, printed: str) -> str:
     hops = getattr(run, "steps", [])
     answers = [line for line in lines if line not in run.question and (not task or line not in task)]
     # a chain's next search prints the hop before it again ("Marta Holm has joined the Heron project team."
-    # among the Heron lines): a line already taken as a step is not the best line again
-    answers = [line for line in answers if line not in {h[0] for h in hops}] or answers
+    # among the Heron lines): a line already taken as a step is not the best line again, and neither are its
+    # siblings, lines of the same shape ("Anika Holm has joined the Heron project team.": followed, the next
+    # search was for another person's name; hint follower, multihop/128K-3hop-7)
+    shapes = {shape(h[0]) for h in hops}
+    answers = [line for line in answers if shape(line) not in shapes] or answers
     best = best_line(run.question, answers)
     if best is None and len(lines) == 1:
         best = lines[0]  # the one thing printed: a count ("537"), a value
@@ -393,6 +399,18 @@ def defining_file(run: Any, turn: Turn) -> str | None:
         return None
     files = files_of(defining_lines(candidates(turn.stdout), run.question), context, spans)
     return files[0] if len(files) == 1 else None
+
+
+def defining_classes(run: Any, turn: Turn) -> list[str]:
+    """For a "which class" question: the `class` lines of `context` holding the printed lines that define a
+    name the question quotes (`def set_content(...)`), when the output is too long for the found hint.
+
+    Measured with the hint follower (code/128K-override-2, seed 1): the search for `set_content` printed
+    nine hits, its two `def` lines among calls and docs, and no hint came."""
+    context = run.loaded.value if isinstance(run.loaded.value, str) else ""
+    if not context or turn.calls or turn.error or code_kind(run.question) != "class":
+        return []
+    return enclosing_classes(defining_lines(candidates(turn.stdout), run.question), context)
 
 
 def _read_hint(run: Any, turn: Turn) -> str:

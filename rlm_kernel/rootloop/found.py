@@ -21,6 +21,7 @@ __all__ = [
     "enclosing_classes",
     "files_of",
     "next_key",
+    "shape",
     "wants_file",
 ]
 
@@ -134,6 +135,16 @@ def enclosing_classes(lines: list[str], context: str) -> list[str]:
             if header is not None and header not in found:
                 found.append(header)
     return found
+
+
+_NAMES_AND_NUMBERS = re.compile(r"\b(?:[A-Z][\w-]*|\d[\w-]*)\b")
+
+
+def shape(line: str) -> str:
+    """A line with its names and numbers blanked ("X X has joined the X project team."): lines of one shape
+    are facts of one kind, so a line shaped like a chain's earlier hop is that hop's sibling (another person
+    on the same project), not the chain's next hop."""
+    return _NAMES_AND_NUMBERS.sub("X", line.strip())
 
 
 _QUOTED = re.compile(r"`([A-Za-z_][\w.]*)`")

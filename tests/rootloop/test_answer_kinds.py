@@ -16,7 +16,7 @@ from rlm_kernel.rootloop.found import enclosing_classes
 from tests.llm_server import LLMTestServer
 from tests.rootloop.script import Script, repl
 
-_BASE = '''\
+_BASE = """\
 import abc
 
 
@@ -34,7 +34,7 @@ class Compat32(Policy):
 
     def fold(self, name, value):
         return name
-'''
+"""
 
 
 def _corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ctxmod.LoadedContext:
@@ -156,3 +156,23 @@ def test_the_scope_follows_the_file_s_text_not_a_filter_that_mentions_it() -> No
         one = ScopeFlow("mail/utils.py")
         one.add_block(code)
         assert "k" in one.names and one.block_scoped(code), code
+
+
+def test_which_class_gets_the_classes_of_the_defining_lines_among_many_uses(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # hint follower, code/128K-override-2 (seed 1): the search printed nine hits, the `def` lines among calls
+    # and docs, too many for the found hint, and no hint came
+    _corpus(tmp_path, monkeypatch)
+    uses = "".join(
+        f"def get_{i}(policy, k, v):\n    return policy.header_fetch_parse(k, v)\n\n\n" for i in range(8)
+    )
+    (tmp_path / "mail" / "message.py").write_text(uses)
+    corpus = ctxmod.load(str(tmp_path / "mail"))
+    script = Script(root=[repl(SEARCH), repl("FINAL('Compat32')")])
+    result = _run(client_on_server, script, OVERRIDE, corpus, max_iterations=2)
+    first = result.trajectory[0]
+    assert first.stdout.startswith("10\n")
+    assert "class Policy(abc.ABC):\n  class Compat32(Policy):" in first.feedback
+    assert "reply with just:\n```repl\nFINAL('Compat32')\n```" in first.feedback
+    assert result.termination == "final" and result.answer == "Compat32" and result.iterations == 2

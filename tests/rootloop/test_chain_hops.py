@@ -22,6 +22,7 @@ NOTES = "\n\n".join(
     ["Meeting notes, week 3."] * 30
     + [
         FIRST,
+        "Marta Brandt has joined the Heron project team.",
         "Ines Varga has joined the Heron project team.",
         "Marta Okafor has joined the Basalt project team.",
     ]
@@ -57,7 +58,8 @@ def test_each_hop_of_a_chain_is_refused_and_the_hints_walk_to_the_answer(
     notes = [t.note for t in result.trajectory]
     assert "names no visitor/badges" in feedbacks[0] and "if 'Heron' in line]" in feedbacks[0]
     assert "rejected" in notes[1] and "step towards the answer" in notes[1]
-    # the Heron search prints the first hop again: the next search is for the office, not Heron again
+    # the Heron search prints the first hop again, and its sibling (a namesake on the same project, which
+    # shares as many of the question's words): the next search is for the office, not Heron or Brandt
     assert FIRST in result.trajectory[2].stdout and "if 'Lisbon' in line]" in feedbacks[2]
     assert "rejected" in notes[3]
     assert f"reply with just:\n```repl\nFINAL({THIRD!r})\n```" in feedbacks[4]
