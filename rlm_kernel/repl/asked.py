@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["asked_words", "has_number", "is_step", "names_asked_thing", "wants_number"]
+__all__ = ["asked_words", "counts_characters", "has_number", "is_step", "names_asked_thing", "wants_number"]
 
 _WH = frozenset({"which", "what", "whose"})
 _SKIP = frozenset({"the", "a", "an", "of", "kind", "one", "ones"})
@@ -184,6 +184,17 @@ def wants_number(question: str) -> bool:
     """Whether the question asks how many or how much (in its first 400 characters: a sub-RLM's question
     quotes its task there)."""
     return _HOW_MANY.search(question[:400]) is not None
+
+
+_CHARACTERS = re.compile(
+    r"\bhow (?:many|much) (?:\w+ ){0,2}(?:characters|chars|letters|bytes)\b|\blength\b", re.I
+)
+
+
+def counts_characters(question: str) -> bool:
+    """Whether the question asks for a size in characters ("How many characters ...", "What is the length
+    ..."): the one count a text's `len()` answers."""
+    return _CHARACTERS.search(question[:400]) is not None
 
 
 def has_number(text: str) -> bool:

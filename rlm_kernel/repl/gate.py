@@ -38,7 +38,7 @@ from __future__ import annotations
 import ast
 import re
 
-from rlm_kernel.repl.asked import asked_words, has_number, is_step, wants_number
+from rlm_kernel.repl.asked import asked_words, counts_characters, has_number, is_step, wants_number
 from rlm_kernel.repl.derived import CONTEXT_NAME, DataFlow
 from rlm_kernel.repl.kinds import defined_names, kind_problem
 from rlm_kernel.repl.scope import ScopeFlow, scope_file
@@ -298,6 +298,9 @@ class FinalGate:
         """What the blocks that worked on the scope's file printed."""
         self.block_in_scope = False
         self.final_scoped = False
+        self.sizes: set[int] = set()
+        """The lengths in characters of the texts code measured (`len(text)` of a str) and of the context:
+        not a count of anything a question asks about but characters (`note_sizes`)."""
         """The loaded context as text (`load`): what the answer-kind checks read (`repl.kinds`)."""
         self._defined: dict[str, frozenset[str]] = {}
 
@@ -306,9 +309,37 @@ class FinalGate:
         (`repl.kinds`), and for a counting question that names one of the files, that file's scope
         (`repl.scope`). Set after `question`."""
         self.text, self._defined = text, {}
+        self.sizes = {len(text)} if text else set()
         path = scope_file(self.question, files) if files and wants_number(self.question) else None
         self.scope = ScopeFlow(path) if path is not None else None
         self.scoped_output, self.block_in_scope, self.final_scoped = "", False, False
+
+    def note_sizes(self, code: str, ns: dict) -> None:
+        """Note the length of every str a block measured with `len(NAME)` (read from the namespace `ns`
+        after the block ran, by exact type: the cell's objects are not called)."""
+        tree = _parse(code)
+        for node in ast.walk(tree) if tree is not None else ():
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "len"
+                and len(node.args) == 1
+                and isinstance(node.args[0], ast.Name)
+                and type(ns.get(node.args[0].id)) is str
+            ):
+                self.sizes.add(len(ns[node.args[0].id]))
+
+    def size_problem(self, answer: str) -> str | None:
+        """Why a count is a length in characters (None: it is not, or characters are asked for)."""
+        numbers = {int(n) for n in re.findall(r"(?<![\w.])\d+(?![\w.])", answer.replace(",", ""))}
+        if not numbers or not numbers <= self.sizes or counts_characters(self.question):
+            return None
+        return (
+            f"{', '.join(map(str, sorted(numbers)))} is the length of a text in characters (len() of a str), "
+            "not a count of what the question asks about. Count those things in the text — e.g. the lines "
+            "that are one (a filter over text.splitlines()) or extract_functions(text) for functions — print "
+            "the count, and end with FINAL of it"
+        )
 
     def in_scope(self, name: str) -> bool:
         """Whether a variable was computed over the scope's file (True when there is no scope)."""
@@ -372,6 +403,10 @@ class FinalGate:
                 "the question asks how many (or how much), and this answer has no number. Count with code "
                 "(e.g. n = len(hits) or text.count(word)), print it, and end with FINAL(n)"
             )
+        if not self.no_context and wants_number(self.question):
+            why = self.size_problem(answer)
+            if why is not None:
+                return why
         if self.scope is not None and not self.no_context and has_number(answer):
             if not ((computed and scoped) or numbers_in(_normal(answer), self.scoped_output)):
                 return self.scope_problem()

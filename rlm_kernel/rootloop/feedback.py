@@ -193,6 +193,10 @@ def hints(run: Any, turn: Turn) -> list[str]:
             out.append(_file_hint(run, path))
         elif classes := defining_classes(run, turn):
             out.append(_class_hint(run, classes))
+        elif wants_number(run.question) and _one_number(lines) and tracker.gate.size_problem(lines[0]):
+            # coder model (code/32K-count-1, after the file-scope refusal): it printed len(text) of the file's
+            # text, 8541, and the found hint offered FINAL('8541'), which was accepted
+            out.append(f"That number is not the answer: {tracker.gate.size_problem(lines[0])}.")
         elif found_by_code(run, turn) and (not wants_number(run.question) or _one_number(lines)):
             # for "how many", only a printed count: the found hint offers a printed line, and a line is not a
             # count (tutorial 4 on the coder model: FINAL('["else" ":" suite]') offered, refused, again ...)

@@ -176,3 +176,29 @@ def test_which_class_gets_the_classes_of_the_defining_lines_among_many_uses(
     assert "class Policy(abc.ABC):\n  class Compat32(Policy):" in first.feedback
     assert "reply with just:\n```repl\nFINAL('Compat32')\n```" in first.feedback
     assert result.termination == "final" and result.answer == "Compat32" and result.iterations == 2
+
+
+def test_a_text_s_length_is_not_a_count_of_what_the_question_asks(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # code/32K-count-1 on the coder model, after the file-scope refusal: it took the file's text, printed
+    # len(text) (8541) and the found hint offered FINAL('8541'), which was accepted
+    corpus = _corpus(tmp_path, monkeypatch)
+    path = next(p for p in corpus.files if p.endswith("utils.py"))
+    size = len(corpus.value[slice(*corpus.files[path])])
+    scoped = f"start, end = context_files[{path!r}]\ntext = context[start:end]\nprint(len(text))"
+    count = "k = len([l for l in text.splitlines() if l.startswith('def ')])\nprint(k)"
+    script = Script(root=[repl(scoped), repl(f"FINAL({size})"), repl(count), "FINAL(2)"])
+    question = f"How many top-level functions does `{path}` define? Answer with a number."
+    result = _run(client_on_server, script, question, corpus, max_iterations=4)
+    first = result.trajectory[0]
+    assert first.stdout.strip() == str(size)
+    assert f"FINAL('{size}')" not in first.feedback and "length of a text in characters" in first.feedback
+    assert "length of a text in characters" in result.trajectory[1].note
+    assert result.termination == "final" and result.answer == "2" and result.iterations == 4
+    # a question about characters takes the length
+    chars = f"How many characters does `{path}` have?"
+    result = _run(
+        client_on_server, Script(root=[repl(scoped), f"FINAL({size})"]), chars, corpus, max_iterations=2
+    )
+    assert result.termination == "final" and result.answer == str(size)
