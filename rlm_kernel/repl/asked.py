@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["asked_words", "has_number", "is_step", "names_asked_thing", "wants_number"]
+__all__ = ["asked_words", "counts_characters", "has_number", "is_step", "names_asked_thing", "wants_number"]
 
 _WH = frozenset({"which", "what", "whose"})
 _SKIP = frozenset({"the", "a", "an", "of", "kind", "one", "ones"})
@@ -54,19 +54,35 @@ def asked_words(question: str) -> tuple[str, ...]:
             if len(rest) < 2 or rest[1] not in _DETERMINER:
                 return ()  # "What is alpha?": about a named thing, no kind of thing asked for
             rest = rest[1:]
-        phrase: list[str] = []
-        for w in rest:
-            if not phrase and w in _SKIP:
-                continue
-            if w in _END or w in _WH:
-                break
-            phrase.append(w)
-            if len(phrase) == 4:
-                break
+        phrase, after = _phrase(rest)
         if phrase and not any(w in _ATTRIBUTE for w in phrase):
             return tuple(phrase)
+        if phrase and after:
+            # an attribute of a thing: "What colour are the visitor badges ...?", "What is the colour of
+            # the door?" ask about the badges, the door (coder model, multihop/32K-3hop-1: the first hop's
+            # line "Marta Holm has joined the Heron project team." named no badge and was accepted)
+            link = after[0]
+            if (link in _AUXILIARY or link == "of") and len(after) > 1 and after[1] in _DETERMINER:
+                thing, _ = _phrase(after[1:])
+                if thing and not any(w in _ATTRIBUTE for w in thing):
+                    return tuple(thing)
         return ()
     return ()
+
+
+def _phrase(words: list[str]) -> tuple[list[str], list[str]]:
+    """The noun phrase at the start of `words` (leading determiners skipped, up to a verb, preposition or
+    wh-word, at most four words), and the words after it."""
+    phrase: list[str] = []
+    for i, w in enumerate(words):
+        if not phrase and w in _SKIP:
+            continue
+        if w in _END or w in _WH:
+            return phrase, words[i:]
+        phrase.append(w)
+        if len(phrase) == 4:
+            return phrase, words[i + 1 :]
+    return phrase, []
 
 
 _PATH_KINDS = frozenset({"file", "files", "module", "modules", "path", "paths", "script", "scripts"})
@@ -130,12 +146,28 @@ def is_step(text: str, question: str) -> bool:
     named = {_stem(w) for w in _WORD.findall(question.lower())} - {_stem(w) for w in _STOP | _wide(question)}
     in_question = set(re.findall(r"\w+", question.lower()))
     words = re.findall(r"[\w-]+", text)
+    if _names_a_named_thing(words, named, in_question):
+        return True
     for i, word in enumerate(words):
         value = word.lower()
         if not _VALUE.fullmatch(word) or value in in_question or len(value) < 3 or _DATE_OR_TIME.match(value):
             continue
         before = {_stem(w.lower()) for w in words[max(0, i - _NEAR) : i]}
         if before & named:
+            return True
+    return False
+
+
+def _names_a_named_thing(words: list[str], named: set[str], in_question: set[str]) -> bool:
+    """Whether the text gives a new proper name (capitalised, not in the question, not its first word) right
+    before or after a thing the question names: "the Heron project", "the Lisbon office" — the name of
+    another thing of the question, so a hop of a chain, not what is asked ("Marta lives in Lisbon" names a
+    city, not another thing of "Which city does Marta live in?")."""
+    for i, word in enumerate(words[1:], start=1):
+        if not (word[:1].isupper() and word[1:].islower() and len(word) >= 3) or word.lower() in in_question:
+            continue
+        near = {_stem(w.lower()) for w in (words[i - 1], words[i + 1] if i + 1 < len(words) else "")}
+        if near & named:
             return True
     return False
 
@@ -152,6 +184,17 @@ def wants_number(question: str) -> bool:
     """Whether the question asks how many or how much (in its first 400 characters: a sub-RLM's question
     quotes its task there)."""
     return _HOW_MANY.search(question[:400]) is not None
+
+
+_CHARACTERS = re.compile(
+    r"\bhow (?:many|much) (?:\w+ ){0,2}(?:characters|chars|letters|bytes)\b|\blength\b", re.I
+)
+
+
+def counts_characters(question: str) -> bool:
+    """Whether the question asks for a size in characters ("How many characters ...", "What is the length
+    ..."): the one count a text's `len()` answers."""
+    return _CHARACTERS.search(question[:400]) is not None
 
 
 def has_number(text: str) -> bool:

@@ -69,7 +69,8 @@ def _finish(
     if state.run is not None:
         gate = state.run.gate
         computed = gate.final_drawn if name is None else name in gate.flow.names
-        why = gate.problem(text, computed, answer)
+        scoped = gate.final_scoped if name is None else gate.in_scope(name)
+        why = gate.problem(text, computed, answer, scoped)
         if why is not None:
             # fed back once, with the turn's notes (not also printed into the block's output)
             blind = state.run.successes > 0 and not gate.context_calls

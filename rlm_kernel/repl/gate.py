@@ -23,7 +23,9 @@ answer without a number to a "how many/much" question, the reference-style `answ
 (`FINAL(answer)` with `answer == {"content": None, "ready": False}`), and a text answer of four or more words
 that reads as a step: it names nothing the question's wh-phrase asks for and gives a new number for another
 thing the question names (`repl.asked.is_step`: "Which room's door ..." answered with the first hop's line
-"badge 35415 was issued to Marta Quist" — a step, not the answer).
+"badge 35415 was issued to Marta Quist" — a step, not the answer), and an answer of the wrong kind where the
+kind has a shape in the context (`repl.kinds`: "which class" answered with a `def` line, which names no
+class the context's `class` lines define).
 
 The run's question is never evidence, wherever the model finds it: a sub-call that only quotes it does not
 count, and the question's lines printed by code do not count for rule 2. A sub-RLM's task lies inside its
@@ -36,8 +38,10 @@ from __future__ import annotations
 import ast
 import re
 
-from rlm_kernel.repl.asked import asked_words, has_number, is_step, wants_number
+from rlm_kernel.repl.asked import asked_words, counts_characters, has_number, is_step, wants_number
 from rlm_kernel.repl.derived import CONTEXT_NAME, DataFlow
+from rlm_kernel.repl.kinds import defined_names, kind_problem
+from rlm_kernel.repl.scope import ScopeFlow, scope_file
 
 __all__ = [
     "NOT_DRAWN",
@@ -287,6 +291,69 @@ class FinalGate:
         """What the kernel told the root about the context (`stated_facts`): evidence like printed output."""
         self.flow = DataFlow()
         self._source: tuple[int, str] = (0, "")
+        self.text = ""
+        self.scope: ScopeFlow | None = None
+        """For a counting question about one file of a corpus: the names computed over that file's text."""
+        self.scoped_output = ""
+        """What the blocks that worked on the scope's file printed."""
+        self.block_in_scope = False
+        self.final_scoped = False
+        self.sizes: set[int] = set()
+        """The lengths in characters of the texts code measured (`len(text)` of a str) and of the context:
+        not a count of anything a question asks about but characters (`note_sizes`)."""
+        """The loaded context as text (`load`): what the answer-kind checks read (`repl.kinds`)."""
+        self._defined: dict[str, frozenset[str]] = {}
+
+    def load(self, text: str, files: dict | None = None) -> None:
+        """The loaded context's text and files, for the checks that read them: the kinds its code defines
+        (`repl.kinds`), and for a counting question that names one of the files, that file's scope
+        (`repl.scope`). Set after `question`."""
+        self.text, self._defined = text, {}
+        self.sizes = {len(text)} if text else set()
+        path = scope_file(self.question, files) if files and wants_number(self.question) else None
+        self.scope = ScopeFlow(path) if path is not None else None
+        self.scoped_output, self.block_in_scope, self.final_scoped = "", False, False
+
+    def note_sizes(self, code: str, ns: dict) -> None:
+        """Note the length of every str a block measured with `len(NAME)` (read from the namespace `ns`
+        after the block ran, by exact type: the cell's objects are not called)."""
+        tree = _parse(code)
+        for node in ast.walk(tree) if tree is not None else ():
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "len"
+                and len(node.args) == 1
+                and isinstance(node.args[0], ast.Name)
+                and type(ns.get(node.args[0].id)) is str
+            ):
+                self.sizes.add(len(ns[node.args[0].id]))
+
+    def size_problem(self, answer: str) -> str | None:
+        """Why a count is a length in characters (None: it is not, or characters are asked for)."""
+        numbers = {int(n) for n in re.findall(r"(?<![\w.])\d+(?![\w.])", answer.replace(",", ""))}
+        if not numbers or not numbers <= self.sizes or counts_characters(self.question):
+            return None
+        return (
+            f"{', '.join(map(str, sorted(numbers)))} is the length of a text in characters (len() of a str), "
+            "not a count of what the question asks about. Count those things in the text — e.g. the lines "
+            "that are one (a filter over text.splitlines()) or extract_functions(text) for functions — print "
+            "the count, and end with FINAL of it"
+        )
+
+    def in_scope(self, name: str) -> bool:
+        """Whether a variable was computed over the scope's file (True when there is no scope)."""
+        return self.scope is None or name in self.scope.names
+
+    def expr_in_scope(self, node: ast.AST | None) -> bool:
+        """Whether an expression is computed over the scope's file (True when there is no scope)."""
+        return self.scope is None or self.scope.drawn(node)
+
+    def defined(self, kind: str) -> frozenset[str]:
+        """The names the context's `class` (kind "class") or `def` lines define, found once per run."""
+        if kind not in self._defined:
+            self._defined[kind] = defined_names(self.text, kind)
+        return self._defined[kind]
 
     @property
     def literal_in_block(self) -> bool:
@@ -308,16 +375,24 @@ class FinalGate:
         self.flow.add_block(code)
         finals = final_arguments(code)
         self.final_drawn = bool(finals) and all(self.flow.drawn(a) for a in finals)
+        if self.scope is not None:
+            self.scope.add_block(code)
+            self.block_in_scope = self.scope.block_scoped(code)
+            self.final_scoped = bool(finals) and all(self.scope.drawn(a) for a in finals)
 
-    def problem(self, answer: str, computed: bool, value: object = None) -> str | None:
+    def problem(self, answer: str, computed: bool, value: object = None, scoped: bool = False) -> str | None:
         """Why this FINAL is refused (None: accepted). `computed`: its value is drawn from the context by
-        the data flow (rule 1)."""
+        the data flow (rule 1); `scoped`: computed over the file a counting question names (`repl.scope`)."""
         why = answer_dict_problem(value)
         if why is not None:
             return why
         why = empty_problem(answer, value, self.question)
         if why is not None:
             return why
+        if not self.no_context:
+            why = kind_problem(answer, self.question, self.defined)
+            if why is not None:
+                return why
         why = self.off_question(answer, value)
         if why is not None:
             return why
@@ -328,6 +403,13 @@ class FinalGate:
                 "the question asks how many (or how much), and this answer has no number. Count with code "
                 "(e.g. n = len(hits) or text.count(word)), print it, and end with FINAL(n)"
             )
+        if not self.no_context and wants_number(self.question):
+            why = self.size_problem(answer)
+            if why is not None:
+                return why
+        if self.scope is not None and not self.no_context and has_number(answer):
+            if not ((computed and scoped) or numbers_in(_normal(answer), self.scoped_output)):
+                return self.scope_problem()
         if computed:  # drawn from the context (or a tool) by the data flow
             return None
         if self.no_context and self.context_calls:
@@ -356,6 +438,16 @@ class FinalGate:
             "text gave), then end with the text that names it"
         )
 
+    def scope_problem(self) -> str:
+        """The refusal of a count not computed over the file the question names."""
+        path = self.scope.path if self.scope is not None else ""
+        return (
+            f"the question asks about the file {path!r}, and this number was not computed over that file's "
+            "text: code over all of `context` counts in every file of the corpus. Take the file's text first "
+            f"— start, end = context_files[{path!r}]; text = context[start:end] — count in `text`, print "
+            "the count, and end with FINAL of it"
+        )
+
     def accepts(self, answer: str, computed: bool, value: object = None) -> bool:
         return self.problem(answer, computed, value) is None
 
@@ -365,6 +457,8 @@ class FinalGate:
         if self.code_read_context and text:
             text = without_question(text, self.question)
             self.output = (self.output + "\n" + text)[-200_000:]
+            if self.block_in_scope:
+                self.scoped_output = (self.scoped_output + "\n" + text)[-200_000:]
 
     def hear(self, text: str) -> None:
         """Add what a sub-call given part of `context` answered (rule 3)."""

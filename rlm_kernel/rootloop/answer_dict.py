@@ -100,7 +100,11 @@ def check(
     computed = any(flow.drawn(v) for v in _assignments(code, "content")) or (
         not _assignments(code, "content") and NAME in flow.names
     )
-    why = tracker.gate.problem(text, computed, content)
+    gate = tracker.gate
+    scoped = any(gate.expr_in_scope(v) for v in _assignments(code, "content")) or (
+        not _assignments(code, "content") and gate.in_scope(NAME)
+    )
+    why = gate.problem(text, computed, content, scoped)
     if why is not None:
         dict.__setitem__(box, "ready", False)
         blind = tracker.successes > 0 and not tracker.gate.context_calls

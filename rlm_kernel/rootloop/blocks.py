@@ -33,6 +33,7 @@ def execute_blocks(run: Any, blocks: tuple[str, ...], turn: Turn, notes: list[st
         armed = answer_dict.before(run.ns)
         before = len(tracker.calls)
         stdout, value, error = execute(run, code, turn.index)
+        tracker.gate.note_sizes(code, run.ns)  # a text's len() is its characters, not a count asked for
         if not tracker.final_set:
             answer_dict.check(  # the reference library's answer["ready"]
                 run.ns,

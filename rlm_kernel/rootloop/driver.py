@@ -127,6 +127,7 @@ def run_rlm_steps(
         run.bindings = bindings.Bindings(state.protected)  # what model code binds in the notebook: listed
     tracker.gate.question = question
     tracker.gate.stated = stated_facts(loaded.value, dict(loaded.files))
+    tracker.gate.load(loaded.value if isinstance(loaded.value, str) else "", dict(loaded.files))
     if not tracker.gate.source_for(loaded.value).strip():
         tracker.gate.code_read_context = True  # nothing loaded: every block works on the question itself
         tracker.gate.no_context = True

@@ -12,8 +12,19 @@ from typing import Any
 
 from rlm_kernel.repl.asked import asked_words, wants_number
 from rlm_kernel.repl.gate import answer_in_output, names_from_sub_calls, prints_only_literals
+from rlm_kernel.repl.kinds import code_kind, names_defined
 from rlm_kernel.repl.subtask import quotes_task
-from rlm_kernel.rootloop.found import best_line, candidates, defining_lines, files_of, next_key, wants_file
+from rlm_kernel.rootloop.found import (
+    best_line,
+    candidates,
+    defining_lines,
+    enclosing_classes,
+    files_of,
+    next_key,
+    shape,
+    wants_file,
+)
+from rlm_kernel.rootloop.labels import label_hint
 from rlm_kernel.rootloop.prompt import COMMON_WORDS
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
@@ -132,6 +143,10 @@ def hints(run: Any, turn: Turn) -> list[str]:
     case = case_mismatch(turn.code)
     if case:
         out.append(case)
+    shown = [line for line in turn.stdout.splitlines() if line.strip()]
+    label = label_hint(run, turn, bool(shown) and _no_hits(shown) and not case)
+    if label:
+        out.append(label)
     blind = [c.kind for c in turn.calls if c.ok and not c.saw_context]
     if blind:
         # Measured with the coder model: a hint with a code template is copied literally ('word' and all)
@@ -176,6 +191,12 @@ def hints(run: Any, turn: Turn) -> list[str]:
         elif (path := defining_file(run, turn)) is not None:
             run.found = (turn.index, path)
             out.append(_file_hint(run, path))
+        elif classes := defining_classes(run, turn):
+            out.append(_class_hint(run, classes))
+        elif wants_number(run.question) and _one_number(lines) and tracker.gate.size_problem(lines[0]):
+            # coder model (code/32K-count-1, after the file-scope refusal): it printed len(text) of the file's
+            # text, 8541, and the found hint offered FINAL('8541'), which was accepted
+            out.append(f"That number is not the answer: {tracker.gate.size_problem(lines[0])}.")
         elif found_by_code(run, turn) and (not wants_number(run.question) or _one_number(lines)):
             # for "how many", only a printed count: the found hint offers a printed line, and a line is not a
             # count (tutorial 4 on the coder model: FINAL('["else" ":" suite]') offered, refused, again ...)
@@ -272,7 +293,14 @@ def _found_hint(run: Any, printed: str) -> str:
     lines = candidates(printed)
     task = run.task[0] if run.task is not None else ""
     # a sub-RLM's search also prints its task's own line: offered as FINAL, it was copied (coder model)
+    hops = getattr(run, "steps", [])
     answers = [line for line in lines if line not in run.question and (not task or line not in task)]
+    # a chain's next search prints the hop before it again ("Marta Holm has joined the Heron project team."
+    # among the Heron lines): a line already taken as a step is not the best line again, and neither are its
+    # siblings, lines of the same shape ("Anika Holm has joined the Heron project team.": followed, the next
+    # search was for another person's name; hint follower, multihop/128K-3hop-7)
+    shapes = {shape(h[0]) for h in hops}
+    answers = [line for line in answers if shape(line) not in shapes] or answers
     best = best_line(run.question, answers)
     if best is None and len(lines) == 1:
         best = lines[0]  # the one thing printed: a count ("537"), a value
@@ -283,12 +311,19 @@ def _found_hint(run: Any, printed: str) -> str:
         # and the model, which cannot see which file a line is in, ended with a guessed file 7 times. The
         # kernel located the printed lines in the corpus: that file is drawn from `context` (gate rule 2).
         return _file_hint(run, files[0])
-    key = next_key(best, run.question) if best is not None else None
+    tracker = run.state.run
+    if context and tracker is not None and code_kind(run.question) == "class":
+        classes = enclosing_classes(lines, context)
+        if classes and not (best is not None and names_defined(best, tracker.gate.defined("class"))):
+            return _class_hint(run, classes)
+    key = next_key(best, run.question, tuple(h[1] for h in hops)) if best is not None else None
     if key is not None:
         # Measured with the coder model (issue 27, protocol/join): the first hop's line was ended with as
         # the answer ("... issued to Marta Quist in the images room", "images" its own guess); a generic
         # "search for a name or number the output gave" was not acted on, so the search is spelt out.
         run.next_key = key
+        if isinstance(hops, list):
+            hops.append((best, key))
         asked = "/".join(asked_words(run.question))
         return (
             f"Your code's output comes from `context`, but it names no {asked}, which this question asks "
@@ -307,6 +342,37 @@ def _found_hint(run: Any, printed: str) -> str:
         "for what code found. If the question asks for something the output does not show yet, search "
         "`context` for it next (e.g. for a name or number the output gave)."
     )
+
+
+_CLASS_NAME = re.compile(r"class\s+([A-Za-z_]\w*)")
+
+
+def _class_hint(run: Any, classes: list[str]) -> str:
+    """The hint for "which class" when the printed lines lie in classes (a method's `def` line): the `class`
+    lines the kernel found them in (drawn from `context`: the gate is told it saw them), and FINAL of the one
+    class the question does not name already, if there is one.
+
+    Measured with the coder model (long-context AFTER run, 2026-12-06, code/32K-override-2): the found hint
+    offered the printed `def header_fetch_parse(...)` line for "which class overrides ...", and it was
+    accepted; the line is inside a class and names none."""
+    tracker = run.state.run
+    tracker.gate.saw("\n".join(classes))
+    question = truncate(run.question, 300)
+    named = set(re.findall(r"\w+", run.question))
+    names = [m.group(1) for c in classes if (m := _CLASS_NAME.match(c))]
+    rest = [n for n in names if n not in named]
+    shown = "\n".join(f"  {c}" for c in classes)
+    head = (
+        "Your code's output comes from `context`, but a line inside a class is not the class: this question "
+        f"asks which class ({question!r}). The printed lines are inside these classes of `context` (the "
+        f"kernel found each line's `class` line):\n{shown}\n"
+    )
+    if len(rest) == 1:
+        return head + (
+            f"Of them only {rest[0]!r} is not already named in the question. If it answers the question, end "
+            f"the run now — reply with just:\n```repl\nFINAL({rest[0]!r})\n```"
+        )
+    return head + "End with FINAL of the class name that answers the question, copied from these lines."
 
 
 def _file_hint(run: Any, path: str) -> str:
@@ -339,11 +405,31 @@ def defining_file(run: Any, turn: Turn) -> str | None:
     return files[0] if len(files) == 1 else None
 
 
+def defining_classes(run: Any, turn: Turn) -> list[str]:
+    """For a "which class" question: the `class` lines of `context` holding the printed lines that define a
+    name the question quotes (`def set_content(...)`), when the output is too long for the found hint.
+
+    Measured with the hint follower (code/128K-override-2, seed 1): the search for `set_content` printed
+    nine hits, its two `def` lines among calls and docs, and no hint came."""
+    context = run.loaded.value if isinstance(run.loaded.value, str) else ""
+    if not context or turn.calls or turn.error or code_kind(run.question) != "class":
+        return []
+    return enclosing_classes(defining_lines(candidates(turn.stdout), run.question), context)
+
+
 def _read_hint(run: Any, turn: Turn) -> str:
     """After a sub-call that was given part of `context` answered: the FINAL gate is open, say how to end.
 
     Measured with the coder model: without it, the root re-sent the same call turn after turn."""
     names = [n for n in names_from_sub_calls(turn.code or "") if isinstance(run.ns.get(n), str)]
+    printed = [line for line in turn.stdout.splitlines() if line.strip()]
+    if wants_number(run.question) and _one_number(printed):
+        # the count code made of the sub-model's picks (rootloop.labels): a number, not the calls' texts
+        count = printed[0].strip()
+        return (
+            f"Your code counted {count} from what the sub-model read in `context`. If that count answers "
+            f"the question, end the run now — reply with just:\n```repl\nFINAL({count!r})\n```"
+        )
     if names:
         end = f"FINAL_VAR({names[-1]!r})"
     elif turn.value is not None and len(turn.value) <= _ANSWER_LIKE_CHARS * 2:
@@ -433,20 +519,21 @@ def found_by_code(run: Any, turn: Turn) -> bool:
     lines = [line for line in printed.splitlines() if line.strip()]
     if not printed or len(printed) > _FOUND_CHARS or len(lines) > _ANSWER_LIKE_LINES:
         return False
-    found = candidates(printed)  # a few hits, each short (a printed list of them is one line)
+    # a few hits, each short (a printed list of them is one line); the count printed above them aside
+    found = [c for c in candidates(printed) if not re.fullmatch(r"\d+", c)]
     if len(found) > _ANSWER_LIKE_LINES + 1 or any(len(c) > _ANSWER_LIKE_CHARS for c in found):
         return False
     if _no_hits(lines):  # a search that found nothing is not an answer (coder model: then it guessed)
         return False
     words = {w.lower() for w in re.findall(r"\w{3,}", run.question)} - COMMON_WORDS
-    key = getattr(run, "next_key", None)
+    keys = {getattr(run, "next_key", None)} | {h[1] for h in getattr(run, "steps", [])}
     try:
         tree = ast.parse(turn.code or "")
     except (SyntaxError, ValueError):
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip():
-            if key is not None and node.value.strip() == key:
+            if node.value.strip() in keys:
                 return True
             if {w.lower() for w in re.findall(r"\w{3,}", node.value)} & words:
                 return True

@@ -14,7 +14,16 @@ from collections.abc import Mapping
 from rlm_kernel.repl.asked import asked_words, names_asked_thing
 from rlm_kernel.rootloop.prompt import COMMON_WORDS
 
-__all__ = ["best_line", "candidates", "defining_lines", "files_of", "next_key", "wants_file"]
+__all__ = [
+    "best_line",
+    "candidates",
+    "defining_lines",
+    "enclosing_classes",
+    "files_of",
+    "next_key",
+    "shape",
+    "wants_file",
+]
 
 _MIN_LOCATED = 12
 _DATE_OR_TIME = re.compile(r"^\d{4}-\d\d-\d\d|^\d\d?:\d\d")
@@ -77,6 +86,67 @@ def files_of(lines: list[str], context: str, spans: Mapping[str, tuple[int, int]
     return found
 
 
+_MAX_PLACES = 20
+_MAX_UP = 3000
+"""Lines walked up from a printed line to the `class` line it belongs to, at most."""
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _class_above(context: str, pos: int) -> str | None:
+    """The `class` line the line starting at `pos` of `context` lies in: walking up, each line indented less
+    than the last one kept is its block's header; the first such header that is a `class` line (None at a
+    line of no indentation that is not one, at a corpus file's `=== path ===` marker, or after _MAX_UP)."""
+    end = context.find("\n", pos)
+    level = _indent(context[pos : end if end >= 0 else len(context)])
+    stop = pos
+    for _ in range(_MAX_UP):
+        if stop <= 0 or level == 0:
+            return None
+        start = context.rfind("\n", 0, stop - 1) + 1
+        line = context[start : stop - 1] if context[stop - 1] == "\n" else context[start:stop]
+        stop = start
+        if not line.strip():
+            continue
+        if line.startswith("=== ") and line.rstrip().endswith(" ==="):
+            return None
+        if _indent(line) < level:
+            if line.lstrip().startswith("class "):
+                return line.strip()
+            level = _indent(line)
+    return None
+
+
+def enclosing_classes(lines: list[str], context: str) -> list[str]:
+    """The `class` lines of `context` that the printed lines lie in (every place each is a whole line of
+    `context`, at most _MAX_PLACES each), in order, each once: where a printed `def` line is, its class."""
+    found: list[str] = []
+    for line in lines:
+        text = line.strip()
+        if len(text) < _MIN_LOCATED:
+            continue
+        pattern = re.compile(r"^[ \t]*" + re.escape(text) + r"[ \t]*$", re.M)
+        for k, m in enumerate(pattern.finditer(context)):
+            if k >= _MAX_PLACES:
+                break
+            header = _class_above(context, m.start())
+            if header is not None and header not in found:
+                found.append(header)
+    return found
+
+
+_NAMES_AND_NUMBERS = re.compile(r"\b(?:[A-Z][\w-]*|\d[\w-]*)\b")
+
+
+def shape(line: str) -> str:
+    """A line with its names and numbers blanked ("X X has joined the X project team."): lines of one shape
+    are facts of one kind, so a line shaped like a chain's earlier hop is that hop's sibling (another person
+    on the same project), not the chain's next hop."""
+    return _NAMES_AND_NUMBERS.sub("X", line.strip())
+
+
 _QUOTED = re.compile(r"`([A-Za-z_][\w.]*)`")
 
 
@@ -97,18 +167,19 @@ def wants_file(question: str) -> bool:
     return any(w in ("file", "files", "module", "path") for w in asked_words(question))
 
 
-def next_key(line: str, question: str) -> str | None:
+def next_key(line: str, question: str, searched: tuple[str, ...] = ()) -> str | None:
     """What to search for next when `line` is a step (it does not name what the question asks for): a number
     or code it gave that the question does not have (not a date or time), else a capitalised name; None when
-    the line names the asked thing or has nothing new."""
+    the line names the asked thing or has nothing new. Keys already `searched` are not given again (a
+    chain's next hop prints the line of the hop before it too)."""
     if names_asked_thing(line, question):
         return None
-    asked = {w.lower() for w in _TOKEN.findall(question)}
+    asked = {w.lower() for w in _TOKEN.findall(question)} | {k.lower() for k in searched}
     tokens = [t for t in _TOKEN.findall(line) if t.lower() not in asked]
     for token in tokens:
         if any(c.isdigit() for c in token) and len(token) >= 3 and not _DATE_OR_TIME.match(token):
             return token
-    for token in tokens[1:]:
+    for token in tokens[1:] if line[:1].isupper() and tokens and line.startswith(tokens[0]) else tokens:
         plain = token.lower() not in COMMON_WORDS and not token.isupper()
         if token[0].isupper() and len(token) >= 3 and plain:
             return token

@@ -70,6 +70,7 @@ class TurnLoop:
         self.raw_final: object = None
         self.found: tuple[int, str] | None = None  # (turn, output) that code found for the question
         self.next_key: str | None = None  # what a hint told the root to search for next (rootloop.found)
+        self.steps: list[tuple[str, str]] = []  # (step line, key) of every such hint: a chain's hops so far
         self.history: list[dict] = []
         self.model: str | None = None
         self.summary, self.compacted = "", 0  # see compaction.py
@@ -157,7 +158,8 @@ class TurnLoop:
         else:
             self.raw_final = value
             text, computed = value, False
-        why = tracker.gate.problem(text, computed, self.raw_final if names_variable else None)
+        scoped = names_variable and tracker.gate.in_scope(value)
+        why = tracker.gate.problem(text, computed, self.raw_final if names_variable else None, scoped)
         if why is not None:
             blind = tracker.successes > 0 and not tracker.gate.context_calls
             return None, rejection(kind, blind, why)

@@ -23,7 +23,7 @@ NEEDLE = "What is the maintenance override code mentioned in the log?"
         ("What is the city where Marta lives?", ("city",)),  # the determiner starts a noun phrase
         (JOIN, ("room", "door")),
         ("How many files are in the package?", ()),
-        ("What is the colour of the door?", ()),  # an attribute: its value rarely repeats it
+        ("What is the colour of the door?", ("door",)),  # an attribute of a thing asks about the thing
         ("Which room", ()),  # no question mark
     ],
 )
