@@ -13,11 +13,14 @@ A request without `max_tokens` gets `max_tokens_cap` added before it is keyed an
 asked without a limit may generate until its window is full), and one without `temperature` gets 0
 (llama.cpp's default is 0.8), so every system runs greedy under the same cap.
 Errors from the upstream server (e.g. HTTP 400) are recorded and replayed like replies.
+`upstream_slots=N` forwards at most N requests at a time (the others wait in the proxy), so a system that
+fans out (the reference library's `llm_query_batched` is unbounded) uses no more of a shared server's slots.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import threading
@@ -59,13 +62,22 @@ class TagStats:
 class RecordingProxy:
     """The proxy, served from a daemon thread of this process (`start()` / `stop()`)."""
 
-    def __init__(self, upstream: str, store: str | Path, mode: str = "readwrite", max_tokens_cap: int = 1024):
+    def __init__(
+        self,
+        upstream: str,
+        store: str | Path,
+        mode: str = "readwrite",
+        max_tokens_cap: int = 1024,
+        upstream_slots: int | None = None,
+    ):
         if mode not in MODES:
             raise ValueError(f"unknown proxy mode {mode!r}: use one of {', '.join(MODES)}")
         self.upstream = upstream.rstrip("/").removesuffix("/v1")
         self.store = Path(store)
         self.mode = mode
         self.max_tokens_cap = max_tokens_cap
+        self.upstream_slots = upstream_slots
+        self._slots: asyncio.Semaphore | None = None
         self._records: dict[str, dict] = {}
         self._stats: dict[str, TagStats] = {}
         self._lock = threading.Lock()
@@ -125,6 +137,7 @@ class RecordingProxy:
 
     async def _serve(self) -> None:
         self._session = ClientSession(timeout=ClientTimeout(total=3600))
+        self._slots = asyncio.Semaphore(self.upstream_slots) if self.upstream_slots else None
         app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_route("*", "/t/{tag}/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
@@ -163,10 +176,11 @@ class RecordingProxy:
                 return web.json_response(
                     {"error": f"not recorded: {path} {key[:12]} (tag {tag})"}, status=599
                 )
-            started = time.monotonic()
-            async with self._session.post(self.upstream + path, json=body) as up:
-                text = await up.text()
-                status = up.status
+            async with self._slots or contextlib.nullcontext():
+                started = time.monotonic()
+                async with self._session.post(self.upstream + path, json=body) as up:
+                    text = await up.text()
+                    status = up.status
             try:
                 reply = json.loads(text)
             except json.JSONDecodeError:

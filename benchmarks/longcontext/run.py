@@ -42,6 +42,7 @@ def run(
     out: Path | None = None,
     select: str | None = None,
     seed: int = 1,
+    upstream_slots: int | None = None,
     log=print,  # noqa: ANN001
 ) -> dict:
     """Run every selected case through every system; returns (and writes to `out`) the results document."""
@@ -51,7 +52,7 @@ def run(
     cases = build(families, lengths, per_length, seed)
     if select:
         cases = [c for c in cases if re.search(select, c.id)]
-    proxy = RecordingProxy(upstream, store, mode).start()
+    proxy = RecordingProxy(upstream, store, mode, upstream_slots=upstream_slots).start()
     doc = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "upstream": upstream,
@@ -110,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", default=str(RESULTS / "calls.jsonl"))
     parser.add_argument("--out", default=str(RESULTS / "latest.json"))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--upstream-slots", type=int, help="forward at most N calls at a time (a shared server's slots)"
+    )
     parser.add_argument("--cite", action="store_true", help="ask our root for citations (%%%%rlm --cite)")
     args = parser.parse_args(argv)
     settings = Settings(
@@ -137,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             out=Path(args.out),
             select=args.select,
             seed=args.seed,
+            upstream_slots=args.upstream_slots,
         )
     print()
     print(report.table(doc["rows"]))

@@ -152,6 +152,33 @@ def _ensure_rlms(python: str) -> None:
     subprocess.run([python, "-m", "pip", "install", "-q", RLMS_PIN], check=True)
 
 
+RLMS_ENDINGS = {
+    # the library's kind -> (accepted, termination, answer_kind)
+    "final": (True, "final", "final"),
+    "best_effort": (False, "max_iterations", "best_effort"),
+    "library-error": (False, "library-error", "none"),
+}
+
+
+def rlms_row(out: dict) -> dict:
+    """A row's fields from the worker's report: accepted only when the library's own FINAL ended the run
+    (`answer["ready"] = True` in a code block); its default answer at the iteration limit is best effort
+    (scored, not accepted); a failure it raised is `library-error`, with the reason as raised."""
+    accepted, termination, answer_kind = RLMS_ENDINGS[out["kind"]]
+    row = {
+        "answer": out["answer"] if out["kind"] != "library-error" else "",
+        "accepted": accepted,
+        "answer_kind": answer_kind,
+        "termination": termination,
+        "iterations": out.get("iterations"),
+        "at_limit": out.get("at_limit"),
+        "turns": out.get("turns", []),
+    }
+    if out.get("error"):
+        row["error"] = out["error"]
+    return row
+
+
 def run_rlms(case: Case, base_url: str, settings: Settings) -> dict:
     _ensure_rlms(settings.rlms_python)
     req = {
@@ -160,6 +187,7 @@ def run_rlms(case: Case, base_url: str, settings: Settings) -> dict:
         "base_url": base_url,
         "model": settings.model,
         "max_iterations": settings.max_iterations,
+        "timeout": 3600,
     }
     proc = subprocess.run(
         [settings.rlms_python, str(HERE / "rlms_worker.py")],
@@ -169,15 +197,9 @@ def run_rlms(case: Case, base_url: str, settings: Settings) -> dict:
         cwd=str(HERE.parent.parent),
         timeout=7200,
     )
-    if proc.returncode != 0:
-        return {"answer": "", "accepted": False, "termination": "error", "error": proc.stderr[-800:]}
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {
-        "answer": out["answer"],
-        "accepted": out["error"] is None,
-        "termination": "error" if out["error"] else "returned",
-        "error": out["error"],
-    }
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise RuntimeError(f"the rlms worker failed (exit {proc.returncode}): {proc.stderr[-800:]}")
+    return rlms_row(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def _chat(base_url: str, settings: Settings, prompt: str) -> str:

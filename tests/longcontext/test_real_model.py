@@ -50,3 +50,6 @@ def test_protocol_and_needle_on_the_coder_model(tmp_path) -> None:
         assert row["calls"] >= 1, row
         if row["system"] != "rlms":  # the reference library's own failure is its recorded outcome
             assert "error" not in row, row
+        else:  # accepted only when its own FINAL ended the run
+            assert row["termination"] in ("final", "max_iterations", "library-error"), row
+            assert row["accepted"] == (row["termination"] == "final"), row
