@@ -43,6 +43,7 @@ from rlm_kernel.sandbox.bulk import CappedDefaultdict, CappedOrderedDict
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
 from rlm_kernel.sandbox.facade import Facade, Refused, is_cell_function, make_facade
 from rlm_kernel.sandbox.guards import WRITABLE_TYPES
+from rlm_kernel.sandbox.library_compare import install_library_twins, step_dataclass_methods
 from rlm_kernel.sandbox.safe_decimal import CappedContext, localcontext
 from rlm_kernel.sandbox.safe_int import CappedFraction, decimal_to_int_check
 from rlm_kernel.sandbox.stepped_stdlib import BISECT_NAMES, HEAPQ_NAMES, OPERATOR_NAMES
@@ -82,6 +83,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
 
     A table: a module's chosen names (`_pick`), plus, for the modules that need checks, a named builder."""
     safe.install_counter_chunks()
+    install_library_twins()
     f: dict[str, dict[str, Any]] = {}
 
     f["re"] = _pick(
@@ -424,10 +426,16 @@ def _own_function_decorator(decorator: Callable[[Any], Any], what: str) -> Calla
     return checked
 
 
+def _stepped_dataclass(cls: type, **kwargs: Any) -> type:
+    """`dataclasses.dataclass(cls, **kwargs)` with the generated comparisons and hash in steps."""
+    defined = frozenset(cls.__dict__)
+    return step_dataclass_methods(dataclasses.dataclass(cls, **kwargs), defined)
+
+
 def _dataclass(own_class: Callable[..., Callable[[Any], Any]]) -> Callable[..., Any]:
     def dataclass(cls: Any = None, /, **kwargs: Any) -> Any:
         """dataclasses.dataclass for classes defined in cells."""
-        decorate = own_class(lambda c: dataclasses.dataclass(c, **kwargs), "dataclasses.dataclass")
+        decorate = own_class(lambda c: _stepped_dataclass(c, **kwargs), "dataclasses.dataclass")
         return decorate if cls is None else decorate(cls)
 
     return dataclass

@@ -322,6 +322,57 @@ STEP_CONTROLS: list[Payload] = [
 ]
 # fmt: on
 
+# Library code written in Python that compares a cell's values with a plain `==` or `in` (not rewritten by the
+# policy): UserList, the Mapping/Sequence/view mixins, UserDict, ChainMap, Counter, dataclasses' generated
+# methods. Each was one C comparison of two lists of 10**5 equal 10**7-character texts (> 25 s for a 1 s limit;
+# sandbox/library_compare.py steps them).
+_LIB = _SAME + "import collections, collections.abc, dataclasses\nA = [a] * 10**5\nB = [b] * 10**5\n"
+_SEQ = "class S(collections.abc.Sequence):\n    def __init__(self, items):\n        self.items = items\n" \
+    "    def __getitem__(self, i):\n        return self.items[i]\n    def __len__(self):\n        return len(self.items)\n"
+_MAP = "class M(collections.abc.Mapping):\n    def __init__(self, d):\n        self.d = d\n" \
+    "    def __getitem__(self, k):\n        return self.d[k]\n    def __len__(self):\n        return len(self.d)\n" \
+    "    def __iter__(self):\n        return iter(self.d)\n"
+# fmt: off
+LIBRARY_COMPARE_ATTACKS: list[Payload] = [
+    Payload("op_step", "userlist_eq", _LIB + "r = collections.UserList(A) == collections.UserList(B)", LIMIT),
+    Payload("op_step", "userlist_ne_list", _LIB + "r = collections.UserList(A) != B", LIMIT),
+    Payload("op_step", "userlist_lt", _LIB + "r = collections.UserList(A + [1]) < collections.UserList(B + [2])", LIMIT),
+    Payload("op_step", "userlist_subclass_ge", _LIB + "class U(collections.UserList):\n    pass\nr = U(A + [2]) >= U(B + [1])", LIMIT),
+    Payload("op_step", "userlist_contains", _LIB + "r = B in collections.UserList([A])", LIMIT),
+    Payload("op_step", "userlist_count", _LIB + "r = collections.UserList([A]).count(B)", LIMIT),
+    Payload("op_step", "userlist_index", _LIB + "r = collections.UserList([A, B]).index(B, 0)", LIMIT),
+    Payload("op_step", "userlist_remove", _LIB + "u = collections.UserList([A, B])\nu.remove(B)", LIMIT),
+    Payload("op_step", "userdict_eq", _LIB + "r = collections.UserDict({1: A}) == collections.UserDict({1: B})", LIMIT),
+    Payload("op_step", "chainmap_eq_dict", _LIB + "r = collections.ChainMap({1: A}) == {1: B}", LIMIT),
+    Payload("op_step", "mapping_subclass_eq", _LIB + _MAP + "r = M({1: A}) == M({1: B})", LIMIT),
+    Payload("op_step", "sequence_mixin_contains", _LIB + _SEQ + "r = B in S([A])", LIMIT),
+    Payload("op_step", "sequence_mixin_index", _LIB + _SEQ + "r = S([A]).index(B)", LIMIT),
+    Payload("op_step", "sequence_mixin_count", _LIB + _SEQ + "r = S([A]).count(B)", LIMIT),
+    Payload("op_step", "values_view_mixin_contains", _LIB + "r = B in collections.UserDict({1: A}).values()", LIMIT),
+    Payload("op_step", "items_view_mixin_contains", _LIB + _MAP + "r = (1, B) in M({1: A}).items()", LIMIT),
+    Payload("op_step", "counter_eq", _LIB + "r = collections.Counter({1: A}) == collections.Counter({1: B})", LIMIT),
+    Payload("op_step", "counter_lt", _LIB + "r = collections.Counter({1: A + [1]}) < collections.Counter({1: B + [2]})", LIMIT),
+    Payload("op_step", "dataclass_eq", _LIB + "@dataclasses.dataclass\nclass D:\n    x: list\nr = D(A) == D(B)", LIMIT),
+    Payload("op_step", "dataclass_order", _LIB + "@dataclasses.dataclass(order=True)\nclass D:\n    x: list\nr = D(A + [1]) < D(B + [2])", LIMIT),
+    Payload("op_step", "dataclass_slots_eq", _LIB + "@dataclasses.dataclass(slots=True)\nclass D:\n    x: list\nr = D(A) == D(B)", LIMIT),
+    Payload("op_step", "dataclass_frozen_hash_nested", _NESTED + "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass F:\n    t: tuple\nr = hash(F(t))", LIMIT),
+    Payload("op_step", "dataclass_frozen_set", _NESTED + "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass F:\n    t: tuple\nr = {F(t)}", LIMIT),
+]
+LIBRARY_COMPARE_CONTROLS: list[Payload] = [
+    Payload("control", "library_compare_ok",
+            "import collections, collections.abc, dataclasses\n" + _SEQ + _MAP +
+            "@dataclasses.dataclass(order=True, frozen=True)\nclass P:\n    x: int\n    y: str = dataclasses.field(default='a', compare=False)\n"
+            "@dataclasses.dataclass\nclass Q:\n    v: list\n    def __eq__(self, o):\n        return 'own'\n"
+            "u = collections.UserList([1, [2], 'a'])\nu.remove([2])\nn = float('nan')\n"
+            "print(u == [1, 'a'], u < [2], u != collections.UserList([1]), [2] in collections.UserList([[2]]), u.count('a'), u.index('a'), "
+            "collections.UserDict(a=[1]) == {'a': [1]}, collections.ChainMap({1: 2}, {3: 4}) == {1: 2, 3: 4}, 3 in collections.ChainMap({}, {3: 4}), "
+            "M({1: [2]}) == {1: [2]}, M({1: 2}) == M({1: 3}), [2] in S([[1], [2]]), S([1, 2, 1]).index(1, 1), S([1, 1]).count(1), n in S([n]), "
+            "[1] in collections.UserDict(a=[1]).values(), ('a', [1]) in M({'a': [1]}).items(), ('b', 1) in M({}).items(), "
+            "collections.Counter('aab') == collections.Counter('aba'), collections.Counter('a') < collections.Counter('ab'), collections.Counter() <= collections.Counter('a'), "
+            "P(1) == P(1, 'b'), P(1) < P(2), hash(P(1)) == hash(P(1, 'z')), len({P(1), P(1)}), Q([1]) == Q([2]), P(1) == (1,), sorted([P(3), P(1)])[0].x)",
+            OK, match="True True True True 1 1 True True True True False True 2 2 True True True False True True True True True True 1 own False 1"),
+]
+
 # fmt: off
 PAYLOADS: list[Payload] = [
     # -- dunder walks ---------------------------------------------------------------------------------------
@@ -705,6 +756,8 @@ PAYLOADS: list[Payload] = [
     # -- one C call whose cost a count of items does not see (issue 26 red team: bulk.py, ordering.py) -----
     *STEP_ATTACKS,
     *HASH_ATTACKS,
+    *LIBRARY_COMPARE_ATTACKS,
+    *LIBRARY_COMPARE_CONTROLS,
     *STEP_CONTROLS,
     _P("control", "stats_json_ok", "import json, statistics\nprint(statistics.median([3, 1, 2]), json.dumps([1], indent=1).count(chr(10)), json.loads('[7]', parse_int=int))", OK, match="2 2 [7]"),
     _P("control", "int_ok", "print(int('12'), int('ff', 16), int(3.9), int(b'101', 2), int('0x1f', 0), int())", OK, match="12 255 3 5 31 0"),

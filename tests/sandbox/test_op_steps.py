@@ -13,7 +13,7 @@ import pytest
 from rlm_kernel.sandbox import SandboxSession, new_namespace, run_source
 from rlm_kernel.sandbox.bulk import CappedDict, CappedFrozenset, CappedSet
 from rlm_kernel.sandbox.ordering import checked_max, checked_min, chunked_sort, comparison_weight
-from tests.sandbox.payloads import HASH_ATTACKS, STEP_ATTACKS, Payload
+from tests.sandbox.payloads import HASH_ATTACKS, LIBRARY_COMPARE_ATTACKS, STEP_ATTACKS, Payload
 from tests.sandbox.test_payloads import check
 
 # CPU seconds one attack may use in all, for a cell limit of 1 s (tests/sandbox/conftest.py): unchecked, each
@@ -26,7 +26,7 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-_ATTACKS = STEP_ATTACKS + HASH_ATTACKS
+_ATTACKS = STEP_ATTACKS + HASH_ATTACKS + LIBRARY_COMPARE_ATTACKS
 
 
 @pytest.mark.parametrize("payload", _ATTACKS, ids=[p.id for p in _ATTACKS])

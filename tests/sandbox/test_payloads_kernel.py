@@ -138,12 +138,9 @@ def test_c_loop_backstop_restarts_kernel_with_a_reason(rlm_kernel_factory) -> No
     env = {**KERNEL_ENV, "RLM_CPU_SECONDS": "1", "RLM_CPU_BACKSTOP_SECONDS": "1", "RLM_MAX_RANGE": "0"}
     harness: KernelHarness = rlm_kernel_factory(env=env)
     assert harness.execute("1 + 1").result == "2"
-    # comparing 10**4 pairs of distinct 10**7-item lists in UserLists (sum() is chunked, list, tuple, dict
-    # and deque comparisons go in steps, compare.py; UserList.__eq__ is library code: one C list comparison)
-    msg_id = harness.kc.execute(
-        "import collections\na = [0] * 10**7\nb = [0] * 10**7\n"
-        "collections.UserList([a] * 10**4) == collections.UserList([b] * 10**4)"
-    )
+    # mixed Decimal/int arithmetic converts a 2 000 000-bit int in one C call (a known gap, caps.md; the
+    # comparisons of lists, dicts, deques and library classes such as UserList go in steps now)
+    msg_id = harness.kc.execute("import decimal\nn = 2**2000000\nx = decimal.Decimal(1) + n")
     deadline = time.monotonic() + 90
     while harness.is_alive() and time.monotonic() < deadline:
         time.sleep(0.5)
