@@ -74,6 +74,12 @@ DISPLAYS = {
         "pd.set_option('display.float_format', show)",
         "import pandas as pd\ndf = pd.DataFrame({'a': [1.5]})\ndisplay(df)",
     ),
+    "pandas_float_format_last_expression": (
+        "import functools\nimport pandas as pd\n"
+        f"show = functools.partial(display, {{'image/svg+xml': {BOX!r}}}, raw=True)\n"
+        "pd.set_option('display.float_format', show)",
+        "import pandas as pd\ndf = pd.DataFrame({'a': [2.5]})\ndf",
+    ),
     "dict_subclass_items_in_the_publisher": (
         "import functools\nclass Bundle(dict):\n"
         f"    items = functools.partial(display, {{'image/svg+xml': {BOX!r}}}, raw=True)\n"
