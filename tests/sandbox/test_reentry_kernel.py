@@ -74,6 +74,12 @@ DISPLAYS = {
         "pd.set_option('display.float_format', show)",
         "import pandas as pd\ndf = pd.DataFrame({'a': [1.5]})\ndisplay(df)",
     ),
+    "pandas_float_format_last_expression": (
+        "import functools\nimport pandas as pd\n"
+        f"show = functools.partial(display, {{'image/svg+xml': {BOX!r}}}, raw=True)\n"
+        "pd.set_option('display.float_format', show)",
+        "import pandas as pd\ndf = pd.DataFrame({'a': [2.5]})\ndf",
+    ),
     "dict_subclass_items_in_the_publisher": (
         "import functools\nclass Bundle(dict):\n"
         f"    items = functools.partial(display, {{'image/svg+xml': {BOX!r}}}, raw=True)\n"
@@ -153,3 +159,32 @@ def test_the_persons_own_saves_and_displays_still_work(served) -> None:
     assert len(_pictures(ex)) == 2 and not any(_framed(d) for d in _pictures(ex)), ex.display
     ex = ok(kernel, "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()")
     assert ex.display and not any(_framed(d) for d in ex.display)
+
+
+# the other person-only helpers, re-entered the same ways: they already asked for their innermost caller
+HELPERS = {
+    "secrets_in_to_jsonl": (
+        CITE.format(slot="keys", vehicle="functools.partial(load_context, '.env', allow_secrets=True)"),
+        "mine.to_jsonl('mine.jsonl', overwrite=True)",
+    ),
+    "final_box_in_float_format": (
+        "import functools\nimport pandas as pd\n"
+        "pd.set_option('display.float_format', functools.partial(FINAL))",  # FINAL(1.5)
+        "import pandas as pd\ndisplay(pd.DataFrame({'a': [1.5]}))",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HELPERS))
+def test_other_person_only_helpers_reentered_are_refused(served, name: str) -> None:
+    _, kernel = served
+    model, person = HELPERS[name]
+    Path(kernel.cwd, ".env").write_text("API_TOKEN=sk-reentry-secret-0123456789\n")
+    ok(kernel, "mine.citations.clear()\nload_context('nothing here')")
+    _plant(served, "agent", model)
+    ex = kernel.execute(person, timeout=120)
+    assert "sk-reentry-secret" not in ex.all_text, str(ex)
+    assert "sk-reentry-secret" not in str(ok(kernel, "print(context[:200])").stdout)
+    assert "rlm kernel · FINAL() called in this cell" not in ex.all_text, str(ex)
+    assert "must be written in your own cell" in ex.all_text or "not your cell" in ex.all_text, str(ex)
+    ok(kernel, "import pandas as pd\npd.reset_option('display.float_format')\nmine.citations.clear()")
