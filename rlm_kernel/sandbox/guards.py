@@ -46,6 +46,8 @@ from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, 
 from rlm_kernel.sandbox.origin import register_pass_through
 from rlm_kernel.sandbox.safe_int import CELL_CLASSES, REAL_CLASSES, decimal_to_int_check
 from rlm_kernel.sandbox.safe_stdlib import counter_elements
+from rlm_kernel.sandbox.setops import SET_GUARDS, SET_METHODS, set_method
+from rlm_kernel.sandbox.setops import inplace as set_inplace
 from rlm_kernel.sandbox.text_caps import TEXT_METHODS, text_method
 from rlm_kernel.sandbox.writes import WRITABLE_TYPES, AttrWriter, refused_write
 
@@ -85,6 +87,7 @@ _PRIVATE_ATTR = re.compile(r"_[A-Za-z0-9]\w*\Z")
 
 
 _RANGE_BOUND = 1 << RANGE_BITS
+_SET_INPLACE = frozenset({"|=", "&=", "^="})
 # A tuple key of at most this many items, all of these types, is cheap to hash and compare (keys.py)
 _SHORT_KEY = 16
 _KEY_SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
@@ -158,8 +161,11 @@ def special_integer_ratio(obj: Any, name: str) -> Any:
 
 
 def special_bulk(obj: Any, name: str) -> Any:
-    """Set and dict methods that insert a whole iterable in one C call, built in chunks (bulk.py)."""
-    checked = checked_method(obj, name)
+    """Set and dict methods that insert or look up a whole iterable in one C call: in steps (setops.py for
+    sets, bulk.py for dicts and unbound methods)."""
+    checked = set_method(obj, name) if name in SET_METHODS else None
+    if checked is None:
+        checked = checked_method(obj, name) if name in CHECKED_NAMES else None
     return _RAISE if checked is None else checked
 
 
@@ -395,7 +401,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "sort": special_sort,
         **dict.fromkeys(SEARCH_METHODS, special_search),
         **dict.fromkeys(KEYED_NAMES, special_keyed),
-        **dict.fromkeys(CHECKED_NAMES, special_bulk),
+        **dict.fromkeys(CHECKED_NAMES | SET_METHODS, special_bulk),
         "as_integer_ratio": special_integer_ratio,
     }
     slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)
@@ -412,8 +418,13 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             x += y
             return x
         if op == "-=":
-            x -= y
-            return x
+            kind = type(x)
+            if kind is int or kind is float:
+                x -= y
+                return x
+            return set_inplace(op, x, y)  # sets, frozensets and views in steps (setops.py)
+        if op in _SET_INPLACE:
+            return set_inplace(op, x, y)
         fn = _INPLACE.get(op)
         if fn is None:
             raise refusal(f"operator {op} is not supported")
@@ -633,6 +644,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_set_comp_": set_comp,
         "_dict_comp_": dict_comp,
         "_dict_display_": dict_display,
+        **SET_GUARDS,
         # builtins built on the guards
         "getattr": guarded_getattr_builtin,
         "hasattr": guarded_hasattr,

@@ -41,6 +41,8 @@ __all__ = [
 
 # The guard names the policy emits for hashing (guards.py binds them to the session).
 KEY_GUARDS = ("_wkey_", "_kattr_", "_kcall_", "_str_", "_set_comp_", "_dict_comp_", "_dict_display_")
+# setops.SET_GUARDS' names, listed here for namespace.py (setops.py imports this module)
+SET_GUARD_NAMES = ("_sub_", "_bitor_", "_bitand_", "_bitxor_")
 _REPEAT_SECONDS = 0.05  # stepped comparisons C may repeat (it does the same work, faster)
 _MAPPINGPROXY = types.MappingProxyType
 _own_dict = type.__dict__["__dict__"].__get__
