@@ -266,11 +266,11 @@ HASH_ATTACKS: list[Payload] = [
     Payload("op_step", "hash_keys_sub", _KEYS + "r = {ta: 1}.keys() - {tb}", LIMIT),
     Payload("op_step", "hash_keys_xor", _KEYS + "r = {ta: 1}.keys() ^ {tb: 2}.keys()", LIMIT),
     Payload("op_step", "hash_items_and", _KEYS + "r = {1: ta}.items() & {1: tb}.items()", LIMIT),
+    Payload("op_step", "hash_lru_cache", _KEYS + "import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
+    Payload("op_step", "hash_cache", _KEYS + "import functools\n@functools.cache\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
 ]
 # not yet closed (moved into HASH_ATTACKS as they are)
 _HASH_PENDING: list[Payload] = [
-    Payload("op_step", "hash_lru_cache", _KEYS + "import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
-    Payload("op_step", "hash_cache", _KEYS + "import functools\n@functools.cache\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
 ]
 STEP_CONTROLS: list[Payload] = [
     Payload("control", "bulk_classes_ok",
