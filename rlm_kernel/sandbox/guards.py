@@ -435,7 +435,9 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
         kind = type(key)
-        if kind is tuple:
+        if kind is str or kind is int:
+            pass
+        elif kind is tuple:
             if len(key) > _SHORT_KEY:
                 key = item_key(obj, key)  # a costly tuple key of a hash table: looked up in steps (keys.py)
             else:
@@ -443,7 +445,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
                     if type(item) not in _KEY_SCALARS:
                         key = item_key(obj, key)
                         break
-        elif kind is not str and kind is not int and kind is not slice:
+        elif kind is not slice:
             key = item_key(obj, key)
         value = obj[key]
         if type(value) in PLAIN:

@@ -83,9 +83,13 @@ def _items(x: Any) -> list[Any]:
 
 
 def _costly(x: Any) -> bool:
-    """Some item of x is a costly key (a tuple or frozenset whose comparison with an equal one is long)."""
+    """Some item of x is a costly key (a tuple or frozenset whose comparison with an equal one is long); the
+    item types are read first at C speed (a set of ints or texts needs nothing more)."""
     if type(x) is _ITEMS:
         return True  # pairs: the values are compared after a key matches (checked_contains steps them)
+    kinds = set(map(type, x))
+    if tuple not in kinds and frozenset not in kinds and not any(issubclass(k, tuple) for k in kinds):
+        return False
     return _has_costly(_items(x))
 
 
@@ -240,9 +244,9 @@ def binop(op: str, a: Any, b: Any) -> Any:
         return real(a, b)  # a class of the cell's own
     if _set_like(b) and not _set_like(a) and not _uses_c(b, _DUNDER[op]):
         return real(a, b)
-    shape = real(_empty(a), _empty(b))  # C's TypeError, or the result's class
     if _cheap(a, b):
         return real(a, b)
+    shape = real(_empty(a), _empty(b))  # C's TypeError, or the result's class
     keyed = _costly(a) or _costly(b)
     out = _STEPPED[op](a, b, keyed)
     return out if type(shape) is set else frozenset(out)

@@ -269,9 +269,6 @@ HASH_ATTACKS: list[Payload] = [
     Payload("op_step", "hash_lru_cache", _KEYS + "import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
     Payload("op_step", "hash_cache", _KEYS + "import functools\n@functools.cache\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
 ]
-# not yet closed (moved into HASH_ATTACKS as they are)
-_HASH_PENDING: list[Payload] = [
-]
 STEP_CONTROLS: list[Payload] = [
     Payload("control", "bulk_classes_ok",
             "class S(set):\n    pass\nprint(set('abca') == {'a', 'b', 'c'}, type(set()) is set, isinstance(frozenset(), frozenset), "
