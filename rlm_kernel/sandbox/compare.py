@@ -29,6 +29,7 @@ from rlm_kernel.sandbox.errors import LimitExceeded
 from rlm_kernel.sandbox.weight import _flat_weight, comparison_weight
 
 __all__ = [
+    "CHEAP_KEY",
     "COMPARE_GUARDS",
     "HASH_BUDGET",
     "HASH_DEPTH",
@@ -512,10 +513,13 @@ def checked_contains(value: Any, container: Any) -> bool:
     if hashed or kind in (str, bytes, range):
         vk = type(value)
         if vk is tuple and len(value) <= _SHORT:
+            if value is CHEAP_KEY[0]:
+                return value in container
             for item in value:
                 if type(item) not in _SCALARS:
                     break
             else:
+                CHEAP_KEY[0] = value
                 return value in container  # a short record of scalars
         if hashed and (vk is tuple or vk is frozenset or issubclass(vk, tuple)) and costly_key(value):
             # a lookup whose key comparison is stepped (frozenset == frozenset looks up its tuples in C)
@@ -541,6 +545,10 @@ def checked_contains(value: Any, container: Any) -> bool:
 
 
 _MISSING = object()
+# The last tuple found to be a short record of scalars (tuples are immutable, and holding it keeps its id
+# from being reused): the guards that check a key skip the item loop when they see it again (`d[k] = v`,
+# `d[k]`, `k in d`, `d.get(k)` in one loop body check k once).
+CHEAP_KEY: list[Any] = [()]
 _KEYS_VIEWS = (type({}.keys()), type(collections.OrderedDict().keys()))
 _SET_LIKE = (*_SETS, *_KEYS_VIEWS)  # compared as sets: `d1.keys() == d2.keys()`, `s <= d.keys()`
 

@@ -35,13 +35,14 @@ from rlm_kernel.sandbox.bulk import (
     set_display,
 )
 from rlm_kernel.sandbox.caps import Caps, SafeFormatter
+from rlm_kernel.sandbox.compare import CHEAP_KEY as cheap_key
 from rlm_kernel.sandbox.compare import COMPARE_GUARDS, SEARCH_METHODS, search_method, super_method
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import CellTimeout, refusal
 from rlm_kernel.sandbox.fastpath import RANGE_BITS
 from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
-from rlm_kernel.sandbox.keys import KEYED_NAMES, item_key, keyed_call_method, keyed_method
+from rlm_kernel.sandbox.keys import EXACT_TABLES, KEYED_NAMES, item_key, keyed_method
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
 from rlm_kernel.sandbox.origin import register_pass_through
 from rlm_kernel.sandbox.safe_int import CELL_CLASSES, REAL_CLASSES, decimal_to_int_check
@@ -438,13 +439,17 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         if kind is str or kind is int:
             pass
         elif kind is tuple:
-            if len(key) > _SHORT_KEY:
+            if key is cheap_key[0]:
+                pass
+            elif len(key) > _SHORT_KEY:
                 key = item_key(obj, key)  # a costly tuple key of a hash table: looked up in steps (keys.py)
             else:
                 for item in key:
                     if type(item) not in _KEY_SCALARS:
                         key = item_key(obj, key)
                         break
+                else:
+                    cheap_key[0] = key
         elif kind is not slice:
             key = item_key(obj, key)
         value = obj[key]
@@ -477,15 +482,20 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     def keyed_call(obj: Any, name: str, key: Any, /, *rest: Any) -> Any:
         """`_kcall_(x, 'get', k, ...)`: `x.get(k, ...)` with a costly tuple key of a dict or set looked up in
         steps (keys.py)."""
-        method = keyed_call_method(obj, name)
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        methods = EXACT_TABLES.get(type(obj))
+        method = None if methods is None else methods.get(name)
         kind = type(key)
         if method is not None:
             if kind is tuple:
-                if len(key) > _SHORT_KEY:
-                    return method(obj, item_key(obj, key), *rest)
-                for item in key:
-                    if type(item) not in _KEY_SCALARS:
+                if key is not cheap_key[0]:
+                    if len(key) > _SHORT_KEY:
                         return method(obj, item_key(obj, key), *rest)
+                    for item in key:
+                        if type(item) not in _KEY_SCALARS:
+                            return method(obj, item_key(obj, key), *rest)
+                    cheap_key[0] = key
             elif kind is frozenset or (kind is not int and kind is not str and issubclass(kind, tuple)):
                 return method(obj, item_key(obj, key), *rest)
             return method(obj, key, *rest)
@@ -501,13 +511,14 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         elif session.cancelled is not None:
             raise CellTimeout(session.cancelled)
         kind = type(key)
-        if kind is str or kind is int:
+        if kind is str or kind is int or key is cheap_key[0]:
             return key
         if kind is tuple and len(key) <= _SHORT_KEY:
             for item in key:
                 if type(item) not in _KEY_SCALARS:
                     return item_key(obj, key)
-            return key  # a short record of scalars
+            cheap_key[0] = key  # a short record of scalars
+            return key
         return item_key(obj, key)
 
     def guarded_write_attr(obj: Any) -> Any:

@@ -26,6 +26,7 @@ from rlm_kernel.sandbox.compare import _NO_MATCH, _SCALARS, _SHORT, _Probe, cost
 from rlm_kernel.sandbox.errors import LimitExceeded
 
 __all__ = [
+    "EXACT_TABLES",
     "KEY_GUARDS",
     "KEYED_NAMES",
     "cache",
@@ -146,7 +147,7 @@ def _keyed_base(kind: type, name: str) -> type | None:
 def keyed_call_method(obj: Any, name: str) -> Callable[..., Any] | None:
     """For `obj.<name>(key, ...)` (the `_kcall_` guard): the unbound C method of an exact dict, set,
     defaultdict, Counter or OrderedDict, to call with the key `item_key` gives — else None."""
-    table = _EXACT_TABLES.get(type(obj))
+    table = EXACT_TABLES.get(type(obj))
     return None if table is None else table.get(name)
 
 
@@ -174,7 +175,7 @@ def keyed_method(obj: Any, name: str) -> Callable[..., Any] | None:
 
 _DICT_METHODS = {name: getattr(dict, name) for name in ("get", "pop", "setdefault")}
 _SET_METHODS = {name: getattr(set, name) for name in ("add", "discard")}
-_EXACT_TABLES: dict[type, dict[str, Any]] = {
+EXACT_TABLES: dict[type, dict[str, Any]] = {
     dict: _DICT_METHODS,
     collections.defaultdict: _DICT_METHODS,
     collections.Counter: _DICT_METHODS,
