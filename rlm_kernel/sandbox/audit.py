@@ -90,6 +90,7 @@ _PROXY_FILES = frozenset(
         "caps.py",
         "ordering.py",  # sorted/min/max in steps: it calls the cell's key and comparisons
         "compare.py",  # comparisons and searches in steps: it calls the cell's __eq__/__lt__
+        "setops.py",  # set algebra in steps: it calls the cell's __eq__/__hash__ (through keys.py)
         "keys.py",  # hash-table lookups in steps: it calls the cell's __eq__/__hash__ (through compare.py)
         "bulk.py",  # sets and dicts built in chunks: it calls the cell's __hash__/__eq__ and iterators
         "stepped_stdlib.py",  # operator/bisect/heapq/groupby in steps: it calls the cell's comparisons

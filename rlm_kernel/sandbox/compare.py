@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import itertools
 import operator
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -28,6 +29,7 @@ from rlm_kernel.sandbox.errors import LimitExceeded
 from rlm_kernel.sandbox.weight import _flat_weight, comparison_weight
 
 __all__ = [
+    "CHEAP_KEY",
     "COMPARE_GUARDS",
     "HASH_BUDGET",
     "HASH_DEPTH",
@@ -249,21 +251,49 @@ def _key(value: Any) -> Any:
     return value
 
 
-def _sets_compare(op: str, a: Any, b: Any) -> Any:
+def _sets_compare(op: str, a: Any, b: Any, cheap: bool = False) -> Any:
     """`a <op> b` for two sets, frozensets or dict items views whose items are costly to compare: the
     membership of each item in steps (set equality and inclusion are these lookups in C): a `_Probe` for a
-    tuple in a set, `checked_contains` for an item of a view."""
+    tuple in a set, `checked_contains` for an item of a view. `cheap`: the items are cheap but many share a
+    hash, so the lookups go in C over chunks timed to stay short."""
     if op in (">", ">="):
-        return _sets_compare("<" if op == ">" else "<=", b, a)
+        return _sets_compare("<" if op == ">" else "<=", b, a, cheap)
     views = type(b) in _ITEMS_VIEWS
     na, nb = _set_len(a), _set_len(b)
     has = _set_has(b)
     if op in ("==", "!="):
-        equal = na == nb and all(checked_contains(x, b) if views else has(_key(x)) for x in _set_iter(a))
+        if na != nb:
+            return op == "!="
+        if cheap:
+            return _all_in(has, _set_iter(a)) is (op == "==")
+        equal = all(checked_contains(x, b) if views else has(_key(x)) for x in _set_iter(a))
         return equal is (op == "==")
     if na > nb or (op == "<" and na == nb):
         return False
+    if cheap:
+        return _all_in(has, _set_iter(a))
     return all(checked_contains(x, b) if views else has(_key(x)) for x in _set_iter(a))
+
+
+_SET_PAIRS = 1 << 24  # lookups x chain length one C comparison of sets may cost (setops._C_PAIRS)
+
+
+def _all_in(has: Callable[[Any], bool], items: Iterable[Any]) -> bool:
+    """all(map(has, items)) in chunks whose size follows their time (as bulk.feed), so one C call stays
+    short even when every lookup walks a chain of keys sharing one hash."""
+    it = iter(items)
+    size = 4096
+    clock = time.perf_counter
+    while chunk := list(itertools.islice(it, size)):
+        start = clock()
+        if not all(map(has, chunk)):
+            return False
+        spent = clock() - start
+        if spent > 0.02:
+            size = max(1, size // 8)
+        elif spent < 0.002 and size < 1 << 16:
+            size *= 2
+    return True
 
 
 def _set_base(kind: type) -> type | None:
@@ -353,8 +383,13 @@ def checked_compare(op: str, a: Any, b: Any) -> Any:
     base = _base(ta, op)
     if base is None:
         set_like = ta in _SET_LIKE or _set_base(ta) is not None
-        if set_like and (tb in _SET_LIKE or _set_base(tb) is not None) and _costly_keys(list(_set_iter(a))):
-            return _sets_compare(op, a, b)  # sets, subclasses keeping set's methods, keys views
+        if set_like and (tb in _SET_LIKE or _set_base(tb) is not None):
+            items = list(_set_iter(a))
+            if _costly_keys(items):
+                return _sets_compare(op, a, b)  # sets, subclasses keeping set's methods, keys views
+            na, nb = len(items), _set_len(b)
+            if (na + nb) * max(na, nb) > _SET_PAIRS:
+                return _sets_compare(op, a, b, cheap=True)  # keys sharing one hash: chains of all the others
         items_a, items_b = ta in _ITEMS_VIEWS, tb in _ITEMS_VIEWS
         if (items_a or set_like) and (items_b or tb in _SET_LIKE or _set_base(tb) is not None):
             # an items view against another items view, a set or a keys view: compared as sets
@@ -478,10 +513,13 @@ def checked_contains(value: Any, container: Any) -> bool:
     if hashed or kind in (str, bytes, range):
         vk = type(value)
         if vk is tuple and len(value) <= _SHORT:
+            if value is CHEAP_KEY[0]:
+                return value in container
             for item in value:
                 if type(item) not in _SCALARS:
                     break
             else:
+                CHEAP_KEY[0] = value
                 return value in container  # a short record of scalars
         if hashed and (vk is tuple or vk is frozenset or issubclass(vk, tuple)) and costly_key(value):
             # a lookup whose key comparison is stepped (frozenset == frozenset looks up its tuples in C)
@@ -507,6 +545,10 @@ def checked_contains(value: Any, container: Any) -> bool:
 
 
 _MISSING = object()
+# The last tuple found to be a short record of scalars (tuples are immutable, and holding it keeps its id
+# from being reused): the guards that check a key skip the item loop when they see it again (`d[k] = v`,
+# `d[k]`, `k in d`, `d.get(k)` in one loop body check k once).
+CHEAP_KEY: list[Any] = [()]
 _KEYS_VIEWS = (type({}.keys()), type(collections.OrderedDict().keys()))
 _SET_LIKE = (*_SETS, *_KEYS_VIEWS)  # compared as sets: `d1.keys() == d2.keys()`, `s <= d.keys()`
 

@@ -43,6 +43,8 @@ from rlm_kernel.sandbox.bulk import CappedDefaultdict, CappedOrderedDict
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
 from rlm_kernel.sandbox.facade import Facade, Refused, is_cell_function, make_facade
 from rlm_kernel.sandbox.guards import WRITABLE_TYPES
+from rlm_kernel.sandbox.keys import cache as keyed_cache
+from rlm_kernel.sandbox.keys import lru_cache as keyed_lru_cache
 from rlm_kernel.sandbox.library_compare import install_library_twins, step_dataclass_methods
 from rlm_kernel.sandbox.safe_decimal import CappedContext, localcontext
 from rlm_kernel.sandbox.safe_int import CappedFraction, decimal_to_int_check
@@ -111,8 +113,9 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     f["itertools"] = _itertools_names()
     f["functools"] = _pick(
         functools,
-        "partial partialmethod cmp_to_key total_ordering lru_cache cache cached_property",
+        "partial partialmethod cmp_to_key total_ordering cached_property",
     )
+    f["functools"].update(lru_cache=keyed_lru_cache, cache=keyed_cache)  # argument keys compared in steps
     own_class = _own_class_check(session)
     f["functools"].update(
         reduce=safe.reduce,

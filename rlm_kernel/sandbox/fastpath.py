@@ -165,11 +165,21 @@ def _bits(node: ast.AST, sizes: dict[str, int], limit: int) -> int:
     return bits
 
 
+# `-`, `|`, `&`, `^` are guarded too (set and dict-view algebra in steps, setops.py) unless a side is a number
+_SET_BINOPS = (ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)
+
+
+def _guarded_op(node: ast.BinOp, width_limit: int) -> bool:
+    """The policy rewrites this operator into a guard (or a test of its left operand)."""
+    if type(node.op) in CAPPED_BINOPS:
+        return not harmless_binop(node, width_limit)
+    if isinstance(node.op, _SET_BINOPS):
+        return not (_number_literal(node.left) or _number_literal(node.right))
+    return False
+
+
 def _needs_guard(node: ast.AST, width_limit: int) -> bool:
-    return any(
-        isinstance(sub, ast.BinOp) and type(sub.op) in CAPPED_BINOPS and not harmless_binop(sub, width_limit)
-        for sub in ast.walk(node)
-    )
+    return any(isinstance(sub, ast.BinOp) and _guarded_op(sub, width_limit) for sub in ast.walk(node))
 
 
 def fast_plan(
@@ -191,7 +201,7 @@ def fast_plan(
         return None
     known = {name: bits for name, bits in proven.items() if name in names}
     names = [name for name in names if name not in known]
-    guarded_here = type(node.op) in CAPPED_BINOPS and not harmless_binop(node, width_limit)
+    guarded_here = _guarded_op(node, width_limit)
     if not guarded_here and not (
         _needs_guard(node.left, width_limit) and _needs_guard(node.right, width_limit)
     ):

@@ -35,17 +35,20 @@ from rlm_kernel.sandbox.bulk import (
     set_display,
 )
 from rlm_kernel.sandbox.caps import Caps, SafeFormatter
+from rlm_kernel.sandbox.compare import CHEAP_KEY as cheap_key
 from rlm_kernel.sandbox.compare import COMPARE_GUARDS, SEARCH_METHODS, search_method, super_method
 from rlm_kernel.sandbox.data.attrs import DATA_NAMES, NOT_HANDLED, data_attribute
 from rlm_kernel.sandbox.data.writable import DATA_ATTR_WRITES, DATA_WRITABLE
 from rlm_kernel.sandbox.errors import CellTimeout, refusal
 from rlm_kernel.sandbox.fastpath import RANGE_BITS
 from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
-from rlm_kernel.sandbox.keys import KEYED_NAMES, item_key, keyed_call_method, keyed_method
+from rlm_kernel.sandbox.keys import EXACT_TABLES, KEYED_NAMES, item_key, keyed_method
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
 from rlm_kernel.sandbox.origin import register_pass_through
 from rlm_kernel.sandbox.safe_int import CELL_CLASSES, REAL_CLASSES, decimal_to_int_check
 from rlm_kernel.sandbox.safe_stdlib import counter_elements
+from rlm_kernel.sandbox.setops import SET_GUARDS, SET_METHODS, set_method
+from rlm_kernel.sandbox.setops import inplace as set_inplace
 from rlm_kernel.sandbox.text_caps import TEXT_METHODS, text_method
 from rlm_kernel.sandbox.writes import WRITABLE_TYPES, AttrWriter, refused_write
 
@@ -85,6 +88,7 @@ _PRIVATE_ATTR = re.compile(r"_[A-Za-z0-9]\w*\Z")
 
 
 _RANGE_BOUND = 1 << RANGE_BITS
+_SET_INPLACE = frozenset({"|=", "&=", "^="})
 # A tuple key of at most this many items, all of these types, is cheap to hash and compare (keys.py)
 _SHORT_KEY = 16
 _KEY_SCALARS = frozenset({int, float, str, bytes, bool, type(None), complex})
@@ -158,8 +162,11 @@ def special_integer_ratio(obj: Any, name: str) -> Any:
 
 
 def special_bulk(obj: Any, name: str) -> Any:
-    """Set and dict methods that insert a whole iterable in one C call, built in chunks (bulk.py)."""
-    checked = checked_method(obj, name)
+    """Set and dict methods that insert or look up a whole iterable in one C call: in steps (setops.py for
+    sets, bulk.py for dicts and unbound methods)."""
+    checked = set_method(obj, name) if name in SET_METHODS else None
+    if checked is None:
+        checked = checked_method(obj, name) if name in CHECKED_NAMES else None
     return _RAISE if checked is None else checked
 
 
@@ -395,7 +402,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "sort": special_sort,
         **dict.fromkeys(SEARCH_METHODS, special_search),
         **dict.fromkeys(KEYED_NAMES, special_keyed),
-        **dict.fromkeys(CHECKED_NAMES, special_bulk),
+        **dict.fromkeys(CHECKED_NAMES | SET_METHODS, special_bulk),
         "as_integer_ratio": special_integer_ratio,
     }
     slow_names = frozenset(INSPECT_ATTRIBUTES) | frozenset(_SPECIAL)
@@ -412,8 +419,13 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             x += y
             return x
         if op == "-=":
-            x -= y
-            return x
+            kind = type(x)
+            if kind is int or kind is float:
+                x -= y
+                return x
+            return set_inplace(op, x, y)  # sets, frozensets and views in steps (setops.py)
+        if op in _SET_INPLACE:
+            return set_inplace(op, x, y)
         fn = _INPLACE.get(op)
         if fn is None:
             raise refusal(f"operator {op} is not supported")
@@ -424,15 +436,21 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         if session.cancelled is not None:
             raise CellTimeout(session.cancelled)
         kind = type(key)
-        if kind is tuple:
-            if len(key) > _SHORT_KEY:
+        if kind is str or kind is int:
+            pass
+        elif kind is tuple:
+            if key is cheap_key[0]:
+                pass
+            elif len(key) > _SHORT_KEY:
                 key = item_key(obj, key)  # a costly tuple key of a hash table: looked up in steps (keys.py)
             else:
                 for item in key:
                     if type(item) not in _KEY_SCALARS:
                         key = item_key(obj, key)
                         break
-        elif kind is not str and kind is not int and kind is not slice:
+                else:
+                    cheap_key[0] = key
+        elif kind is not slice:
             key = item_key(obj, key)
         value = obj[key]
         if type(value) in PLAIN:
@@ -464,15 +482,20 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     def keyed_call(obj: Any, name: str, key: Any, /, *rest: Any) -> Any:
         """`_kcall_(x, 'get', k, ...)`: `x.get(k, ...)` with a costly tuple key of a dict or set looked up in
         steps (keys.py)."""
-        method = keyed_call_method(obj, name)
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        methods = EXACT_TABLES.get(type(obj))
+        method = None if methods is None else methods.get(name)
         kind = type(key)
         if method is not None:
             if kind is tuple:
-                if len(key) > _SHORT_KEY:
-                    return method(obj, item_key(obj, key), *rest)
-                for item in key:
-                    if type(item) not in _KEY_SCALARS:
+                if key is not cheap_key[0]:
+                    if len(key) > _SHORT_KEY:
                         return method(obj, item_key(obj, key), *rest)
+                    for item in key:
+                        if type(item) not in _KEY_SCALARS:
+                            return method(obj, item_key(obj, key), *rest)
+                    cheap_key[0] = key
             elif kind is frozenset or (kind is not int and kind is not str and issubclass(kind, tuple)):
                 return method(obj, item_key(obj, key), *rest)
             return method(obj, key, *rest)
@@ -488,13 +511,14 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         elif session.cancelled is not None:
             raise CellTimeout(session.cancelled)
         kind = type(key)
-        if kind is str or kind is int:
+        if kind is str or kind is int or key is cheap_key[0]:
             return key
         if kind is tuple and len(key) <= _SHORT_KEY:
             for item in key:
                 if type(item) not in _KEY_SCALARS:
                     return item_key(obj, key)
-            return key  # a short record of scalars
+            cheap_key[0] = key  # a short record of scalars
+            return key
         return item_key(obj, key)
 
     def guarded_write_attr(obj: Any) -> Any:
@@ -633,6 +657,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
         "_set_comp_": set_comp,
         "_dict_comp_": dict_comp,
         "_dict_display_": dict_display,
+        **SET_GUARDS,
         # builtins built on the guards
         "getattr": guarded_getattr_builtin,
         "hasattr": guarded_hasattr,

@@ -15,6 +15,7 @@ not costly (scalars, short records, light nested tuples) go to C as they are, at
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import time
 import types
@@ -25,8 +26,10 @@ from rlm_kernel.sandbox.compare import _NO_MATCH, _SCALARS, _SHORT, _Probe, cost
 from rlm_kernel.sandbox.errors import LimitExceeded
 
 __all__ = [
+    "EXACT_TABLES",
     "KEY_GUARDS",
     "KEYED_NAMES",
+    "cache",
     "costly_key",
     "count_keys",
     "insert_fromkeys",
@@ -35,12 +38,15 @@ __all__ = [
     "item_key",
     "keyed_call_method",
     "keyed_method",
+    "lru_cache",
     "short_records",
     "table_key",
 ]
 
 # The guard names the policy emits for hashing (guards.py binds them to the session).
 KEY_GUARDS = ("_wkey_", "_kattr_", "_kcall_", "_str_", "_set_comp_", "_dict_comp_", "_dict_display_")
+# setops.SET_GUARDS' names, listed here for namespace.py (setops.py imports this module)
+SET_GUARD_NAMES = ("_sub_", "_bitor_", "_bitand_", "_bitxor_")
 _REPEAT_SECONDS = 0.05  # stepped comparisons C may repeat (it does the same work, faster)
 _MAPPINGPROXY = types.MappingProxyType
 _own_dict = type.__dict__["__dict__"].__get__
@@ -141,7 +147,7 @@ def _keyed_base(kind: type, name: str) -> type | None:
 def keyed_call_method(obj: Any, name: str) -> Callable[..., Any] | None:
     """For `obj.<name>(key, ...)` (the `_kcall_` guard): the unbound C method of an exact dict, set,
     defaultdict, Counter or OrderedDict, to call with the key `item_key` gives — else None."""
-    table = _EXACT_TABLES.get(type(obj))
+    table = EXACT_TABLES.get(type(obj))
     return None if table is None else table.get(name)
 
 
@@ -169,7 +175,7 @@ def keyed_method(obj: Any, name: str) -> Callable[..., Any] | None:
 
 _DICT_METHODS = {name: getattr(dict, name) for name in ("get", "pop", "setdefault")}
 _SET_METHODS = {name: getattr(set, name) for name in ("add", "discard")}
-_EXACT_TABLES: dict[type, dict[str, Any]] = {
+EXACT_TABLES: dict[type, dict[str, Any]] = {
     dict: _DICT_METHODS,
     collections.defaultdict: _DICT_METHODS,
     collections.Counter: _DICT_METHODS,
@@ -251,3 +257,59 @@ def count_keys(mapping: Any, items: list[Any], c_count: Callable[[Any, list[Any]
         if contains is not None and (type(item) is frozenset or isinstance(item, tuple)) and costly_key(item):
             item = table_key(mapping, item, contains)
         mapping[item] = get(item, 0) + 1
+
+
+# -- functools.lru_cache / cache ------------------------------------------------------------------------
+def _cached(wrapper: Any) -> Callable[..., Any]:
+    """A C lru_cache wrapper whose cache keys (tuples of the arguments) compare cheaply: each costly argument
+    (a tuple or frozenset whose comparison is long) is replaced by the equal one seen first, found through
+    `table_key` in `seen`, so C compares identical objects; `seen` keeps those arguments (as the cache does)
+    until `cache_clear()`."""
+    seen: dict[Any, None] = {}
+
+    def canon(value: Any) -> Any:
+        kind = type(value)
+        if kind is not tuple and kind is not frozenset and not issubclass(kind, tuple):
+            return value
+        if not costly_key(value):
+            return value
+        key = table_key(seen, value, dict.__contains__)
+        seen.setdefault(key)
+        return key
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        for arg in args:
+            kind = type(arg)
+            if kind is tuple or kind is frozenset or issubclass(kind, tuple):
+                args = tuple(map(canon, args))
+                break
+        if kwargs:
+            kwargs = {name: canon(value) for name, value in kwargs.items()}
+        return wrapper(*args, **kwargs)
+
+    def cache_clear() -> None:
+        seen.clear()
+        wrapper.cache_clear()
+
+    functools.update_wrapper(call, wrapper)
+    call.cache_info = wrapper.cache_info  # type: ignore[attr-defined]
+    call.cache_clear = cache_clear  # type: ignore[attr-defined]
+    call.cache_parameters = wrapper.cache_parameters  # type: ignore[attr-defined]
+    return call
+
+
+def lru_cache(maxsize: Any = 128, typed: bool = False) -> Any:
+    """functools.lru_cache whose argument comparisons the time limit can stop (`_cached`)."""
+    if callable(maxsize) and isinstance(typed, bool):
+        return _cached(functools.lru_cache(128, typed)(maxsize))  # @lru_cache without arguments
+    decorate = functools.lru_cache(maxsize, typed)
+    return lambda user_function: _cached(decorate(user_function))
+
+
+def cache(user_function: Callable[..., Any], /) -> Callable[..., Any]:
+    """functools.cache whose argument comparisons the time limit can stop (`_cached`)."""
+    return _cached(functools.lru_cache(maxsize=None)(user_function))
+
+
+lru_cache.__doc__ = functools.lru_cache.__doc__
+cache.__doc__ = functools.cache.__doc__

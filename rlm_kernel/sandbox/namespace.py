@@ -11,7 +11,7 @@ from typing import Any
 
 from rlm_kernel.sandbox.builtins import make_builtins
 from rlm_kernel.sandbox.compare import COMPARE_GUARDS
-from rlm_kernel.sandbox.keys import KEY_GUARDS
+from rlm_kernel.sandbox.keys import KEY_GUARDS, SET_GUARD_NAMES
 from rlm_kernel.sandbox.session import SandboxSession
 
 __all__ = ["new_namespace", "GUARD_NAMES", "repair_namespace"]
@@ -44,6 +44,7 @@ GUARD_NAMES = (
     *COMPARE_GUARDS,
     "_set_display_",
     *KEY_GUARDS,
+    *SET_GUARD_NAMES,
 )
 
 

@@ -513,6 +513,8 @@ class RLMTransformer(RestrictingNodeTransformer):
 
     def _guarded_binop(self, node: ast.BinOp) -> ast.AST:
         node = self.node_contents_visit(node)
+        if type(node.op) in _SET_BINOPS:
+            return _set_binop(node)
         helper = self._CAPPED_BINOPS.get(type(node.op))
         if helper is None or harmless_binop(node, self.max_format_width):
             return node
@@ -556,6 +558,8 @@ class RLMTransformer(RestrictingNodeTransformer):
         if isinstance(target, ast.Name):
             if target.id in ("print", "printed"):
                 return super().visit_AugAssign(node)
+            if type(node.op) in _SET_BINOPS and not _number(node.value):
+                return self._set_augassign(node)
             if type(node.op) not in self._CAPPED_BINOPS or harmless_binop(
                 as_binop(node), self.max_format_width
             ):
@@ -639,6 +643,27 @@ class RLMTransformer(RestrictingNodeTransformer):
                 if "lineno" in sub._attributes:
                     copy_locations(sub, node)
         return stmts
+
+    def _set_augassign(self, node: ast.AugAssign) -> ast.AST:
+        """`s -= t` (and `|=`, `&=`, `^=`) on a name: `if <s is an exact int or float>: s -= t` natively,
+        else `s = _inplacevar_('-=', s, t)`, which runs set and dict algebra in steps (setops.inplace)."""
+        assert isinstance(node.target, ast.Name)
+        native = copy.deepcopy(node)
+        native.target = self.visit(native.target)
+        native.value = self.visit(native.value)
+        guarded = self._guarded_augassign(node)
+        name = node.target.id
+
+        def type_is(kind: str) -> ast.expr:
+            of = _call("_type_", ast.Name(name, ast.Load()))
+            return ast.Compare(left=of, ops=[ast.Is()], comparators=[ast.Name(kind, ast.Load())])
+
+        test = ast.BoolOp(op=ast.Or(), values=[type_is("_int_"), type_is("_float_")])
+        new = ast.If(test=test, body=[native], orelse=guarded if isinstance(guarded, list) else [guarded])
+        for sub in ast.walk(new):
+            if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+                copy_locations(sub, node)
+        return new
 
     def _guarded_augassign(self, node: ast.AugAssign) -> ast.AST:
         return super().visit_AugAssign(node)
@@ -806,6 +831,39 @@ _COMPARE_GUARDS: dict[type, str] = {
     ast.In: "_in_",
     ast.NotIn: "_not_in_",
 }
+
+
+_SET_BINOPS = {ast.Sub: "_sub_", ast.BitOr: "_bitor_", ast.BitAnd: "_bitand_", ast.BitXor: "_bitxor_"}
+
+
+def _set_binop(node: ast.BinOp) -> ast.expr:
+    """`a - b`, `a | b`, `a & b`, `a ^ b` with no number constant on either side: set and dict-view algebra
+    is one C call over every item (setops.py). A name holding an exact int or float takes the operator
+    itself (`a - b if _type_(a) is _int_ or _type_(a) is _float_ else _sub_(a, b)`: no call); any other
+    left operand the guard, which tests the same first."""
+    left, right = node.left, node.right
+    if _number(left) or _number(right) or _constant(left) and _constant(right):
+        return node
+    helper = _SET_BINOPS[type(node.op)]
+    if not isinstance(left, ast.Name):
+        new: ast.expr = _call(helper, left, right)
+    else:
+
+        def type_is(kind: str) -> ast.expr:
+            of = _call("_type_", ast.Name(left.id, ast.Load()))
+            return ast.Compare(left=of, ops=[ast.Is()], comparators=[ast.Name(kind, ast.Load())])
+
+        test = ast.BoolOp(op=ast.Or(), values=[type_is("_int_"), type_is("_float_")])
+        guarded = _call(helper, ast.Name(left.id, ast.Load()), copy.deepcopy(right))
+        new = ast.IfExp(test=test, body=node, orelse=guarded)
+    for sub in ast.walk(new):
+        if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+            copy_locations(sub, node)
+    return new
+
+
+def _number(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float, bool)
 
 
 _KEYED_CALLS = frozenset({"get", "pop", "setdefault", "add", "discard"})

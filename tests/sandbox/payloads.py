@@ -242,13 +242,8 @@ HASH_ATTACKS: list[Payload] = [
     Payload("op_step", "hash_union", _KEYS + "r = {ta}.union([tb])", LIMIT),
     Payload("op_step", "hash_nested_display", _SHARED_NEST + "r = {t: 1}", LIMIT),
     Payload("op_step", "hash_nested_comp", _SHARED_NEST + "r = {k: 1 for k in [t]}", LIMIT),
-]
-# not yet closed (moved into HASH_ATTACKS as they are)
-_HASH_PENDING: list[Payload] = [
     Payload("op_step", "hash_dict_or", _KEYS + "d = {ta: 1}\ne = {tb: 2}\nr = d | e", LIMIT),
     Payload("op_step", "hash_dict_ior", _KEYS + "d = {ta: 1}\nd |= {tb: 2}", LIMIT),
-    Payload("op_step", "hash_lru_cache", _KEYS + "import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
-    Payload("op_step", "hash_cache", _KEYS + "import functools\n@functools.cache\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
     Payload("op_step", "hash_set_and", _KEYS + "r = {ta} & {tb}", LIMIT),
     Payload("op_step", "hash_set_or", _KEYS + "r = {ta} | {tb}", LIMIT),
     Payload("op_step", "hash_set_sub", _KEYS + "r = {ta} - {tb}", LIMIT),
@@ -271,6 +266,8 @@ _HASH_PENDING: list[Payload] = [
     Payload("op_step", "hash_keys_sub", _KEYS + "r = {ta: 1}.keys() - {tb}", LIMIT),
     Payload("op_step", "hash_keys_xor", _KEYS + "r = {ta: 1}.keys() ^ {tb: 2}.keys()", LIMIT),
     Payload("op_step", "hash_items_and", _KEYS + "r = {1: ta}.items() & {1: tb}.items()", LIMIT),
+    Payload("op_step", "hash_lru_cache", _KEYS + "import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
+    Payload("op_step", "hash_cache", _KEYS + "import functools\n@functools.cache\ndef f(x):\n    return 1\nf(ta)\nr = f(tb)", LIMIT),
 ]
 STEP_CONTROLS: list[Payload] = [
     Payload("control", "bulk_classes_ok",

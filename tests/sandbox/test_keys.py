@@ -146,3 +146,26 @@ def test_cells_give_what_plain_python_gives(session: SandboxSession) -> None:
     plain["print"] = lambda v: printed.append(str(v))
     exec(_CELL, plain)  # noqa: S102 - the test's own code
     assert outcome.stdout.strip() == printed[0]
+
+
+def test_lru_cache_gives_what_functools_gives() -> None:
+    """The sandbox's lru_cache/cache: the same results, hits and misses as functools' for equal arguments
+    made separately (costly tuples among them), keyword arguments, methods and cache_clear."""
+    import functools
+
+    from rlm_kernel.sandbox.keys import cache, lru_cache
+
+    long = "q" * 20_000
+    args = [(long,) * 300, ((long[:-1] + long[-1:]),) * 300, (1, 2), 5, "k", (long,) * 300 + (_M,), (2 * _M,)]
+    for mine_deco, real_deco in (
+        (lru_cache(maxsize=3), functools.lru_cache(maxsize=3)),
+        (cache, functools.cache),
+    ):
+        mine = mine_deco(lambda x, k=0: (len(x) if hasattr(x, "__len__") else x, k))
+        real = real_deco(lambda x, k=0: (len(x) if hasattr(x, "__len__") else x, k))
+        for i, arg in enumerate(args * 2):
+            assert mine(arg, k=i % 2) == real(arg, k=i % 2)
+        assert mine.cache_info() == real.cache_info()
+        mine.cache_clear()
+        assert mine.cache_info().currsize == 0
+    assert lru_cache(lambda: 1)() == 1

@@ -13,8 +13,8 @@ import pytest
 from rlm_kernel.sandbox import SandboxSession, new_namespace, run_source
 from rlm_kernel.sandbox.bulk import CappedDict, CappedFrozenset, CappedSet
 from rlm_kernel.sandbox.ordering import checked_max, checked_min, chunked_sort, comparison_weight
-from tests.sandbox.payloads import HASH_ATTACKS, LIBRARY_COMPARE_ATTACKS, STEP_ATTACKS, Payload
-from tests.sandbox.test_payloads import check
+from tests.sandbox.payloads import HASH_ATTACKS, LIBRARY_COMPARE_ATTACKS, LIMIT_ERRORS, STEP_ATTACKS, Payload
+from tests.sandbox.test_payloads import check, error_name
 
 # CPU seconds one attack may use in all, for a cell limit of 1 s (tests/sandbox/conftest.py): unchecked, each
 # of these runs for minutes in one C call.
@@ -124,3 +124,35 @@ def test_normalize_in_pieces_gives_what_unicodedata_gives(monkeypatch: pytest.Mo
             compared += 1
             assert got == unicodedata.normalize(form, text), (form, text)
     assert compared > 3000
+
+
+def test_colliding_sets_built_over_cells_stop_at_the_limit(session: SandboxSession) -> None:
+    """Ints that share one hash, added to a set a thousand per cell (each cell within the limit), then
+    combined with a copy (a C copy of the table is cheap): in one C call each operation looks every item up
+    along a chain of all the others (13 s for `u & u.copy()` of 30 000 here). In steps each one stops at the
+    limit, or finishes within it (`isdisjoint` stops at its first common item)."""
+    namespace = new_namespace(session)
+    setup = "M = 2**61 - 1\nx = [k * M for k in range(1, 30001)]\nu = set()\n"
+    assert run_source(setup, namespace, session).error is None
+    for start in range(0, 30000, 1000):
+        outcome = run_source(f"u.update(x[{start}:{start + 1000}])", namespace, session)
+        if outcome.error is not None:
+            pytest.skip(f"building the set took too long on this machine: {outcome.error}")
+    stopped = 0
+    for op in (
+        "r = u & u.copy()",
+        "r = u - u.copy()",
+        "r = u ^ u.copy()",
+        "r = u.issubset(u.copy())",
+        "v = u.copy()\nv &= u",
+        "r = u.isdisjoint(u.copy())",
+        "r = u | set(u)",
+        "r = u == u.copy()",
+    ):
+        start = _cpu()
+        outcome = run_source(op, namespace, session)
+        spent = _cpu() - start
+        assert outcome.error is None or error_name(outcome) in LIMIT_ERRORS, (op, outcome)
+        stopped += outcome.error is not None
+        assert spent < CPU_CEILING, f"{op} used {spent:.1f} s of CPU for a 1 s limit"
+    assert stopped >= 4
