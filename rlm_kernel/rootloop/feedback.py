@@ -24,7 +24,6 @@ from rlm_kernel.rootloop.found import (
     shape,
     wants_file,
 )
-from rlm_kernel.rootloop.labels import label_hint
 from rlm_kernel.rootloop.prompt import COMMON_WORDS
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
@@ -143,10 +142,6 @@ def hints(run: Any, turn: Turn) -> list[str]:
     case = case_mismatch(turn.code)
     if case:
         out.append(case)
-    shown = [line for line in turn.stdout.splitlines() if line.strip()]
-    label = label_hint(run, turn, bool(shown) and _no_hits(shown) and not case)
-    if label:
-        out.append(label)
     blind = [c.kind for c in turn.calls if c.ok and not c.saw_context]
     if blind:
         # Measured with the coder model: a hint with a code template is copied literally ('word' and all)
@@ -422,14 +417,6 @@ def _read_hint(run: Any, turn: Turn) -> str:
 
     Measured with the coder model: without it, the root re-sent the same call turn after turn."""
     names = [n for n in names_from_sub_calls(turn.code or "") if isinstance(run.ns.get(n), str)]
-    printed = [line for line in turn.stdout.splitlines() if line.strip()]
-    if wants_number(run.question) and _one_number(printed):
-        # the count code made of the sub-model's picks (rootloop.labels): a number, not the calls' texts
-        count = printed[0].strip()
-        return (
-            f"Your code counted {count} from what the sub-model read in `context`. If that count answers "
-            f"the question, end the run now — reply with just:\n```repl\nFINAL({count!r})\n```"
-        )
     if names:
         end = f"FINAL_VAR({names[-1]!r})"
     elif turn.value is not None and len(turn.value) <= _ANSWER_LIKE_CHARS * 2:
