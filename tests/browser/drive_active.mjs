@@ -66,6 +66,27 @@ try {
     null,
     { timeout: cfg.timeout_ms },
   );
+  // outputs render (and MathJax typesets) after the kernel is idle: wait for what the test names, if any
+  if (cfg.wait_for_text) {
+    await page.waitForFunction(
+      (marks) => {
+        const text = [...document.querySelectorAll(".jp-OutputArea-output")].map((o) => o.textContent).join("\n");
+        return marks.every((m) => text.includes(m));
+      },
+      cfg.wait_for_text,
+      { timeout: 120000 },
+    );
+  }
+  if (cfg.wait_for_math_in) {
+    await page.waitForFunction(
+      (label) =>
+        [...document.querySelectorAll(".jp-OutputArea-output")].some(
+          (o) => o.textContent.startsWith(label) && o.querySelector("mjx-container") !== null,
+        ),
+      cfg.wait_for_math_in,
+      { timeout: 120000 },
+    );
+  }
   await page.waitForTimeout(3000); // time for any handler (onerror, onload, a fetch) to have run
   result.title_after = await page.title();
   result.flag_after = await page.evaluate(() => window.__rlm_pwned ?? null);

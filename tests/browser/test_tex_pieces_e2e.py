@@ -1,16 +1,16 @@
 """Issue 26, class 1 in a real browser: TeX that defines or assembles commands draws no styled box in
 JupyterLab (headless Chromium, Playwright), and script in the same outputs does not run.
 
-A `%%rlm --shared` run's model code displays every family of tests/output/tex_families.py (Markdown,
-HTML, LaTeX) — among them mathtools' `\\DeclarePairedDelimiterX` whose `\\delimsize` assembles
-`\\fcolorbox` — plus a `\\href{javascript:…}` and an `<img onerror>` carrying the script of
-test_active_output_e2e; the person's next cell displays the families too, and its honest formula. In the
-page: no formula in any output has a border, background, colour or link; model output has no typeset formula
-at all; the person's honest formula is typeset; the title is unchanged and no request reaches the server's
-contents API. The control: the same TeX in the notebook's own Markdown cell (which JupyterLab typesets as
-written) does draw the green box, so the probe sees one when it is there; and the script, run in the page,
-renames it and writes through the API. MathJax's own marks (red for an undefined command, its red-on-yellow
-error display of the source) are not styling a payload chose.
+A `%%rlm --shared` run's model code displays every family of tests/output/tex_families.py (Markdown, HTML,
+LaTeX) — among them mathtools' `\\DeclarePairedDelimiterX` whose `\\delimsize` assembles `\\fcolorbox` — plus
+a `\\href{javascript:…}` and an `<img onerror>` carrying the script of test_active_output_e2e; the person's
+next cell displays the families too (as Markdown), and its honest formula. In the page: no formula in
+any output has a border, background, colour or link; model output has no typeset formula at all; the person's
+honest formula is typeset; the title is unchanged and no request reaches the server's contents API. The
+control: the same TeX in the notebook's own Markdown cell (which JupyterLab typesets as written) does draw the
+green box, so the probe sees one when it is there; and the script, run in the page, renames it and writes
+through the API. MathJax's own marks (red for an undefined command, its red-on-yellow error display of the
+source) are not styling a payload chose.
 
     bash .ci/browser -k tex_pieces          # installs JupyterLab, Chromium, playwright-core, then runs this
     python -m pytest -m browser tests/browser/test_tex_pieces_e2e.py   # with those installed
@@ -46,11 +46,13 @@ for s in P:
     display({{'text/latex': s, 'text/plain': 'latex'}}, raw=True)
 H = '$\\\\href{{javascript:' + S + '}}{{FINAL}}$ <img src=x onerror="' + S + '">'
 display({{'text/markdown': H}}, raw=True)
+display({{'text/markdown': 'model-done'}}, raw=True)
 x = llm_query('q')"""
 
-PERSON_CELL = f"""for s in {PAYLOADS!r}:
+PERSON_CELL = f"""display({{'text/markdown': r'honest: $\\frac{{1}}{{2}} + \\alpha^2$'}}, raw=True)
+for s in {PAYLOADS!r}:
     display({{'text/markdown': 'person: ' + s}}, raw=True)
-display({{'text/markdown': r'honest: $\\frac{{1}}{{2}} + \\alpha^2$'}}, raw=True)"""
+display({{'text/markdown': 'person-done'}}, raw=True)"""
 
 
 @pytest.fixture
@@ -79,6 +81,9 @@ def test_tex_families_draw_no_styled_box_in_jupyterlab(lab: tuple[str, Path], tm
         "screenshot": str(ARTIFACTS / "jupyterlab-tex-pieces.png"),
         "timeout_ms": 180_000,
         "control_js": PAYLOAD.replace("TAG", "'control'"),
+        # every display on the page, and the honest formula typeset, before anything is measured
+        "wait_for_text": ["honest:", "model-done", "person-done"],
+        "wait_for_math_in": "honest:",
     }
     cfg_path = tmp_path / "drive.json"
     cfg_path.write_text(json.dumps(config))
