@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from rlm_kernel.output import is_owned, own
-from rlm_kernel.output.sanitise import markdown_html
+from rlm_kernel.output.sanitise import markdown_html, no_math
 from rlm_kernel.repl.evidence import render_text as render_evidence
 
 __all__ = ["evidence_markdown", "load_tree", "notebook_cells", "tree_html", "tree_text", "view"]
@@ -193,8 +193,10 @@ def model_markdown(text: object) -> str:
 
 
 def tree_html(tree: dict) -> str:
-    """A run's `tree()` (or a loaded .jsonl) as self-contained HTML."""
-    return f"<div class='rlmv'>{_STYLE}{_run_html(tree)}</div>"
+    """A run's `tree()` (or a loaded .jsonl) as self-contained HTML. Almost all of it is model-written
+    (replies, code, outputs, sub-call prompts and answers), so no frontend finds math in it to typeset
+    (`no_math`): TeX shows as written, as in the output of model-written code (docs/security/outputs.md)."""
+    return f"<div class='rlmv'>{_STYLE}{no_math(_run_html(tree))}</div>"
 
 
 def tree_text(tree: dict, indent: str = "") -> str:

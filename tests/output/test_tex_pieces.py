@@ -141,3 +141,22 @@ def test_mathjax_finds_no_math_in_model_output_and_typesets_honest_math() -> Non
     assert all(formulas == [] for formulas in _probe(model))
     honest = _probe([clean_html(f"<p>{source}</p>") for source in HONEST])
     assert all(formulas and not any("merror" in f for f in formulas) for formulas in honest), honest
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_the_run_viewer_has_no_math_to_typeset(name: str) -> None:
+    """The trajectory viewer (`rlm_result`'s HTML) is model-written text almost throughout: its reply, code,
+    output, sub-call and answer fields show TeX as written, like model code's output."""
+    from rlm_kernel.rootloop.viewer import tree_html
+
+    payload = FAMILIES[name]
+    turn = {"index": 1, "reply": payload, "code": f"print(r'{payload}')", "stdout": payload, "note": payload}
+    call = {"kind": "llm_query", "prompt": payload, "answer": payload, "model": "m"}
+    tree = {
+        "run": {"question": "q", "answer": payload, "termination": "final", "message": payload},
+        "turns": [{**turn, "calls": [call]}, {"index": 2, "reply": payload, "code": None}],
+    }
+    html = tree_html(tree)
+    body = html.split("</style>", 1)[1]
+    for run in _TAG.split(body):
+        assert not re.search(r"[$\\]", run) or run in ("$", "\\"), (run, body)
