@@ -13,7 +13,9 @@ identity shortcut CPython uses (`x is y` counts as equal), so results equal the 
 The steps key on the class: lists, tuples, dicts, OrderedDicts and deques, and any subclass that inherits
 the base's C method (`_inherited`, read from the classes' own `__dict__`), against any object of the same
 base; a search weighs the value once (`value_weight`); sets, dict keys and items views whose tuples are
-costly to compare look each item up through a `_Probe` (the tuple's hash, a stepped `__eq__`).
+costly to compare look each item up through a `_Probe` (the tuple's hash, a stepped `__eq__`, the stored key
+it matched); keys.py (dict and set keys) and setops.py (set algebra) build on it. `hash_work_check` refuses
+tuples whose C hash would not end soon (nested with sharing, or deeper than `HASH_DEPTH`).
 """
 
 from __future__ import annotations

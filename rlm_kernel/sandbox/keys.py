@@ -1,6 +1,7 @@
 """Hash-table operations on a cell's keys that the time limit can stop: the key C is handed for one lookup or
-insertion (`table_key`, `item_key`), the dict and set methods that take one key (`keyed_method`), and
-insertion of many keys (`insert_keys`, `insert_pairs`: displays, comprehensions, fromkeys, Counter).
+insertion (`table_key`, `item_key`), the dict and set methods that take one key (`keyed_method`), insertion
+of many keys (`insert_keys`, `insert_pairs`: displays, comprehensions, fromkeys, Counter) and the cells'
+`functools.lru_cache`/`cache` (`lru_cache`, `cache`).
 
 After a hash match CPython compares the stored key with the one looked up in one C call: two equal tuples
 made separately (`(a,) * 10**5` twice, `a` a 10**7-character text) cost a minute in `d[t]`, `d[t] = v`,
@@ -36,7 +37,6 @@ __all__ = [
     "insert_keys",
     "insert_pairs",
     "item_key",
-    "keyed_call_method",
     "keyed_method",
     "lru_cache",
     "short_records",
@@ -142,13 +142,6 @@ def _keyed_base(kind: type, name: str) -> type | None:
                 if name in _own_dict(cls):
                     return None
     return None
-
-
-def keyed_call_method(obj: Any, name: str) -> Callable[..., Any] | None:
-    """For `obj.<name>(key, ...)` (the `_kcall_` guard): the unbound C method of an exact dict, set,
-    defaultdict, Counter or OrderedDict, to call with the key `item_key` gives — else None."""
-    table = EXACT_TABLES.get(type(obj))
-    return None if table is None else table.get(name)
 
 
 def keyed_method(obj: Any, name: str) -> Callable[..., Any] | None:
