@@ -484,11 +484,28 @@ def case_mismatch(code: str) -> str:
             and right.func.attr in ("lower", "casefold")
         )
         if isinstance(word, str) and word != word.lower() and lowered and isinstance(node.ops[0], ast.In):
-            return (
+            text = (
                 f"Your search looks for {word!r} in lower-cased text ({right.func.attr}()), so it can never "
                 f"match: search for {word.lower()!r} in line.lower(), or for {word!r} in line."
             )
+            fixed = _with_literal(code, node.left, word.lower())
+            # Measured with the coder model (held-out long-context cases, 2026-12-07: code/32K-where-4,
+            # multihop/32K-3hop-3): told only this, it re-ran the same search to the turn limit; a search
+            # spelt out as a block is copied (the chain's hints, measured)
+            return text + (f" Reply with the search fixed:\n```repl\n{fixed}\n```" if fixed else "")
     return ""
+
+
+def _with_literal(code: str, node: ast.expr, value: str) -> str | None:
+    """`code` with the string literal at `node` replaced by `value` (its repr), or None if it cannot be
+    placed (a literal over several lines)."""
+    if node.lineno != node.end_lineno or node.end_col_offset is None:
+        return None
+    lines = code.splitlines()
+    line = lines[node.lineno - 1].encode()
+    start, end = node.col_offset, node.end_col_offset
+    lines[node.lineno - 1] = (line[:start] + repr(value).encode() + line[end:]).decode()
+    return "\n".join(lines).strip()
 
 
 def _no_hits(lines: list[str]) -> bool:

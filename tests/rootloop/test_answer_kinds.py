@@ -202,3 +202,21 @@ def test_a_text_s_length_is_not_a_count_of_what_the_question_asks(
         client_on_server, Script(root=[repl(scoped), f"FINAL({size})"]), chars, corpus, max_iterations=2
     )
     assert result.termination == "final" and result.answer == str(size)
+
+
+def test_a_search_that_cannot_match_gets_the_fixed_search_to_copy(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # held-out long-context cases on the coder model (code/32K-where-4, multihop/32K-3hop-3): told that
+    # 'Compat32' in line.lower() can never match, it re-ran that search to the turn limit, 8 turns
+    corpus = _corpus(tmp_path, monkeypatch)
+    path = next(p for p in corpus.files if p.endswith("_policybase.py"))
+    wrong = "hits = [line for line in context.splitlines() if 'Compat32' in line.lower()]\nprint(hits[:10])"
+    fixed = "hits = [line for line in context.splitlines() if 'compat32' in line.lower()]\nprint(hits[:10])"
+    script = Script(root=[repl(wrong), repl(fixed), repl(f"FINAL({path!r})")])
+    result = _run(client_on_server, script, "Which file defines `Compat32`?", corpus, max_iterations=3)
+    first = result.trajectory[0]
+    assert first.stdout.strip() == "[]"
+    assert f"Reply with the search fixed:\n```repl\n{fixed}\n```" in first.feedback
+    assert "class Compat32(Policy):" in result.trajectory[1].stdout
+    assert result.termination == "final" and result.answer == path
