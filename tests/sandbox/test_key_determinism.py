@@ -10,7 +10,7 @@ import time
 import pytest
 
 from rlm_kernel.sandbox import SandboxSession, new_namespace, run_source
-from tests.sandbox.payloads import _KEYS, LIMIT, OK, Payload
+from tests.sandbox.payloads import _KEYS, _SAME, LIMIT, OK, Payload
 from tests.sandbox.test_payloads import check
 
 CPU_CEILING = 8.0  # CPU seconds one attack may use in all, for a cell limit of 1 s (conftest.TEST_LIMITS)
@@ -27,9 +27,11 @@ _TOGGLE_STORED = (
     "    def __eq__(self, o):\n        X.n += 1\n        return X.n > 1\n"
     "s = (X('q'),) + ta\nk = ('q',) + tb\n"
 )
-# `X.__hash__` alternates: the probe sees a hash no stored key has, C the stored key's.
+# `X.__hash__` alternates: the probe sees a hash no stored key has, C the stored key's (3 * 10**4 texts:
+# about 30 s in one C call when it is open).
+_SMALL_KEYS = _SAME + "ta = (a,) * 3 * 10**4\ntb = (b,) * 3 * 10**4\n"
 _TOGGLE_HASH = (
-    _KEYS + "class X:\n    n = 0\n    def __hash__(self):\n        X.n += 1\n        return X.n % 2\n"
+    _SMALL_KEYS + "class X:\n    n = 0\n    def __hash__(self):\n        X.n += 1\n        return X.n % 2\n"
     "    def __eq__(self, o):\n        return True\nx = X()\ns = (x,) + ta\nk = (x,) + tb\n"
 )
 
