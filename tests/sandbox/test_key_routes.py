@@ -47,6 +47,9 @@ LIBRARY_OPEN = [
     Payload(
         "op_step", "counter_subtract", _KEYS + "c = collections.Counter({ta: 1})\nc.subtract({tb: 1})", LIMIT
     ),
+    Payload("op_step", "userdict_getitem", _KEYS + "r = collections.UserDict({ta: 1})[tb]", LIMIT),
+    Payload("op_step", "chainmap_getitem", _KEYS + "r = collections.ChainMap({ta: 1})[tb]", LIMIT),
+    Payload("op_step", "dict_items_in", _KEYS + "r = (tb, 1) in {ta: 1}.items()", LIMIT),
     Payload(
         "op_step",
         "ordereddict_move_to_end",
@@ -87,8 +90,10 @@ def test_operator_items_stop_at_the_limit(payload: Payload, session: SandboxSess
 
 @pytest.mark.xfail(
     strict=True,
-    reason="open: Counter.update(mapping)/__add__/subtract and OrderedDict.move_to_end subscript or look the "
-    "key up in C from library code the policy does not rewrite (library_compare.py has no twin for them)",
+    reason="open: Counter.update(mapping)/__add__/subtract, UserDict/ChainMap.__getitem__ and OrderedDict."
+    "move_to_end subscript or look the key up in C from library code the policy does not rewrite "
+    "(library_compare.py has no twin for them); `(k, v) in d.items()` looks k up in C (checked_contains "
+    "does not probe dict_items)",
 )
 @pytest.mark.parametrize("payload", LIBRARY_OPEN, ids=[p.id for p in LIBRARY_OPEN])
 def test_library_keyed_methods_stop_at_the_limit(payload: Payload, session: SandboxSession) -> None:
