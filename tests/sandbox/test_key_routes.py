@@ -30,6 +30,8 @@ OPERATOR_ATTACKS = [
     ),
     Payload("op_step", "operator_setitem", _KEYS + "d = {ta: 1}\noperator.setitem(d, tb, 2)", LIMIT),
     Payload("op_step", "operator_delitem", _KEYS + "d = {ta: 1}\noperator.delitem(d, tb)", LIMIT),
+    Payload("op_step", "userdict_getitem", _KEYS + "r = collections.UserDict({ta: 1})[tb]", LIMIT),
+    Payload("op_step", "chainmap_getitem", _KEYS + "r = collections.ChainMap({ta: 1})[tb]", LIMIT),
 ]
 LIBRARY_OPEN = [
     Payload(
@@ -47,8 +49,6 @@ LIBRARY_OPEN = [
     Payload(
         "op_step", "counter_subtract", _KEYS + "c = collections.Counter({ta: 1})\nc.subtract({tb: 1})", LIMIT
     ),
-    Payload("op_step", "userdict_getitem", _KEYS + "r = collections.UserDict({ta: 1})[tb]", LIMIT),
-    Payload("op_step", "chainmap_getitem", _KEYS + "r = collections.ChainMap({ta: 1})[tb]", LIMIT),
     Payload("op_step", "dict_items_in", _KEYS + "r = (tb, 1) in {ta: 1}.items()", LIMIT),
     Payload(
         "op_step",
@@ -66,9 +66,15 @@ CONTROLS = [
         "print(operator.getitem(d, (1, 2)), operator.itemgetter((1, 2), 0)(d), "
         "operator.itemgetter((3,) * 20)(d), sorted(rows, key=operator.itemgetter(0)), "
         "operator.itemgetter(slice(1))([5, 6]), operator.itemgetter(1, 0)('ab'), "
-        "'k' in d, operator.itemgetter(((1, 2),))({((1, 2),): 'n'}))",
+        "'k' in d, operator.itemgetter(((1, 2),))({((1, 2),): 'n'}))\n"
+        "import collections\nclass U(collections.UserDict):\n"
+        "    def __missing__(self, k):\n        return 'm'\n"
+        "c = collections.ChainMap({}, {(1,) * 20: 'z'})\n"
+        "print(U({(2,) * 20: 'u'})[(2,) * 20], U()[(3,) * 20], c[(1,) * 20], c.get((5,) * 20, 'g'))\n"
+        "try:\n    collections.UserDict()[(4,) * 20]\n"
+        "except KeyError as e:\n    print('KeyError', len(e.args[0]))",
         OK,
-        match="a ('a', 'c') e [(1, 'y'), (2, 'x')] [5] ('b', 'a') False n",
+        match="a ('a', 'c') e [(1, 'y'), (2, 'x')] [5] ('b', 'a') False n\nu m z g\nKeyError 20",
     ),
 ]
 
@@ -90,7 +96,7 @@ def test_operator_items_stop_at_the_limit(payload: Payload, session: SandboxSess
 
 @pytest.mark.xfail(
     strict=True,
-    reason="open: Counter.update(mapping)/__add__/subtract, UserDict/ChainMap.__getitem__ and OrderedDict."
+    reason="open: Counter.update(mapping)/__add__/subtract and OrderedDict."
     "move_to_end subscript or look the key up in C from library code the policy does not rewrite "
     "(library_compare.py has no twin for them); `(k, v) in d.items()` looks k up in C (checked_contains "
     "does not probe dict_items)",
