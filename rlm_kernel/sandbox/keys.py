@@ -67,19 +67,19 @@ _KEYS_VIEW = type({}.keys())
 
 class _KeyProbe(_Probe):
     """compare.py's `_Probe` that also keeps the stored keys it was compared with and told apart
-    (`others`): C compares them with the key again, which is the same quick work only when both compare
+    (`_others`): C compares them with the key again, which is the same quick work only when both compare
     deterministically."""
 
-    __slots__ = ("others",)
+    __slots__ = ("_others",)  # underscored: a cell's __eq__ that receives the probe cannot reach it
 
     def __init__(self, value: tuple[Any, ...] | frozenset[Any]) -> None:
         super().__init__(value)
-        self.others: list[Any] = []
+        self._others: list[Any] = []
 
     def __eq__(self, other: object) -> Any:
         equal = super().__eq__(other)
         if not equal:
-            self.others.append(other)
+            self._others.append(other)
         return equal
 
     __hash__ = _Probe.__hash__
@@ -153,7 +153,8 @@ def table_key(table: Any, key: Any, contains: Callable[[Any, Any], Any]) -> Any:
             "differ: C would compare them again in one call the time limit cannot stop; key by a string or "
             "id() instead"
         )
-    if probe.others and not _cheap_repeat(key) and not (plain_key(key) and all(map(plain_key, probe.others))):
+    others = probe._others
+    if others and not _cheap_repeat(key) and not (plain_key(key) and all(map(plain_key, others))):
         # an __eq__ written in Python (a cell's class) may answer differently when C asks again, and C's
         # comparison would then run on through the equal rest of the keys in one call
         raise LimitExceeded(

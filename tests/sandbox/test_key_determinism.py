@@ -41,6 +41,16 @@ DETERMINISM_ATTACKS = [
     Payload("op_step", "key_eq_toggle_get", _TOGGLE_EQ + "d = {s: 1}\nX.n = 0\nr = d.get(k)", LIMIT),
     Payload("op_step", "key_eq_toggle_set_add", _TOGGLE_EQ + "z = {s}\nX.n = 0\nz.add(k)", LIMIT),
     Payload("op_step", "key_eq_toggle_display", _TOGGLE_EQ + "z = [s, k]\nX.n = 0\nr = set(z)", LIMIT),
+    # a stored key of a cell's class receives the probe in its __eq__ and empties what the probe recorded
+    Payload(
+        "op_step",
+        "key_eq_toggle_probe_cleared",
+        _TOGGLE_EQ + "class H:\n    def __hash__(self):\n        return hash(s)\n    def __eq__(self, o):\n"
+        "        if type(o) is not tuple:\n            getattr(o, 'others', []).clear()\n"
+        "        return False\n"
+        "d = {s: 1}\nd[H()] = 0\nX.n = 0\nr = d[k]",
+        LIMIT,
+    ),
     Payload("op_step", "key_eq_toggle_stored", _TOGGLE_STORED + "d = {s: 1}\nX.n = 0\nr = d.get(k)", LIMIT),
 ]
 HASH_ATTACKS_OPEN = [
