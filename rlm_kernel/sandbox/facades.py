@@ -330,6 +330,8 @@ def _operator_names(session: SandboxSession) -> dict[str, Any]:
         methodcaller=lambda name, *a, **k: safe.SafeMethodcaller(guarded_getattr, name, *a, **k),
         setitem=_guarded_item_op(session, operator.setitem),
         delitem=_guarded_item_op(session, operator.delitem),
+        getitem=lambda obj, key, /: session.guards["_getitem_"](obj, key),
+        itemgetter=lambda *items: _itemgetter(session, items),
         mul=lambda a, b: _mul(session, a, b),
         pow=lambda a, b: _pow(session, a, b),
         lshift=lambda a, b: _lshift(session, a, b),
@@ -444,6 +446,14 @@ def _dataclass(own_class: Callable[..., Callable[[Any], Any]]) -> Callable[..., 
     return dataclass
 
 
+def _itemgetter(session: SandboxSession, items: tuple[Any, ...]) -> Any:
+    """operator.itemgetter: the C one for ints, texts and slices; through the item guard for other keys (a
+    costly tuple key of a hash table is looked up in steps, keys.py)."""
+    if items and all(type(item) in (int, str, slice) for item in items):
+        return operator.itemgetter(*items)
+    return safe.SafeItemgetter(session.guards["_getitem_"], *items)
+
+
 def _guarded_item_op(session: SandboxSession, fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def op(obj: Any, *args: Any) -> Any:
@@ -452,6 +462,8 @@ def _guarded_item_op(session: SandboxSession, fn: Callable[..., Any]) -> Callabl
                 f"cannot modify this {type(obj).__name__} object: only your own variables, lists, "
                 "dicts, sets and instances of classes defined in cells can be changed"
             )
+        if args:  # the key C is handed: a costly tuple key of a hash table is looked up in steps (keys.py)
+            args = (session.guards["_wkey_"](obj, args[0]), *args[1:])
         return fn(obj, *args)
 
     return op

@@ -9,7 +9,9 @@ made separately (`(a,) * 10**5` twice, `a` a 10**7-character text) cost a minute
 is not cheap, compare.py's weights) is first looked up through compare.py's `_Probe`, whose comparisons run
 in steps; C is then handed the stored key the probe matched (an identity match, no comparison), or the key
 itself when no stored key shares its hash — and when some do but differ from it, only if the stepped
-comparisons that told them apart were quick (C repeats them), else the operation is refused. Keys that are
+comparisons that told them apart were quick (C repeats them) and, when some side holds objects whose
+`__eq__` is Python code (which may answer otherwise when C asks again), C's comparison is cheap whatever
+they answer (`_cheap_repeat`) — else the operation is refused. Keys that are
 not costly (scalars, short records, light nested tuples) go to C as they are, at the cost of a type test.
 """
 
@@ -23,7 +25,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from rlm_kernel.sandbox.compare import _NO_MATCH, _SCALARS, _SHORT, _Probe, costly_key
+from rlm_kernel.sandbox.compare import _C_WORK, _NO_MATCH, _SCALARS, _SHORT, _Probe, costly_key
 from rlm_kernel.sandbox.errors import LimitExceeded
 
 __all__ = [
@@ -69,9 +71,84 @@ def _contains_of(kind: type) -> Callable[[Any, Any], Any] | None:
 _KEYS_VIEW = type({}.keys())
 
 
+class _KeyProbe(_Probe):
+    """compare.py's `_Probe` that also keeps the stored keys it was compared with and told apart
+    (`_others`): C compares them with the key again, which is the same quick work only when both compare
+    deterministically."""
+
+    __slots__ = ("_others",)  # underscored: a cell's __eq__ that receives the probe cannot reach it
+
+    def __init__(self, value: tuple[Any, ...] | frozenset[Any]) -> None:
+        super().__init__(value)
+        self._others: list[Any] = []
+
+    def __eq__(self, other: object) -> Any:
+        equal = super().__eq__(other)
+        if not equal:
+            self._others.append(other)
+        return equal
+
+    __hash__ = _Probe.__hash__
+
+
+_PLAIN_ITEMS = _SCALARS | {tuple, frozenset}
+
+
+def _plain_kind(kind: type) -> bool:
+    """`kind`'s hash and comparison are C code that gives the same answer every time (no cell's or library's
+    Python `__eq__`/`__hash__`): the scalars, tuple, frozenset, and tuple subclasses that keep tuple's."""
+    if kind in _PLAIN_ITEMS:
+        return True
+    return issubclass(kind, tuple) and kind.__eq__ is tuple.__eq__ and kind.__hash__ is tuple.__hash__
+
+
+def plain_key(value: Any) -> bool:
+    """`value` (nested tuples and frozensets included) is made of `_plain_kind` objects only: comparing it
+    again in C repeats the stepped comparisons' work and answer (read at C speed, each distinct tuple
+    once)."""
+    if not _plain_kind(type(value)):
+        return False
+    stack, seen = [value], {id(value)}
+    while stack:
+        kinds = set(map(type, items := stack.pop()))
+        if not kinds <= _PLAIN_ITEMS and not all(map(_plain_kind, kinds)):
+            return False
+        if kinds - _SCALARS:
+            for item in items:
+                if type(item) not in _SCALARS and id(item) not in seen:
+                    seen.add(id(item))
+                    stack.append(item)
+    return True
+
+
+def _cheap_repeat(key: Any, budget: int = _C_WORK) -> bool:
+    """C's comparison of `key` with any stored key costs at most `budget` whatever Python `__eq__`s inside
+    answer: its items, nested ones as often as they occur, with texts weighed by length and ints by 64-bit
+    words (a comparison of texts or ints costs at most the shorter one). Stops past the budget."""
+    stack, total = [key], 0
+    while stack:
+        items = stack.pop()
+        total += len(items)
+        kinds = set(map(type, items))
+        if not kinds <= _SCALARS or kinds & _WEIGHED:
+            for item in items:
+                if isinstance(item, (str, bytes)):
+                    total += len(item)
+                elif isinstance(item, int):
+                    total += item.bit_length() >> 6
+                elif isinstance(item, (tuple, frozenset)):
+                    stack.append(item)
+        if total > budget:
+            return False
+    return True
+
+
+_WEIGHED = frozenset({str, bytes, int})
+
+
 def table_key(table: Any, key: Any, contains: Callable[[Any, Any], Any]) -> Any:
     """What to hand C for `key` in `table` (see the module docstring): the stored equal key, else `key`."""
-    probe = _Probe(key)
+    probe = _KeyProbe(key)
     start = time.perf_counter()
     contains(table, probe)
     if probe.match is not _NO_MATCH:
@@ -81,6 +158,15 @@ def table_key(table: Any, key: Any, contains: Callable[[Any, Any], Any]) -> Any:
             f"this key hashes like {probe.calls} stored key(s) that equal it for a long stretch and then "
             "differ: C would compare them again in one call the time limit cannot stop; key by a string or "
             "id() instead"
+        )
+    others = probe._others
+    if others and not _cheap_repeat(key) and not (plain_key(key) and all(map(plain_key, others))):
+        # an __eq__ written in Python (a cell's class) may answer differently when C asks again, and C's
+        # comparison would then run on through the equal rest of the keys in one call
+        raise LimitExceeded(
+            "this key hashes like a stored key it differs from, and they hold objects whose comparison is "
+            "Python code: C would compare them again in one call the time limit cannot stop; key by a string "
+            "or id() instead"
         )
     return key
 

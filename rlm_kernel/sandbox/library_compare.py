@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rlm_kernel.sandbox.compare import checked_compare, checked_contains, checked_hash, search_method
+from rlm_kernel.sandbox.keys import item_key
 
 __all__ = ["install_library_twins", "step_dataclass_methods"]
 
@@ -121,6 +122,26 @@ def _chainmap_contains(self: Any, key: Any) -> bool:
     return any(checked_contains(key, m) for m in self.maps)
 
 
+def _userdict_getitem(self: Any, key: Any) -> Any:
+    """UserDict.__getitem__, a costly tuple key looked up in steps (keys.item_key)."""
+    data = self.data
+    if checked_contains(key, data):
+        return data[item_key(data, key)]
+    if hasattr(self.__class__, "__missing__"):
+        return self.__class__.__missing__(self, key)
+    raise KeyError(key)
+
+
+def _chainmap_getitem(self: Any, key: Any) -> Any:
+    """ChainMap.__getitem__, a costly tuple key looked up in steps (keys.item_key)."""
+    for mapping in self.maps:
+        try:
+            return mapping[item_key(mapping, key)]
+        except KeyError:
+            pass
+    return self.__missing__(key)
+
+
 # --- Counter: counts are compared one by one (a count may be any value a cell stored) -------------------
 
 
@@ -145,6 +166,8 @@ _TWINS: list[tuple[type, str, Callable[..., Any]]] = [
     (collections.abc.ItemsView, "__contains__", _items_contains),
     (collections.UserDict, "__contains__", _in_data),
     (collections.ChainMap, "__contains__", _chainmap_contains),
+    (collections.UserDict, "__getitem__", _userdict_getitem),
+    (collections.ChainMap, "__getitem__", _chainmap_getitem),
     (collections.Counter, "__eq__", _counter_all("==")),
     (collections.Counter, "__le__", _counter_all("<=")),
     (collections.Counter, "__ge__", _counter_all(">=")),

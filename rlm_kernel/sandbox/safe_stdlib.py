@@ -210,6 +210,27 @@ def counter_elements(counter: Any) -> Callable[[], Iterator[Any]]:
     return elements
 
 
+class SafeItemgetter:
+    """operator.itemgetter whose items are read through the sandbox's item guard (a costly tuple key of a
+    hash table is looked up in steps there, keys.py)."""
+
+    __slots__ = ("_items", "_getitem")
+
+    def __init__(self, getitem: Callable[[Any, Any], Any], *items: Any) -> None:
+        if not items:
+            raise TypeError("itemgetter expected 1 argument, got 0")
+        self._getitem = getitem
+        self._items = items
+
+    def __call__(self, obj: Any) -> Any:
+        if len(self._items) == 1:
+            return self._getitem(obj, self._items[0])
+        return tuple(self._getitem(obj, item) for item in self._items)
+
+    def __repr__(self) -> str:
+        return f"operator.itemgetter({', '.join(map(repr, self._items))})"
+
+
 class SafeAttrgetter:
     """operator.attrgetter that reads through the sandbox's attribute guard."""
 
