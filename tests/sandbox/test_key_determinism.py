@@ -91,6 +91,8 @@ def test_python_eq_in_keys_stops_at_the_limit(payload: Payload, session: Sandbox
     assert spent < CPU_CEILING, f"{payload.id} used {spent:.1f} s of CPU for a 1 s limit"
 
 
+# slow: each open reproducer runs its C call to the end (about 30 s of CPU) before it fails
+@pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
     reason="open: a key holding an object whose __hash__ is Python code is hashed again by C after the probe "

@@ -94,6 +94,8 @@ def test_operator_items_stop_at_the_limit(payload: Payload, session: SandboxSess
     assert spent < CPU_CEILING, f"{payload.id} used {spent:.1f} s of CPU for a 1 s limit"
 
 
+# slow: each open reproducer runs its C call to the end (about 30 s of CPU) before it fails
+@pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
     reason="open: Counter.update(mapping)/__add__/subtract and OrderedDict."
