@@ -40,9 +40,7 @@ CASES = {
         "    if row in rows:\n        n += 1"
     ),
     # hashing guards (sandbox/keys.py): binops between names, tuple keys, set algebra, dict methods
-    "int binops": (
-        "a = 12345\nt = 0\nfor i in range(N):\n    t = (i - a) + (i & a) + (i | a) + (i ^ a)"
-    ),
+    "int binops": ("a = 12345\nt = 0\nfor i in range(N):\n    t = (i - a) + (i & a) + (i | a) + (i ^ a)"),
     "tuple-key dict": (
         "d = {}\nfor i in range(N // 5):\n    k = (i % 100, 'a')\n    d[k] = i\n    x = d[k]\n"
         "    if k in d:\n        x = d.get(k)"

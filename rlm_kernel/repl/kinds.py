@@ -31,7 +31,7 @@ _WHAT = {"class": "class", "def": "function or method"}
 
 
 def code_kind(question: str) -> str | None:
-    """"class" or "def" when the question's wh-phrase asks for a class, or a function or method; else None."""
+    """Return "class" or "def" when the question's wh-phrase asks for a class, or a function or method."""
     for word in asked_words(question):
         if word in _KINDS:
             return _KINDS[word]

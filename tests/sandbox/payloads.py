@@ -324,11 +324,15 @@ STEP_CONTROLS: list[Payload] = [
 # methods. Each was one C comparison of two lists of 10**5 equal 10**7-character texts (> 25 s for a 1 s limit;
 # sandbox/library_compare.py steps them).
 _LIB = _SAME + "import collections, collections.abc, dataclasses\nA = [a] * 10**5\nB = [b] * 10**5\n"
-_SEQ = "class S(collections.abc.Sequence):\n    def __init__(self, items):\n        self.items = items\n" \
+_SEQ = (
+    "class S(collections.abc.Sequence):\n    def __init__(self, items):\n        self.items = items\n"
     "    def __getitem__(self, i):\n        return self.items[i]\n    def __len__(self):\n        return len(self.items)\n"
-_MAP = "class M(collections.abc.Mapping):\n    def __init__(self, d):\n        self.d = d\n" \
-    "    def __getitem__(self, k):\n        return self.d[k]\n    def __len__(self):\n        return len(self.d)\n" \
+)
+_MAP = (
+    "class M(collections.abc.Mapping):\n    def __init__(self, d):\n        self.d = d\n"
+    "    def __getitem__(self, k):\n        return self.d[k]\n    def __len__(self):\n        return len(self.d)\n"
     "    def __iter__(self):\n        return iter(self.d)\n"
+)
 # fmt: off
 LIBRARY_COMPARE_ATTACKS: list[Payload] = [
     Payload("op_step", "userlist_eq", _LIB + "r = collections.UserList(A) == collections.UserList(B)", LIMIT),
