@@ -107,7 +107,10 @@ def test_payload_in_kernel(kernel: KernelHarness, payload: Payload, secret_file:
     assert alive.ok and alive.stdout == "42\n", f"kernel not usable after {payload.id}: {alive}"
 
 
-def test_history_and_variables_survive_errors(kernel: KernelHarness) -> None:
+def test_history_and_variables_survive_errors(rlm_kernel_factory) -> None:
+    # a kernel of its own: a payload's `for _ in range(...)` binds `_`, and IPython then (rightly) stops
+    # updating it, so the shared kernel's `_` depends on which payloads ran before
+    kernel: KernelHarness = rlm_kernel_factory(env=KERNEL_ENV)
     assert kernel.execute("40 + 2").result == "42"
     assert kernel.execute("_ + 1").result == "43"
     failed = kernel.execute("kept = 41\nkept += 1\nraise ValueError('boom')")
