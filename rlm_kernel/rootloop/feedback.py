@@ -25,6 +25,7 @@ from rlm_kernel.rootloop.found import (
     wants_file,
 )
 from rlm_kernel.rootloop.prompt import COMMON_WORDS
+from rlm_kernel.rootloop.search_fix import case_mismatch, no_hits, rerun_note, rerun_view
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
 
@@ -139,9 +140,12 @@ def hints(run: Any, turn: Turn) -> list[str]:
             "nothing new. If its output answers the question, call FINAL now; otherwise do something "
             "different."
         )
-    case = case_mismatch(turn.code)
+    fix = getattr(run, "search_fixes", {}).get(turn.index)  # the loop re-ran the block fixed (search_fix.py)
+    case = rerun_note(fix) if fix is not None else case_mismatch(turn.code)
     if case:
         out.append(case)
+    if fix is not None:
+        turn = rerun_view(turn, fix)  # the hints below read the block the loop ran and what it printed
     blind = [c.kind for c in turn.calls if c.ok and not c.saw_context]
     if blind:
         # Measured with the coder model: a hint with a code template is copied literally ('word' and all)
@@ -465,54 +469,6 @@ def near_miss(error: str) -> str:
     return f"`{wrong}` does not exist: did you mean {right}? End the run with {right}(...) — upper case."
 
 
-def case_mismatch(code: str) -> str:
-    """The hint for a search that can never match: an upper-case string looked up in lower-cased text
-    (`'ERROR' in line.lower()`). Measured with the coder model (issue 27, before and after the prompt
-    change): it searched that way, printed 0 hits and went on to guess."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return ""
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant)):
-            continue
-        word = node.left.value
-        right = node.comparators[0] if node.comparators else None
-        lowered = (
-            isinstance(right, ast.Call)
-            and isinstance(right.func, ast.Attribute)
-            and right.func.attr in ("lower", "casefold")
-        )
-        if isinstance(word, str) and word != word.lower() and lowered and isinstance(node.ops[0], ast.In):
-            text = (
-                f"Your search looks for {word!r} in lower-cased text ({right.func.attr}()), so it can never "
-                f"match: search for {word.lower()!r} in line.lower(), or for {word!r} in line."
-            )
-            fixed = _with_literal(code, node.left, word.lower())
-            # Measured with the coder model (held-out long-context cases, 2026-12-07: code/32K-where-4,
-            # multihop/32K-3hop-3): told only this, it re-ran the same search to the turn limit; a search
-            # spelt out as a block is copied (the chain's hints, measured)
-            return text + (f" Reply with the search fixed:\n```repl\n{fixed}\n```" if fixed else "")
-    return ""
-
-
-def _with_literal(code: str, node: ast.expr, value: str) -> str | None:
-    """`code` with the string literal at `node` replaced by `value` (its repr), or None if it cannot be
-    placed (a literal over several lines)."""
-    if node.lineno != node.end_lineno or node.end_col_offset is None:
-        return None
-    lines = code.splitlines()
-    line = lines[node.lineno - 1].encode()
-    start, end = node.col_offset, node.end_col_offset
-    lines[node.lineno - 1] = (line[:start] + repr(value).encode() + line[end:]).decode()
-    return "\n".join(lines).strip()
-
-
-def _no_hits(lines: list[str]) -> bool:
-    """Whether the output only says the search found nothing (`0`, `[]`, `None`)."""
-    return all(line.strip() in ("0", "[]", "None", "{}", "set()", "''", "-1") for line in lines)
-
-
 def found_by_code(run: Any, turn: Turn) -> bool:
     """Whether this turn's short output came from code that searched `context` for the question's words
     (a string of the code shares a word with the question, or is the next key a hint suggested) with no
@@ -527,7 +483,7 @@ def found_by_code(run: Any, turn: Turn) -> bool:
     found = [c for c in candidates(printed) if not re.fullmatch(r"\d+", c)]
     if len(found) > _ANSWER_LIKE_LINES + 1 or any(len(c) > _ANSWER_LIKE_CHARS for c in found):
         return False
-    if _no_hits(lines):  # a search that found nothing is not an answer (coder model: then it guessed)
+    if no_hits(lines):  # a search that found nothing is not an answer (coder model: then it guessed)
         return False
     words = {w.lower() for w in re.findall(r"\w{3,}", run.question)} - COMMON_WORDS
     keys = {getattr(run, "next_key", None)} | {h[1] for h in getattr(run, "steps", [])}

@@ -22,6 +22,7 @@ from rlm_kernel.rootloop.display import LiveDisplay
 from rlm_kernel.rootloop.feedback import feedback, hints, repeat_feedback
 from rlm_kernel.rootloop.prompt import context_message, window_tokens
 from rlm_kernel.rootloop.reply_parse import extract, near_final
+from rlm_kernel.rootloop.search_fix import SearchFix, rerun_fixed_search
 from rlm_kernel.rootloop.steps import RootRequest, RunSteps
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import RLMResult, Turn, Usage
@@ -70,6 +71,7 @@ class TurnLoop:
         self.raw_final: object = None
         self.found: tuple[int, str] | None = None  # (turn, output) that code found for the question
         self.next_key: str | None = None  # what a hint told the root to search for next (rootloop.found)
+        self.search_fixes: dict[int, SearchFix] = {}  # turn -> the search the loop re-ran fixed (search_fix)
         self.steps: list[tuple[str, str]] = []  # (step line, key) of every such hint: a chain's hops so far
         self.history: list[dict] = []
         self.model: str | None = None
@@ -192,7 +194,11 @@ class TurnLoop:
                 if got.code is not None:
                     no_code = 0
                     turn.code = got.code
+                    calls_before = len(tracker.calls)
                     execute_blocks(self, got.blocks, turn, notes)
+                    fix = rerun_fixed_search(self, turn, calls_before)
+                    if fix is not None:
+                        self.search_fixes[index] = fix
                 else:
                     no_code += 1
                 turn.calls, rejections = tracker.drain()
@@ -215,6 +221,10 @@ class TurnLoop:
                     answer = self.typed(answer, tracker, notes)
                 turn.seconds = time.monotonic() - started
                 turn.note = " ".join(notes)
+                if index in self.search_fixes:  # in the trajectory; the feedback's hint says it to the root
+                    word = self.search_fixes[index].word
+                    rerun = f"the loop re-ran the block with {word.lower()!r} for {word!r}."
+                    turn.note = f"{turn.note} {rerun}".strip()
                 if answer is not None:
                     turn.final = answer_types.text_of(answer)
                     self._show(turn, "final answer")

@@ -204,19 +204,46 @@ def test_a_text_s_length_is_not_a_count_of_what_the_question_asks(
     assert result.termination == "final" and result.answer == str(size)
 
 
-def test_a_search_that_cannot_match_gets_the_fixed_search_to_copy(
+def test_a_search_that_cannot_match_is_re_run_fixed_in_the_same_turn(
     client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # held-out long-context cases on the coder model (code/32K-where-4, multihop/32K-3hop-3): told that
-    # 'Compat32' in line.lower() can never match, it re-ran that search to the turn limit, 8 turns
+    # held-out long-context cases on the coder model (code/32K-where-4, multihop/32K-3hop-3, 2hop-4): told
+    # that 'Compat32' in line.lower() can never match, then shown the fixed block to copy, it re-ran its own
+    # block unchanged to the turn limit (8 turns) and guessed; now the loop runs the fixed block in that turn
     corpus = _corpus(tmp_path, monkeypatch)
     path = next(p for p in corpus.files if p.endswith("_policybase.py"))
     wrong = "hits = [line for line in context.splitlines() if 'Compat32' in line.lower()]\nprint(hits[:10])"
-    fixed = "hits = [line for line in context.splitlines() if 'compat32' in line.lower()]\nprint(hits[:10])"
-    script = Script(root=[repl(wrong), repl(fixed), repl(f"FINAL({path!r})")])
+    script = Script(root=[repl(wrong), repl(wrong), repl(f"FINAL({path!r})")])
     result = _run(client_on_server, script, "Which file defines `Compat32`?", corpus, max_iterations=3)
-    first = result.trajectory[0]
-    assert first.stdout.strip() == "[]"
-    assert f"Reply with the search fixed:\n```repl\n{fixed}\n```" in first.feedback
-    assert "class Compat32(Policy):" in result.trajectory[1].stdout
+    first, second = result.trajectory[0], result.trajectory[1]
+    assert first.code == wrong  # what the model wrote, as it wrote it
+    assert first.stdout.startswith("[]\n[your block re-run with 'compat32' in place of 'Compat32']\n")
+    assert "class Compat32(Policy):" in first.stdout
+    assert "The loop ran your block again with 'compat32'" in first.feedback
+    assert "can never match: search for" not in first.feedback  # no block to copy: it was run
+    assert "re-ran the block with 'compat32' for 'Compat32'" in first.note
+    assert "class Compat32(Policy):" in second.stdout  # the model's repeat is re-run too
     assert result.termination == "final" and result.answer == path
+
+
+def test_a_never_matching_search_is_not_re_run_when_it_called_a_model_or_found_something(
+    client_on_server: LLMTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = _corpus(tmp_path, monkeypatch)
+    fixed = "hits = [line for line in context.splitlines() if 'compat32' in line.lower()]\nprint(hits[:10])"
+    called = (
+        "hits = [line for line in context.splitlines() if 'Compat32' in line.lower()]\n"
+        "print(hits[:10]); print(llm_query('which file? ' + context[:200]))"
+    )
+    printed = (
+        "hits = [line for line in context.splitlines() if 'Compat32' in line.lower()]\nprint(len(context))"
+    )
+    for code in (called, printed):
+        script = Script(root=[repl(code)])
+        result = _run(client_on_server, script, "Which file defines `Compat32`?", corpus, max_iterations=1)
+        first = result.trajectory[0]
+        assert "[your block re-run" not in first.stdout and "re-ran" not in first.note
+        assert "can never match" in first.feedback
+        if code is printed:
+            block = fixed.replace("print(hits[:10])", "print(len(context))")
+            assert f"Reply with the search fixed:\n```repl\n{block}\n```" in first.feedback
