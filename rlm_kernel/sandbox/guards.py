@@ -44,7 +44,7 @@ from rlm_kernel.sandbox.fastpath import RANGE_BITS
 from rlm_kernel.sandbox.handout import DENIED_TYPES, PLAIN, ValueCheck
 from rlm_kernel.sandbox.keys import EXACT_TABLES, KEYED_NAMES, item_key, keyed_method
 from rlm_kernel.sandbox.names import ALLOWED_DUNDER_METHODS, EXCEPTION_DUNDERS, READABLE_DUNDERS
-from rlm_kernel.sandbox.origin import register_pass_through
+from rlm_kernel.sandbox.origin import register_apply
 from rlm_kernel.sandbox.safe_int import CELL_CLASSES, REAL_CLASSES, decimal_to_int_check
 from rlm_kernel.sandbox.safe_stdlib import counter_elements
 from rlm_kernel.sandbox.setops import SET_GUARDS, SET_METHODS, set_method
@@ -555,7 +555,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             raise CellTimeout(session.cancelled)
         return fn(*args, **kwargs)
 
-    register_pass_through(guarded_apply.__code__)  # `f(*a)` is the cell's own call (origin.py)
+    register_apply(guarded_apply.__code__)  # `f(*a)` is the cell's own call (origin.py)
 
     def iter_unpack_sequence(it: Any, spec: Any, _getiter_: Any = guarded_getiter) -> Any:
         return guarded_iter_unpack_sequence(it, spec, guarded_getiter)

@@ -52,6 +52,7 @@ __all__ = [
     "note_cell_code",
     "refuse_in_model_code",
     "register_model_filename",
+    "register_apply",
     "register_display_function",
     "register_display_path",
     "register_forwarder",
@@ -69,6 +70,7 @@ _MODEL_FILES: set[str] = set()  # filenames model blocks were compiled under (ne
 _TRAMPOLINES: set[types.CodeType] = set()  # kernel wrappers between a helper and its caller (repl.helpers)
 _PASS_THROUGH: set[types.CodeType] = set()  # kernel code that only forwards a cell's own call (`_apply_`)
 _FORWARDERS: set[types.CodeType] = set()  # kernel code that calls what a cell's object names (methodcaller)
+_APPLY: set[types.CodeType] = set()  # the `_apply_` guard a call with `*args`/`**kwargs` is rewritten to
 _DISPLAY_FUNCTIONS: set[types.CodeType] = (
     set()
 )  # IPython's display(): where a cell's bundle enters the kernel
@@ -187,6 +189,32 @@ def register_pass_through(code: types.CodeType) -> None:
     the sandbox's `__build_class__` running a class body): skipped when `require_direct_chain` looks for
     who called a person's function."""
     _PASS_THROUGH.add(code)
+
+
+def register_apply(code: types.CodeType) -> None:
+    """Record the `_apply_` guard: RestrictedPython rewrites every call that unpacks `*args` or `**kwargs` to
+    `_apply_(f, ...)`, so the frame such a call of a cell enters is that guard's (`_unpacking`)."""
+    _APPLY.add(code)
+    _PASS_THROUGH.add(code)
+
+
+def _entered(outer: types.FrameType, inner: types.FrameType) -> types.FrameType:
+    """The frame `outer` called, on the way out from `inner` (a frame `outer` is on the stack of)."""
+    while inner.f_back is not None and inner.f_back is not outer:
+        inner = inner.f_back
+    return inner
+
+
+def _unpacking(node: ast.Call, entered: types.FrameType) -> bool:
+    """True if the call `node` unpacks `*args` or `**kwargs` but the frame its instruction entered is not the
+    `_apply_` guard the call is rewritten to: code that ran while the cell unpacked the arguments — a
+    model-made mapping's `keys` that is a `functools.partial` (no frame of its own), an `itertools.starmap`
+    calling one — not the call itself, though the instruction's source position is the whole call (red team
+    7)."""
+    unpacks = any(isinstance(arg, ast.Starred) for arg in node.args) or any(
+        keyword.arg is None for keyword in node.keywords
+    )
+    return unpacks and entered.f_code not in _APPLY
 
 
 def register_forwarder(code: types.CodeType) -> None:
@@ -425,7 +453,11 @@ def require_direct_chain(what: str, frame: types.FrameType) -> None:
         # cell, or of an earlier run of this one — must be called by its name
         if inner.f_code.co_filename != outer.f_code.co_filename or not _in_running_cell(inner.f_code):
             node = _call_at(outer)
-            if not (isinstance(node, ast.Call) and _runs(_callee(outer, node.func), inner.f_code)):
+            if not (
+                isinstance(node, ast.Call)
+                and _runs(_callee(outer, node.func), inner.f_code)
+                and not _unpacking(node, _entered(outer, inner))
+            ):
                 raise ModelCodeRefused(
                     f"{what} is not available here: your function {inner.f_code.co_name}() that does it was "
                     "reached through another object (a functools.partial, map, sorted key, property, "
@@ -473,7 +505,11 @@ def called_directly_by_person() -> bool:
                 return False
             break
     node = _call_at(frame)
-    if not (isinstance(node, ast.Call) and _runs(_callee(frame, node.func), inside.f_code)):
+    if not (
+        isinstance(node, ast.Call)
+        and _runs(_callee(frame, node.func), inside.f_code)
+        and not _unpacking(node, _entered(frame, inside))
+    ):
         return False
     try:
         require_direct_chain("this", frame)
@@ -509,7 +545,11 @@ def require_person_method_call(what: str, method: types.CodeType) -> None:
     if not in_cell and not _cells_compiled:
         return  # the package used from plain Python
     node = _call_at(caller) if caller is not None and in_cell else None
-    if caller is None or not (isinstance(node, ast.Call) and _runs(_callee(caller, node.func), method)):
+    if caller is None or not (
+        isinstance(node, ast.Call)
+        and _runs(_callee(caller, node.func), method)
+        and not _unpacking(node, _entered(caller, frame))
+    ):
         raise ModelCodeRefused(
             f"{what} must be written in your own cell as a direct call of the method: here it was reached "
             "through another object (a functools.partial, map, property, comparison, a display or library "

@@ -359,6 +359,16 @@ LIBRARY_COMPARE_ATTACKS: list[Payload] = [
     Payload("op_step", "dataclass_frozen_hash_nested", _NESTED + "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass F:\n    t: tuple\nr = hash(F(t))", LIMIT),
     Payload("op_step", "dataclass_frozen_set", _NESTED + "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass F:\n    t: tuple\nr = {F(t)}", LIMIT),
 ]
+# json's one-shot C encoder (red team 7): a tuple nested with sharing is 2**40 visits in one C call (the
+# CPU backstop killed the kernel); now such a value takes the Python encoder, which the limit stops.
+JSON_ATTACKS: list[Payload] = [
+    Payload("op_step", "json_dumps_shared_nest", _SHARED_NEST + "import json\nr = json.dumps(t)", LIMIT),
+    Payload("op_step", "json_encoder_encode_shared_nest", _SHARED_NEST + "import json\nr = json.JSONEncoder().encode(t)", LIMIT),
+    Payload("op_step", "json_iterencode_one_shot", _SHARED_NEST + "import json\nr = ''.join(json.JSONEncoder().iterencode(t, True))", LIMIT),
+    Payload("op_step", "json_dumps_cell_encoder", _SHARED_NEST + "import json\nclass E(json.JSONEncoder):\n    pass\nr = json.dumps(t, cls=E)", LIMIT),
+    Payload("op_step", "json_dumps_shared_dicts", "import json\nd = {}\nfor _ in range(40):\n    d = {'a': d, 'b': d}\nr = json.dumps(d)", LIMIT),
+    Payload("op_step", "json_dumps_control", "import json\nclass E(json.JSONEncoder):\n    def default(self, o):\n        return str(o)\nprint(json.dumps({'a': [1, (2, 3), None]}), json.dumps({1}, cls=E), len(json.dumps(list(range(10**5)))))", OK, match='{"a": [1, [2, 3], null]} "{1}" 688890'),
+]
 LIBRARY_COMPARE_CONTROLS: list[Payload] = [
     Payload("control", "library_compare_ok",
             "import collections, collections.abc, dataclasses\n" + _SEQ + _MAP +
@@ -759,6 +769,7 @@ PAYLOADS: list[Payload] = [
     *HASH_ATTACKS,
     *LIBRARY_COMPARE_ATTACKS,
     *LIBRARY_COMPARE_CONTROLS,
+    *JSON_ATTACKS,
     *STEP_CONTROLS,
     _P("control", "stats_json_ok", "import json, statistics\nprint(statistics.median([3, 1, 2]), json.dumps([1], indent=1).count(chr(10)), json.loads('[7]', parse_int=int))", OK, match="2 2 [7]"),
     _P("control", "int_ok", "print(int('12'), int('ff', 16), int(3.9), int(b'101', 2), int('0x1f', 0), int())", OK, match="12 255 3 5 31 0"),
