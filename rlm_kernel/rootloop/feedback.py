@@ -24,7 +24,8 @@ from rlm_kernel.rootloop.found import (
     shape,
     wants_file,
 )
-from rlm_kernel.rootloop.prompt import COMMON_WORDS
+from rlm_kernel.rootloop.named_file import named_file_hint
+from rlm_kernel.rootloop.prompt import COMMON_WORDS, window_tokens
 from rlm_kernel.rootloop.search_fix import case_mismatch, no_hits, rerun_note, rerun_view
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
@@ -174,6 +175,9 @@ def hints(run: Any, turn: Turn) -> list[str]:
     files = file_count_hint(run, turn)
     if files:
         out.append(files)
+    named = named_file_hint(run, turn, _window())
+    if named:
+        out.append(named)
     printed = turn.stdout.strip()
     lines = [line for line in printed.splitlines() if line.strip()]
     tracker = run.state.run
@@ -232,6 +236,13 @@ def hints(run: Any, turn: Turn) -> list[str]:
                     "(or FINAL_VAR('name') for a variable holding the answer)."
                 )
     return out
+
+
+def _window() -> int:
+    """The configured sub-model window in tokens (prompt.window_tokens)."""
+    from rlm_kernel import llm
+
+    return window_tokens(llm.get_client().config)
 
 
 _FILE_NOUNS = frozenset({"file", "files", "module", "modules"})
