@@ -472,6 +472,17 @@ _NONE_ASKED = re.compile(r"\b(default|defaults|return|returns|returned|value|non
 """A question whose answer may be None (a parameter's default, what a function returns)."""
 
 
+_NON_ANSWERS = frozenset(
+    "none|n/a|na|nothing|unknown|not found|no answer|not mentioned|not specified|not stated|not given|"
+    "i don't know|i do not know|i cannot tell|cannot tell|i can't tell|i cannot answer|cannot be determined|"
+    "no information".split("|")
+)
+"""Whole answers that say the text did not answer (case and end punctuation aside). `None` as written is
+kept for a question that asks for a default or a return value. Measured with the hint follower
+(code/128K-where-0): a sub-model given a file's text answered `NONE` and the gate accepted it (rule (c))."""
+_NON_ANSWER_TRIM = re.compile(r"^[\s\"'`*.]+|[\s\"'`*.!]+$")
+
+
 def empty_problem(answer: str, value: object = None, question: str = "") -> str | None:
     """Why an answer is empty (None: it is not): blank text, an empty container, text that only displays
     one (`FINAL("[]")`, `FINAL(str(hits))` of no hits), or None — unless the question asks for a default,
@@ -481,6 +492,9 @@ def empty_problem(answer: str, value: object = None, question: str = "") -> str 
     empty = not shown or shown in _EMPTY_SHOWN or (type(value) in _EMPTY_TYPES and not value)
     if shown == "None" and not _NONE_ASKED.search(question):
         empty = True
+    said = _NON_ANSWER_TRIM.sub("", shown.lower())
+    if said in _NON_ANSWERS and shown != "None":
+        empty = True  # what a sub-model says when the text it was given does not answer
     if not empty:
         return None
     what = f"it displays as {shown}" if shown else "it is blank"

@@ -13,6 +13,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
+from rlm_kernel.repl.asked import asked_words
 from rlm_kernel.rootloop.prompt import COMMON_WORDS, chunk_chars
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import Turn
@@ -22,6 +23,7 @@ __all__ = ["MANY_HITS", "named_file", "named_file_hint", "names_a_file"]
 MANY_HITS = 5
 """Hits from which a search's lines are too many to answer from: the hint points at a file instead."""
 _PARTS = re.compile(r"[-_.\s]+")
+_FILE_NOUNS = frozenset({"file", "files", "module", "modules"})
 
 
 def _searched(code: str) -> list[str]:
@@ -77,6 +79,10 @@ def named_file_hint(run: Any, turn: Turn, window: int) -> str:
         return ""
     if names_a_file(run.question, list(spans)):
         return ""  # the question says which file: another one named after a word of it is a detour
+    if _FILE_NOUNS.intersection(asked_words(run.question)):
+        return (
+            ""  # "which file ...": a file's text does not say its own name (hint follower, code/128K-where-0)
+        )
     question_words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", run.question)}
     words = [w for w in _searched(turn.code) if w in question_words]
     found = named_file(list(spans), words)

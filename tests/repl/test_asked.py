@@ -89,6 +89,13 @@ def test_an_answer_that_displays_as_empty_is_refused(answer: str, value: object)
     assert why is not None and "the answer is empty" in why and "Search `context` again" in why
 
 
+@pytest.mark.parametrize("answer", ["NONE", "none.", "Unknown", "Not found", "I don't know.", "`N/A`"])
+def test_a_sub_model_non_answer_is_refused_as_empty(answer: str) -> None:
+    # hint follower, code/128K-where-0: a sub-model given a file's text answered NONE, and it was accepted
+    assert empty_problem(answer, answer, "Which file defines `Message`?") is not None
+    assert empty_problem(answer, answer, "What is the default of `charset`?") is not None
+
+
 @pytest.mark.parametrize(
     ("answer", "value", "question"),
     [
@@ -97,6 +104,8 @@ def test_an_answer_that_displays_as_empty_is_refused(answer: str, value: object)
         ("0", 0, "How many lines mention the vault?"),  # a count of zero is an answer
         ("[1]", [1], "Which ids?"),
         ("4C", "4C", JOIN),
+        ("Nothing is raised", "Nothing is raised", "What does a bare raise raise?"),  # more than a non-answer
+        ("unknown_encoding", "unknown_encoding", "What is the default of `errors`?"),
     ],
 )
 def test_a_real_answer_is_not_refused_as_empty(answer: str, value: object, question: str) -> None:
