@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,8 @@ __all__ = [
     "case_mismatch",
     "find_fix",
     "no_hits",
+    "phrase_fix",
+    "question_name",
     "rerun_fixed_search",
     "rerun_header",
     "rerun_note",
@@ -32,11 +35,20 @@ _NOTHING = ("0", "[]", "None", "{}", "set()", "''", "-1")
 @dataclass(frozen=True)
 class SearchFix:
     """`word` was looked up in text lowered by `method` (lower/casefold); `code` is the block with `word`
-    lower-cased (None when the literal cannot be replaced in place: it spans several lines)."""
+    lower-cased (None when the literal cannot be replaced in place: it spans several lines). For a phrase
+    that found nothing (`name` set), `code` searches for the name the question gives instead."""
 
     word: str
     method: str
     code: str | None
+    name: str = ""
+
+    @property
+    def replacement(self) -> str:
+        """What the re-run searches for in place of `word`."""
+        if self.name:
+            return self.name.lower() if self.method else self.name
+        return self.word.lower()
 
 
 def find_fix(code: str) -> SearchFix | None:
@@ -61,6 +73,57 @@ def find_fix(code: str) -> SearchFix | None:
     return None
 
 
+_NAME = re.compile(r"(?<![\w`'\"])([A-Z][a-z]{2,}(?: [A-Z][a-z]{2,}){0,2})")
+_QUOTED = re.compile(r"`([^`]{3,60})`")
+
+
+def question_name(question: str) -> str | None:
+    """The name the question gives, where a chain of facts starts: a `quoted` term, else the first run of
+    capitalised words that is not the question's first word ("Noor Varga" in "What colour are the visitor
+    badges at the office that runs the project Noor Varga works on?"); None when it has neither."""
+    quoted = _QUOTED.search(question)
+    if quoted:
+        return quoted.group(1).strip()
+    for m in _NAME.finditer(question):
+        if m.start() > 0:
+            return m.group(1)
+    return None
+
+
+def phrase_fix(code: str, question: str) -> SearchFix | None:
+    """For a block that searched for a phrase of several words (`'visitor badges' in line.lower()`): the
+    block searching for the question's name instead; None when there is no such search or name, or the
+    block already searches for the name."""
+    name = question_name(question)
+    if not name:
+        return None
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    literals = {
+        n.value.lower() for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    }
+    if name.lower() in literals:
+        return None
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant)):
+            continue
+        phrase = node.left.value
+        if not (isinstance(phrase, str) and " " in phrase.strip() and isinstance(node.ops[0], ast.In)):
+            continue
+        right = node.comparators[0] if node.comparators else None
+        lowered = (
+            isinstance(right, ast.Call)
+            and isinstance(right.func, ast.Attribute)
+            and right.func.attr in ("lower", "casefold")
+        )
+        method = right.func.attr if lowered else ""  # type: ignore[union-attr]
+        fix = SearchFix(phrase, method, None, name)
+        return dataclasses.replace(fix, code=_with_literal(code, node.left, fix.replacement))
+    return None
+
+
 def case_mismatch(code: str) -> str:
     """The hint for a search that can never match, with the fixed block to copy (see the module docstring)."""
     fix = find_fix(code)
@@ -75,6 +138,14 @@ def case_mismatch(code: str) -> str:
 
 def rerun_note(fix: SearchFix) -> str:
     """The hint for a turn whose search the loop re-ran fixed (`rerun_fixed_search`)."""
+    if fix.name:
+        return (
+            f"Your search for {fix.word!r} found nothing: the text does not use that phrase. The loop ran "
+            f"your block again for {fix.replacement!r}, the name the question gives, where its chain of "
+            "facts starts: its output is shown above, after the line starting [your block re-run], and the "
+            "variables it sets now hold what it found. Work from that output, one step at a time; search "
+            "for single words or names, not phrases."
+        )
     return (
         f"Your search looked for {fix.word!r} in lower-cased text ({fix.method}()), so it could never match. "
         f"The loop ran your block again with {fix.word.lower()!r} instead: its output is shown above, after "
@@ -98,7 +169,7 @@ def _with_literal(code: str, node: ast.expr, value: str) -> str | None:
 
 def rerun_header(fix: SearchFix) -> str:
     """The line that starts the re-run's output in the turn's output."""
-    return f"[your block re-run with {fix.word.lower()!r} in place of {fix.word!r}]\n"
+    return f"[your block re-run with {fix.replacement!r} in place of {fix.word!r}]\n"
 
 
 def rerun_view(turn: Turn, fix: SearchFix) -> Turn:
@@ -127,8 +198,12 @@ def rerun_fixed_search(run: Any, turn: Turn, calls_before: int) -> SearchFix | N
     if len(tracker.calls) != calls_before or not no_hits(turn.stdout.splitlines()):
         return None
     fix = find_fix(turn.code)
-    if fix is None or fix.code is None or find_fix(fix.code) is not None:
+    if fix is not None and (fix.code is None or find_fix(fix.code) is not None):
         return None  # the fixed block still holds a mismatch (two words): shown as a hint to copy instead
+    if fix is None:
+        fix = phrase_fix(turn.code, run.question)
+    if fix is None or fix.code is None:
+        return None
     again = Turn(index=turn.index, reply="")
     execute_blocks(run, (fix.code,), again, [])
     header = rerun_header(fix)

@@ -222,8 +222,8 @@ class TurnLoop:
                 turn.seconds = time.monotonic() - started
                 turn.note = " ".join(notes)
                 if index in self.search_fixes:  # in the trajectory; the feedback's hint says it to the root
-                    word = self.search_fixes[index].word
-                    rerun = f"the loop re-ran the block with {word.lower()!r} for {word!r}."
+                    fix = self.search_fixes[index]
+                    rerun = f"the loop re-ran the block with {fix.replacement!r} for {fix.word!r}."
                     turn.note = f"{turn.note} {rerun}".strip()
                 if answer is not None:
                     turn.final = answer_types.text_of(answer)

@@ -84,3 +84,42 @@ def test_a_hop_names_another_thing_of_the_question() -> None:
     assert is_step("Yusuf Moreau has joined the Meridian project team.", two)
     assert not is_step("The Meridian project is run from the Tampere office.", two)
     assert not is_step("Marta lives in Lisbon these days", "Which city does Marta live in?")
+
+
+def test_a_phrase_that_found_nothing_is_re_run_for_the_name_the_question_gives(
+    client_on_server: LLMTestServer,
+) -> None:
+    # held-out long-context cases on the coder model (multihop/32K-3hop-5, 3hop-7, 2026-12-07): the first
+    # block searched for 'visitor badges' (the text says "Visitors to the ... office wear ... badges"), found
+    # nothing and was re-run unchanged to the turn limit; now the loop re-runs it for the question's name
+    phrase = "hits = [line for line in context.splitlines() if 'visitor badges' in line.lower()]\n"
+    phrase += "print(len(hits)); print(hits[:10])"
+    script = Script(
+        root=[repl(phrase), repl(_search("Heron")), repl(_search("Lisbon")), repl(f"FINAL({THIRD!r})")]
+    )
+    client_on_server.reply_with(script)
+    loaded = ctxmod.load(NOTES, kind="text")
+    result = run_rlm(QUESTION, loaded, options=RunOptions(max_iterations=4, best_effort=False))
+    first = result.trajectory[0]
+    assert first.code == phrase.strip()
+    assert first.stdout.startswith(
+        "0\n[]\n[your block re-run with 'marta holm' in place of 'visitor badges']\n"
+    )
+    assert FIRST in first.stdout and "re-ran the block with 'marta holm' for 'visitor badges'" in first.note
+    assert "found nothing: the text does not use that phrase" in first.feedback
+    assert "if 'Heron' in line]" in first.feedback  # the chain's next hop, from the re-run's line
+    assert result.termination == "final" and result.answer == THIRD
+
+
+def test_a_phrase_search_with_hits_or_naming_the_name_is_not_re_run(client_on_server: LLMTestServer) -> None:
+    found = "hits = [line for line in context.splitlines() if 'the agenda' in line.lower()]\nprint(len(hits))"
+    named = (  # nothing found, but the block already searches for the name: not re-run
+        "hits = [l for l in context.splitlines() if 'marta holm' in l.lower() and 'has left' in l.lower()]\n"
+        "print(len(hits))"
+    )
+    loaded = ctxmod.load(NOTES, kind="text")
+    for code in (found, named):
+        client_on_server.reply_with(Script(root=[repl(code)]))
+        result = run_rlm(QUESTION, loaded, options=RunOptions(max_iterations=1, best_effort=False))
+        assert "[your block re-run" not in result.trajectory[0].stdout, code
+        assert result.trajectory[0].stdout.strip() in ("0", "30"), result.trajectory[0].stdout
