@@ -457,6 +457,16 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
             return value
         return check_value(value, "this item")
 
+    def guarded_getitem_const(obj: Any, key: Any) -> Any:
+        """`obj['name']` / `obj[3]` (policy.visit_Subscript: a str or int constant key, which C hashes and
+        compares with a stored key in time bounded by the constant): `_getitem_` without its key guard."""
+        if session.cancelled is not None:
+            raise CellTimeout(session.cancelled)
+        value = obj[key]
+        if type(value) in PLAIN:
+            return value
+        return check_value(value, "this item")
+
     def guarded_write(obj: Any) -> Any:
         """`obj[k] = v` / `del obj[k]`."""
         if session.cancelled is not None:
@@ -623,6 +633,7 @@ def make_guards(session: SandboxSession) -> dict[str, Any]:
     return {
         "_getattr_": guarded_getattr,
         "_getitem_": guarded_getitem,
+        "_getitem_c_": guarded_getitem_const,
         "_write_": guarded_write,
         "_wkey_": write_key,
         "_kattr_": keyed_attr,

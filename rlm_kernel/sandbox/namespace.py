@@ -19,6 +19,7 @@ __all__ = ["new_namespace", "GUARD_NAMES", "repair_namespace"]
 GUARD_NAMES = (
     "_getattr_",
     "_getitem_",
+    "_getitem_c_",
     "_write_",
     "_write_attr_",
     "_getiter_",

@@ -676,7 +676,17 @@ class RLMTransformer(RestrictingNodeTransformer):
         comprehensions (`_write_(obj)[k]`, as RestrictedPython writes it); constant keys and slices keep
         `_write_(obj)[k]`."""
         if isinstance(node.ctx, ast.Load):
-            return super().visit_Subscript(node)
+            new = super().visit_Subscript(node)
+            if (
+                isinstance(new, ast.Call)
+                and isinstance(new.func, ast.Name)
+                and new.func.id == "_getitem_"
+                and len(new.args) == 2
+                and isinstance(new.args[1], ast.Constant)
+                and type(new.args[1].value) in (str, int)
+            ):
+                new.func.id = "_getitem_c_"  # `r['sq']`, `p[0]`: a constant key needs no key guard
+            return new
         node = self.node_contents_visit(node)
         obj = node.value
         if isinstance(node.slice, ast.Slice) or _constant(node.slice):
