@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from rlm_kernel.sandbox.error_text import message
+from rlm_kernel.sandbox.errors import CellTimeout
+
 __all__ = [
     "MAX_CHAIN",
     "MAX_MESSAGE",
     "Shown",
     "cut_chain",
     "cut_lines",
+    "cut_message",
     "error_budget",
+    "error_parts",
     "error_text",
     "stand_in",
 ]
@@ -48,12 +53,29 @@ def error_budget(session: Any) -> int:
     return max(cap - session.output_used, min(cap, _MIN_ERROR_BYTES))
 
 
-def error_text(exc: Any, budget: int) -> str:
-    """str(exc), cut to `budget` bytes (and MAX_MESSAGE characters) with a note; never raises."""
+def error_parts(exc: BaseException, budget: int) -> tuple[str, str]:
+    """The name and text (`error_text`) of a cell's exception; ('CellTimeout', its text) when the cell's time
+    limit stops the rendering of the message (a C repr of a tuple nested with sharing). Never raises."""
     try:
-        text = str(exc)
-    except BaseException:  # noqa: BLE001 - an unprintable message (or the time limit inside its __str__)
+        return type(exc).__name__, error_text(exc, budget)
+    except CellTimeout as stopped:
+        return "CellTimeout", str(stopped)
+
+
+def error_text(exc: Any, budget: int) -> str:
+    """str(exc) (computed where the cell's time limit stops it: CellTimeout propagates), cut to `budget`
+    bytes (and MAX_MESSAGE characters) with a note."""
+    try:
+        text = message(exc)
+    except CellTimeout:
+        raise
+    except BaseException:  # noqa: BLE001 - an unprintable message (KeyboardInterrupt inside its __str__)
         text = f"<unprintable {type(exc).__name__} message>"
+    return cut_message(text, budget)
+
+
+def cut_message(text: str, budget: int) -> str:
+    """`text` cut to `budget` bytes (and MAX_MESSAGE characters) with a note."""
     limit = min(budget, MAX_MESSAGE) if budget else MAX_MESSAGE * 50
     if len(text) > limit:
         text = text[:limit] + f"… [message truncated: {len(text)} characters]"

@@ -17,6 +17,7 @@ from traitlets import Type
 
 from rlm_kernel import __version__, introspect, magics, security_magic
 from rlm_kernel.callscope import call_scope
+from rlm_kernel.cell_errors import error_budget, error_parts
 from rlm_kernel.llm import event_loop as llm_loop
 from rlm_kernel.llm.events import current_parent, set_current_parent
 from rlm_kernel.output import clean_bundle
@@ -255,7 +256,11 @@ class RLMKernel(IPythonKernel):
         """Shift-Tab help: a guarded lookup (RLMShell._ofind); the reprs it calls run under cell limits."""
         try:
             with cell_limits(self.shell.sandbox_session):
-                reply = super().do_inspect(code, cursor_pos, *args, **kwargs)
+                try:
+                    reply = super().do_inspect(code, cursor_pos, *args, **kwargs)
+                except Exception as exc:  # noqa: BLE001 - a cell's repr raised: its text, under the limits
+                    name, text = error_parts(exc, error_budget(self.shell.sandbox_session))
+                    return {"status": "error", "ename": name, "evalue": text, "traceback": []}
             limit = self.shell.sandbox_session.limits.output_bytes
             if isinstance(reply, dict) and isinstance(reply.get("data"), dict):
                 # cut to the cap first, then cleaned like a display (docstrings are cell-made)

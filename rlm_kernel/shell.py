@@ -25,7 +25,16 @@ from traitlets import Any as AnyTrait
 from traitlets import Dict, Type
 
 from rlm_kernel import magics
-from rlm_kernel.cell_errors import Shown, cut_chain, cut_lines, error_budget, error_text, stand_in
+from rlm_kernel.cell_error_copy import plain_syntax_error, text_copy, timeout_copy
+from rlm_kernel.cell_errors import (
+    Shown,
+    cut_chain,
+    cut_lines,
+    cut_message,
+    error_budget,
+    error_parts,
+    stand_in,
+)
 from rlm_kernel.cell_output import (
     RLMDisplayFormatter,
     RLMDisplayHook,
@@ -54,7 +63,7 @@ from rlm_kernel.sandbox import (
 )
 from rlm_kernel.sandbox.confine import policy_disabled
 from rlm_kernel.sandbox.data.figures import flush_figures
-from rlm_kernel.sandbox.errors import add_name_suggestion
+from rlm_kernel.sandbox.errors import CellTimeout, add_name_suggestion
 from rlm_kernel.sandbox.origin import model_code_running, new_cell, note_cell_code, register_model_filename
 from rlm_kernel.sandbox.watch import WriteLog, watching
 from rlm_kernel.warnings_display import install_warning_format
@@ -282,7 +291,7 @@ class RLMShell(ZMQInteractiveShell):
                     data, metadata, _ = capped(self, data, metadata)
                     out[key] = {"status": "ok", "data": data, "metadata": metadata}
                 except BaseException as exc:  # noqa: BLE001 - reported to the client like IPython does
-                    name, text = type(exc).__name__, error_text(exc, error_budget(session))
+                    name, text = error_parts(exc, error_budget(session))
                     out[key] = {
                         "status": "error",
                         "ename": name,
@@ -342,15 +351,21 @@ class RLMShell(ZMQInteractiveShell):
         except ValueError:
             print("No traceback available to show.", file=sys.stderr)
             return
-        if issubclass(etype, SyntaxError) or etype is UsageError:
+        if (issubclass(etype, SyntaxError) and plain_syntax_error(value)) or etype is UsageError:
             return super().showtraceback(
                 exc_tuple, filename, tb_offset, exception_only, running_compiled_code
             )
         self._prune_chain(value)
         cut_chain(value, error_budget(self.sandbox_session))
         add_name_suggestion(value)  # "Did you mean: 'x'?" from the cell's own names, as plain Python shows
-        tb = value.__traceback__
-        if isinstance(value, SandboxError) or tb is None or exception_only:
+        only = isinstance(value, SandboxError) or exception_only
+        try:
+            # IPython renders text only: the messages are computed here, where the time limit stops them
+            value = text_copy(value)
+        except CellTimeout as stopped:
+            value, only = timeout_copy(stopped), True
+        etype, tb = type(value), value.__traceback__
+        if only or tb is None:
             stb = self.InteractiveTB.get_exception_only(etype, value)
             self._showtraceback(etype, value, stb)
             return
@@ -360,7 +375,8 @@ class RLMShell(ZMQInteractiveShell):
         """Send the error under the output cap: the rendered traceback and the message are cut to what is
         left of the cell's output allowance (at least a few kilobytes, so an error is always seen)."""
         budget = error_budget(self.sandbox_session)
-        text = error_text(evalue, budget)
+        # evalue is text_copy's (or IPython's own SyntaxError/UsageError): its str is plain text
+        text = cut_message(str(evalue), budget)
         stb = cut_lines([str(line) for line in stb or []], budget)
         self._rlm_last_error = (getattr(etype, "__name__", "Error"), text)
         super()._showtraceback(etype, Shown(text), stb)

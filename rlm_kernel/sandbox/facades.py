@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import rlm_kernel.sandbox.safe_stdlib as safe
 import rlm_kernel.sandbox.safe_types as safe_types
+from rlm_kernel.sandbox import hashed_items
 from rlm_kernel.sandbox.builtins import chunked_sort, python_level
 from rlm_kernel.sandbox.bulk import CappedDefaultdict, CappedOrderedDict
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
@@ -86,6 +87,7 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     A table: a module's chosen names (`_pick`), plus, for the modules that need checks, a named builder."""
     safe.install_counter_chunks()
     install_library_twins()
+    hashed_items.install()  # difflib's and typing's C hashing of a cell's items
     f: dict[str, dict[str, Any]] = {}
 
     f["re"] = _pick(

@@ -25,7 +25,14 @@ from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 if TYPE_CHECKING:
     from rlm_kernel.sandbox.session import SandboxSession
 
-__all__ = ["Limits", "cell_limits", "consume_backstop_note", "check_source_size", "uninterruptible"]
+__all__ = [
+    "Limits",
+    "cell_limits",
+    "consume_backstop_note",
+    "check_source_size",
+    "interruptible",
+    "uninterruptible",
+]
 
 _TICK = 0.05  # seconds between repeated timeouts once a cell is cancelled (sticky cancellation)
 
@@ -180,14 +187,28 @@ def uninterruptible(*functions: Any) -> None:
     _MACHINERY.update(fn.__code__ for fn in functions)
 
 
+# Code objects of kernel functions that render a cell's values (the text of its exception): a timer firing in
+# them raises as in the cell's own code (C's str() and repr() check for signals at each value they visit).
+_RENDERING: set[Any] = set()
+
+
+def interruptible(*functions: Any) -> None:
+    """Mark kernel functions that only compute a cell's values into text (`str(exc)` of its exception, run
+    after the cell's frames are gone): a firing timer raises CellTimeout in them as in the cell's code, so
+    the limit stops a C repr of a tuple nested with sharing (2**40 visits). They must hold no state a
+    CellTimeout part-way through would leave broken; their callers report the CellTimeout."""
+    _RENDERING.update(fn.__code__ for fn in functions)
+
+
 def _is_user_stack(frame: Any) -> bool:
-    """True when sandboxed code is on the stack and the limits' own set-up or teardown is not running."""
+    """True when sandboxed code (or a rendering of a cell's values) is on the stack and the limits' own
+    set-up or teardown is not running."""
     depth = 0
     while frame is not None and depth < 200:
         code = frame.f_code
         if code in _MACHINERY:
             return False
-        if is_sandboxed_filename(code.co_filename):
+        if code in _RENDERING or is_sandboxed_filename(code.co_filename):
             return True
         frame = frame.f_back
         depth += 1

@@ -14,6 +14,7 @@ import traceback
 from typing import Any
 
 from rlm_kernel.sandbox.data.figures import flush_figures
+from rlm_kernel.sandbox.error_text import message
 from rlm_kernel.sandbox.errors import CellTimeout, SandboxError, add_name_suggestion
 from rlm_kernel.sandbox.filenames import is_sandboxed_filename
 from rlm_kernel.sandbox.limits import cell_limits, check_source_size
@@ -37,9 +38,12 @@ class ExecOutcome:
 
 
 def format_user_traceback(exc: BaseException) -> str:
-    """A traceback showing only the frames of restricted user code, then the exception line."""
+    """A traceback showing only the frames of restricted user code, then the exception line.
+
+    The message is computed where the cell's time limit can stop it (`error_text.message`): CellTimeout
+    propagates when it does."""
     if isinstance(exc, (SandboxError, CellTimeout)):
-        return f"{type(exc).__name__}: {exc}"
+        return f"{type(exc).__name__}: {exc}"  # the sandbox's own text
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if is_sandboxed_filename(f.filename)]
     lines = []
     if frames:
@@ -49,7 +53,7 @@ def format_user_traceback(exc: BaseException) -> str:
             lines.append(f"  line {frame.lineno}{where}")
             if frame.line:
                 lines.append(f"    {frame.line.strip()}")
-    detail = str(exc)
+    detail = message(exc)
     lines.append(f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__)
     return "\n".join(lines)
 
@@ -117,7 +121,10 @@ def run_source(
                 raise
             except BaseException as exc:  # noqa: BLE001 - report everything the block raised
                 add_name_suggestion(exc)  # "Did you mean: 'x'?", as a person's cell shows it (shell.py)
-                error = format_user_traceback(exc)
+                try:
+                    error = format_user_traceback(exc)
+                except CellTimeout as stopped:  # the message ran past the limit (a C repr of the value)
+                    error = f"CellTimeout: {stopped}"
             flush_figures(session)  # figures the block left open: a line of text each, then closed
     except CellTimeout as exc:  # fired between the block and the end of cell_limits
         error = f"CellTimeout: {exc}"

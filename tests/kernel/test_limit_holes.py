@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.kernel.test_behaviour import plain
 from tests.kernel_client import Execution, KernelHarness
 
 CAP = 100_000  # RLM_OUTPUT_BYTES of the kernel under test
@@ -188,6 +189,81 @@ def test_deep_raise_from_chain_is_rendered_cut_and_capped(kernel: KernelHarness)
     assert "earlier chained exception(s) not shown" in "\n".join(ex.traceback)
     assert _wire_bytes(ex) < 4 * CAP
     _assert_alive_with_state(kernel, pid)
+
+
+_SHARED_NEST = "t = ()\nfor _ in range(40):\n    t = (t, t)\n"  # 80 objects, 2**40 visits for one repr
+
+STOPPED_MESSAGES = [
+    "raise ValueError(t)",
+    "assert False, t",
+    "raise KeyError(t)",
+    "class E(Exception):\n    def __str__(self):\n        return super().__str__()\nraise E(t)",
+    "try:\n    raise ValueError(t)\nexcept ValueError as e:\n    raise TypeError('x') from e",
+    "try:\n    raise ValueError(t)\nexcept ValueError:\n    raise TypeError('x')",
+    "e = TypeError('x')\ne.add_note('n')\ntry:\n    raise KeyError(t)\nexcept KeyError:\n    raise e",
+]
+
+
+@pytest.mark.parametrize("code", STOPPED_MESSAGES)
+def test_message_of_a_shared_nest_stops_at_the_limit(kernel: KernelHarness, code: str) -> None:
+    """The text of a cell's exception holding a tuple nested with sharing is one C repr (2**40 visits), built
+    by IPython's traceback after the cell's frames are gone: the time limit stops it (red team 7)."""
+    pid = _pid(kernel)
+    ex = kernel.execute(_SHARED_NEST + code, timeout=60)
+    assert ex.error_name == "CellTimeout", str(ex)
+    _assert_alive_with_state(kernel, pid)
+
+
+def test_message_of_a_shared_nest_in_user_expressions_stops(kernel: KernelHarness) -> None:
+    pid = _pid(kernel)
+    code = _SHARED_NEST + "def boom():\n    raise ValueError(t)"
+    ex = kernel.execute(code, user_expressions={"err": "boom()"}, timeout=60)
+    assert ex.ok, str(ex)
+    assert ex.user_expressions["err"]["ename"] == "CellTimeout", ex.user_expressions
+    _assert_alive_with_state(kernel, pid)
+
+
+ORDINARY_ERRORS = [
+    ("raise ValueError('a', 2)", "ValueError", "('a', 2)"),
+    ("d = {}\nd[('k', 1)]", "KeyError", "('k', 1)"),
+    ("d = {}\nd['k']", "KeyError", "'k'"),
+    ("raise KeyError()", "KeyError", ""),
+    ("raise OSError(2, 'gone', 'f.txt')", "FileNotFoundError", "[Errno 2] gone: 'f.txt'"),
+    (
+        "class E(Exception):\n    def __str__(self):\n        return 'own ' + repr(self.args)\nraise E(1)",
+        "E",
+        "own (1,)",
+    ),
+    ("raise ExceptionGroup('g', [ValueError(1), TypeError(2)])", "ExceptionGroup", "g (2 sub-exceptions)"),
+    ("assert 1 == 2, [1, {'a': (2,)}]", "AssertionError", "[1, {'a': (2,)}]"),
+    (
+        "raise UnicodeDecodeError('utf-8', b'\\xff', 0, 1, 'bad')",
+        "UnicodeDecodeError",
+        "'utf-8' codec can't decode byte 0xff in position 0: bad",
+    ),
+]
+
+
+@pytest.mark.parametrize(("code", "name", "value"), ORDINARY_ERRORS)
+def test_ordinary_error_messages_are_python_s(
+    kernel: KernelHarness, code: str, name: str, value: str
+) -> None:
+    ex = kernel.execute(code, timeout=60)
+    assert (ex.error_name, ex.error_value) == (name, value), str(ex)
+    shown = f"{name}: {value}" if value else name
+    assert shown in plain(ex.traceback), plain(ex.traceback)
+
+
+def test_ordinary_chain_and_notes_are_shown_as_python_shows_them(kernel: KernelHarness) -> None:
+    code = (
+        "try:\n    {}['k']\nexcept KeyError as e:\n    x = ValueError('outer')\n    x.add_note('a note')\n"
+        "    raise x from e"
+    )
+    ex = kernel.execute(code, timeout=60)
+    text = plain(ex.traceback)
+    assert (ex.error_name, ex.error_value) == ("ValueError", "outer"), str(ex)
+    for part in ("KeyError: 'k'", "direct cause", "ValueError: outer", "a note"):
+        assert part in text, text
 
 
 def test_display_updates_are_capped(kernel: KernelHarness) -> None:
