@@ -146,21 +146,38 @@ def _cheap_repeat(key: Any, budget: int = _C_WORK) -> bool:
 _WEIGHED = frozenset({str, bytes, int})
 
 
+def _table_len(table: Any) -> int:
+    """How many keys `table` stores (the base's C `__len__` for dict and set subclasses: no cell code)."""
+    for base in (dict, set, frozenset):
+        if isinstance(table, base):
+            return base.__len__(table)
+    return len(table)
+
+
 def table_key(table: Any, key: Any, contains: Callable[[Any, Any], Any]) -> Any:
     """What to hand C for `key` in `table` (see the module docstring): the stored equal key, else `key`."""
     probe = _KeyProbe(key)
     start = time.perf_counter()
     contains(table, probe)
-    if probe.match is not _NO_MATCH:
-        return probe.match
-    if probe.calls and time.perf_counter() - start > _REPEAT_SECONDS:
+    matched = probe.match is not _NO_MATCH
+    if not matched and probe.calls and time.perf_counter() - start > _REPEAT_SECONDS:
         raise LimitExceeded(
             f"this key hashes like {probe.calls} stored key(s) that equal it for a long stretch and then "
             "differ: C would compare them again in one call the time limit cannot stop; key by a string or "
             "id() instead"
         )
+    handed = probe.match if matched else key
+    plain = plain_key(handed)
+    if not plain and not _cheap_repeat(handed, _C_WORK // max(1, _table_len(table))):
+        # its hash may be Python code that answers C otherwise than the probe (a cell's __hash__ that changes
+        # between calls): C then walks a chain of stored keys the probe never met, comparing each in C
+        raise LimitExceeded(
+            "this key holds objects whose hash or comparison is Python code: C would hash it again and "
+            "compare it with stored keys the stepped lookup did not meet, in one call the time limit cannot "
+            "stop; key by a string or id() instead"
+        )
     others = probe._others
-    if others and not _cheap_repeat(key) and not (plain_key(key) and all(map(plain_key, others))):
+    if others and not _cheap_repeat(handed) and not (plain and all(map(plain_key, others))):
         # an __eq__ written in Python (a cell's class) may answer differently when C asks again, and C's
         # comparison would then run on through the equal rest of the keys in one call
         raise LimitExceeded(
@@ -168,7 +185,7 @@ def table_key(table: Any, key: Any, contains: Callable[[Any, Any], Any]) -> Any:
             "Python code: C would compare them again in one call the time limit cannot stop; key by a string "
             "or id() instead"
         )
-    return key
+    return handed
 
 
 def item_key(table: Any, key: Any) -> Any:
