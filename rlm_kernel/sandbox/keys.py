@@ -231,13 +231,21 @@ def _one_key(method: Callable[..., Any], table: Any) -> Callable[..., Any]:
 
 
 _DICT_KEYED = frozenset({"get", "pop", "setdefault", "__contains__"})
+_ODICT_KEYED = frozenset({"pop", "setdefault", "move_to_end"})  # OrderedDict's own C methods
 _SET_KEYED = frozenset({"add", "discard", "remove", "__contains__"})
-KEYED_NAMES = frozenset({"get", "pop", "setdefault", "add", "discard"})  # `remove` is compare.py's too
+# `remove` is compare.py's too
+KEYED_NAMES = frozenset({"get", "pop", "setdefault", "add", "discard", "move_to_end"})
+_KEYED_BASES = (
+    (collections.OrderedDict, _ODICT_KEYED),
+    (dict, _DICT_KEYED),
+    (set, _SET_KEYED),
+    (frozenset, _SET_KEYED),
+)
 
 
 def _keyed_base(kind: type, name: str) -> type | None:
-    """dict, set or frozenset when `kind`'s method `name` is that base's C method, else None."""
-    for base, names in ((dict, _DICT_KEYED), (set, _SET_KEYED), (frozenset, _SET_KEYED)):
+    """OrderedDict, dict, set or frozenset when `kind`'s method `name` is that base's C method, else None."""
+    for base, names in _KEYED_BASES:
         if name in names and issubclass(kind, base):
             for cls in kind.__mro__:
                 if cls is base:
