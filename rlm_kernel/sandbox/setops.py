@@ -324,6 +324,8 @@ def set_method(obj: Any, name: str) -> Callable[..., Any] | None:
     `update`, `issubset`, `issuperset` and `isdisjoint` of a set or frozenset `obj` (exact, or a subclass
     keeping the method), else None. They run the C method when the operands weigh little (`_cheap`), else
     item by item through keys.py's probe."""
+    if name == "isdisjoint" and isinstance(obj, _VIEWS):
+        return _view_isdisjoint(obj)
     if name not in SET_METHODS or not isinstance(obj, (set, frozenset)) or not _uses_c(obj, name):
         return None
     real = getattr(set if isinstance(obj, set) else frozenset, name).__get__(obj)
@@ -364,6 +366,18 @@ def set_method(obj: Any, name: str) -> Callable[..., Any] | None:
         return tests(obj, other)
 
     return test
+
+
+def _view_isdisjoint(view: Any) -> Callable[[Any], bool]:
+    """`d.keys().isdisjoint(other)`, `d.items().isdisjoint(other)`: each item looked up in steps."""
+    real = view.isdisjoint
+
+    def isdisjoint(other: Any, /) -> bool:
+        if _cheap(view, other):
+            return bool(real(other))
+        return _isdisjoint(view, other)
+
+    return isdisjoint
 
 
 def _issubset(obj: Any, other: Any) -> bool:
