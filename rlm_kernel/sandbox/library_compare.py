@@ -149,9 +149,17 @@ def _counter_all(op: str) -> Callable[[Any, Any], Any]:
     def method(self: Any, other: Any) -> Any:
         if not isinstance(other, collections.Counter):
             return NotImplemented
-        return all(checked_compare(op, self[e], other[e]) for c in (self, other) for e in c)
+        return all(
+            checked_compare(op, self[_key(self, e)], other[_key(other, e)]) for c in (self, other) for e in c
+        )
 
     return method
+
+
+def _key(table: Any, key: Any) -> Any:
+    """The key to hand C for `key` in `table` (keys.item_key: a costly tuple looked up in steps)."""
+    kind = type(key)
+    return key if kind is str or kind is int else item_key(table, key)
 
 
 _TWINS: list[tuple[type, str, Callable[..., Any]]] = [
