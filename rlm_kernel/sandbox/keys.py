@@ -219,11 +219,11 @@ def _hashed_key(table: Any, key: Any) -> Any:
 
 # -- methods with one key ------------------------------------------------------------------------------------
 def _one_key(method: Callable[..., Any], table: Any) -> Callable[..., Any]:
-    def call(key: Any, /, *rest: Any) -> Any:
+    def call(key: Any, /, *rest: Any, **options: Any) -> Any:
         kind = type(key)
         if kind is tuple or kind is frozenset or issubclass(kind, tuple):
             key = _hashed_key(table, key)
-        return method(key, *rest)
+        return method(key, *rest, **options)  # options: move_to_end's `last`
 
     call.__name__ = call.__qualname__ = getattr(method, "__name__", "method")
     call.__doc__ = getattr(method, "__doc__", None)
@@ -264,10 +264,10 @@ def keyed_method(obj: Any, name: str) -> Callable[..., Any] | None:
             return None
         unbound = getattr(base, name)
 
-        def call(self: Any, /, *args: Any) -> Any:
+        def call(self: Any, /, *args: Any, **options: Any) -> Any:
             if not isinstance(self, base) or not args:
-                return unbound(self, *args)  # the descriptor's own TypeError
-            return _one_key(unbound.__get__(self), self)(*args)
+                return unbound(self, *args, **options)  # the descriptor's own TypeError
+            return _one_key(unbound.__get__(self), self)(*args, **options)
 
         call.__name__ = call.__qualname__ = name
         return call
