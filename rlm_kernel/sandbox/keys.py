@@ -283,7 +283,9 @@ EXACT_TABLES: dict[type, dict[str, Any]] = {
     dict: _DICT_METHODS,
     collections.defaultdict: _DICT_METHODS,
     collections.Counter: _DICT_METHODS,
-    collections.OrderedDict: {name: getattr(collections.OrderedDict, name) for name in _DICT_METHODS},
+    collections.OrderedDict: {
+        name: getattr(collections.OrderedDict, name) for name in (*_DICT_METHODS, "move_to_end")
+    },
     set: _SET_METHODS,
 }
 

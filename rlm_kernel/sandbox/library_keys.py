@@ -44,19 +44,27 @@ def _key(table: Any, key: Any) -> Any:
 
 
 def _cheap_keys(*mappings: Any) -> bool:
-    """No key of `mappings` (read through their own iteration) is a costly tuple or frozenset."""
-    keys: list[Any] = []
+    """No key of `mappings` (read through their own iteration) is a costly tuple or frozenset: their types
+    read at C speed, and only tuples and frozensets weighed (keys._has_costly)."""
+    costly: list[Any] = []
     for mapping in mappings:
-        keys.extend(mapping)
-    return not keys or not _has_costly(keys)
+        if not set(map(type, mapping)) <= _PLAIN_SCALARS:
+            costly.extend(mapping)
+    return not costly or not _has_costly(costly)
+
+
+_PLAIN_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+_NUMBERS = frozenset({int, bool, float})
 
 
 def _cheap_counts(*counters: Any) -> bool:
-    """The counts of `counters` compare cheaply in C (ints, short texts: compare.py's weights)."""
+    """The counts of `counters` compare cheaply in C (numbers, or values of compare.py's light weights)."""
     values: list[Any] = []
     for counter in counters:
-        values.extend(dict.values(counter) if isinstance(counter, dict) else counter.values())
-    if set(map(type, values)) <= {int, bool, float}:
+        counts = dict.values(counter) if isinstance(counter, dict) else counter.values()
+        if not set(map(type, counts)) <= _NUMBERS:
+            values.extend(counts)
+    if not values:
         return True
     weight = comparison_weight(values)
     return weight is not None and weight * len(values) <= _C_WORK
@@ -100,7 +108,9 @@ def _counter_subtract(self: Any, iterable: Any = None, /, **kwds: Any) -> None:
                     self[elem] = self_get(elem, 0) - count
         else:
             for elem in iterable:
-                elem = _key(self, elem)
+                kind = type(elem)
+                if kind is not str and kind is not int:
+                    elem = item_key(self, elem)
                 self[elem] = self_get(elem, 0) - 1
     if kwds:
         self.subtract(kwds)
@@ -125,15 +135,15 @@ def _counter_binary(name: str, both: bool, compares: bool) -> Callable[[Any, Any
         result = _Counter()
         for elem, count in self.items():
             newcount = combine(count, other[_key(other, elem)])
-            if _gt(newcount, 0):
+            if newcount > 0:  # against an int: C's comparison is short whatever the count
                 result[_key(result, elem)] = newcount
         if both:
             for elem, count in other.items():
                 if not checked_contains(elem, self):
                     if name == "__sub__":
-                        if _lt(count, 0):
+                        if count < 0:
                             result[_key(result, elem)] = 0 - count
-                    elif _gt(count, 0):
+                    elif count > 0:
                         result[_key(result, elem)] = count
         return result
 
@@ -149,9 +159,9 @@ def _counter_unary(name: str) -> Callable[[Any], Any]:
             return original(self)
         result = _Counter()
         for elem, count in self.items():
-            if name == "__pos__" and _gt(count, 0):
+            if name == "__pos__" and count > 0:
                 result[_key(result, elem)] = count
-            elif name == "__neg__" and _lt(count, 0):
+            elif name == "__neg__" and count < 0:
                 result[_key(result, elem)] = 0 - count
         return result
 
@@ -160,7 +170,7 @@ def _counter_unary(name: str) -> Callable[[Any], Any]:
 
 
 def _keep_positive(self: Any) -> Any:
-    nonpositive = [elem for elem, count in self.items() if not _gt(count, 0)]
+    nonpositive = [elem for elem, count in self.items() if not count > 0]
     for elem in nonpositive:
         del self[elem]  # Counter.__delitem__: the twin below
     return self
@@ -196,8 +206,12 @@ def _counter_inplace(name: str) -> Callable[[Any, Any], Any]:
 
 def _counter_delitem(self: Any, elem: Any) -> None:
     """Counter.__delitem__: like dict's, without KeyError for a missing key (the key looked up in steps)."""
-    if checked_contains(elem, self):
-        dict.__delitem__(self, _key(self, elem))
+    kind = type(elem)
+    if kind is str or kind is int:
+        if elem in self:
+            dict.__delitem__(self, elem)
+    elif checked_contains(elem, self):
+        dict.__delitem__(self, item_key(self, elem))
 
 
 def _most_common(self: Any, n: int | None = None) -> list[tuple[Any, Any]]:
@@ -213,13 +227,21 @@ def _most_common(self: Any, n: int | None = None) -> list[tuple[Any, Any]]:
 
 
 def _userdict_setitem(self: Any, key: Any, item: Any) -> None:
-    data = self.data
-    data[item_key(data, key)] = item
+    kind = type(key)
+    if kind is str or kind is int:
+        self.data[key] = item
+    else:
+        data = self.data
+        data[item_key(data, key)] = item
 
 
 def _userdict_delitem(self: Any, key: Any) -> None:
-    data = self.data
-    del data[item_key(data, key)]
+    kind = type(key)
+    if kind is str or kind is int:
+        del self.data[key]
+    else:
+        data = self.data
+        del data[item_key(data, key)]
 
 
 def _merged(first: Any, second: Any) -> dict[Any, Any]:
@@ -283,6 +305,8 @@ def _chainmap_pop(self: Any, key: Any, *args: Any) -> Any:
 
 
 def _chainmap_len(self: Any) -> int:
+    if _cheap_keys(*self.maps):
+        return len(set().union(*self.maps))
     keys: set[Any] = set()
     for mapping in self.maps:
         insert_keys(keys, list(mapping))
