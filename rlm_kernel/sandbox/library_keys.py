@@ -1,6 +1,6 @@
 """Stepped twins of the standard library's keyed methods written in Python: `install_keyed_twins` (Counter's
 update, subtract, arithmetic, `del` and most_common; UserDict's writes and `|`; ChainMap's writes, len, iter,
-fromkeys and `|`).
+fromkeys and `|`; difflib.SequenceMatcher's sequences).
 
 The policy sends a cell's own `d[k]`, `d[k] = v`, `k in d` and `d.get(k)` through keys.py, which looks a
 costly tuple key up in steps; library code is not rewritten. `Counter.update(mapping)` is `self[elem] =
@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import difflib
 import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from rlm_kernel.sandbox.compare import _SCALARS, checked_compare, checked_contains
-from rlm_kernel.sandbox.keys import _has_costly, insert_fromkeys, insert_keys, item_key
+from rlm_kernel.sandbox.keys import _has_costly, insert_fromkeys, insert_keys, item_key, table_key
 from rlm_kernel.sandbox.ordering import chunked_sort
 from rlm_kernel.sandbox.stepped_stdlib import nlargest
 from rlm_kernel.sandbox.weight import comparison_weight
@@ -366,7 +367,40 @@ def _mapping_update(target: Any, other: Any) -> None:
         target[item_key(target, key)] = value
 
 
+# --- difflib.SequenceMatcher: its tables (b2j, the junk and popular sets) are dicts keyed by the elements --
+
+
+def _canonical(matcher: Any, seq: Any) -> Any:
+    """`seq` with each costly element replaced by the equal one seen first by this matcher (found through
+    keys.table_key): C's lookups then compare identical objects. Texts and sequences of cheap items are
+    kept as they are."""
+    if isinstance(seq, (str, bytes)):
+        return seq
+    items = list(seq)
+    if not items or not _has_costly(items):
+        return seq
+    seen = matcher.__dict__.setdefault("_rlm_seen", {})  # underscored: a cell cannot read it
+    out = []
+    for item in items:
+        kind = type(item)
+        if kind is tuple or kind is frozenset or issubclass(kind, tuple):
+            item = table_key(seen, item, dict.__contains__)
+            seen.setdefault(item)
+        out.append(item)
+    return out
+
+
+def _set_seq1(self: Any, a: Any) -> None:
+    _ORIGINAL["SequenceMatcher.set_seq1"](self, _canonical(self, a))
+
+
+def _set_seq2(self: Any, b: Any) -> None:
+    _ORIGINAL["SequenceMatcher.set_seq2"](self, _canonical(self, b))
+
+
 _ORIGINAL: dict[str, Callable[..., Any]] = {
+    "SequenceMatcher.set_seq1": difflib.SequenceMatcher.set_seq1,
+    "SequenceMatcher.set_seq2": difflib.SequenceMatcher.set_seq2,
     "Counter.update": _Counter.update,
     "Counter.subtract": _Counter.subtract,
     "Counter.most_common": _Counter.most_common,
@@ -402,6 +436,8 @@ _TWINS: list[tuple[type, str, Any]] = [
     (_ChainMap, "__or__", _chainmap_or),
     (_ChainMap, "__ror__", _chainmap_ror),
     (_ChainMap, "__ior__", _chainmap_ior),
+    (difflib.SequenceMatcher, "set_seq1", _set_seq1),
+    (difflib.SequenceMatcher, "set_seq2", _set_seq2),
 ]
 
 KEYED_TWIN_CODES = frozenset(

@@ -14,6 +14,7 @@ which also raises C's own TypeError).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import operator
 from collections.abc import Callable, Iterable
@@ -39,13 +40,21 @@ def _set_like(x: Any) -> bool:
 
 
 def _uses_c(x: Any, name: str) -> bool:
-    """x's class keeps set's/frozenset's C method `name` (a cell's `class S(set)` that defines it runs its
-    own code)."""
+    """x's class keeps set's/frozenset's/dict's C method `name` (a cell's `class S(set)` that defines it runs
+    its own code); defaultdict's and OrderedDict's own `|` and `|=` count as C (a copy, then an update)."""
     kind = type(x)
     if kind is set or kind is frozenset or kind in _VIEWS or kind is dict:
         return True
     base = set if isinstance(x, set) else frozenset if isinstance(x, frozenset) else dict
-    return getattr(kind, name, None) is getattr(base, name, None)
+    method = getattr(kind, name, None)
+    return method is getattr(base, name, None) or (base is dict and method in _DICT_SUBCLASS_OR)
+
+
+_DICT_SUBCLASS_OR = frozenset(
+    getattr(kind, name)
+    for kind in (collections.defaultdict, collections.OrderedDict)
+    for name in ("__or__", "__ior__")
+)
 
 
 def _empty(x: Any) -> Any:
@@ -217,8 +226,12 @@ _DUNDER = {"&": "__and__", "|": "__or__", "-": "__sub__", "^": "__xor__"}
 
 def _dict_or(a: dict[Any, Any], b: Any) -> Any:
     """`a | b` for dicts: a copy of a, then b's pairs inserted as keys.py inserts them."""
-    merged = dict.copy(a)  # a copy of the table: no comparisons
     pairs = b.items() if type(b) is dict else ((k, b[k]) for k in b.keys())
+    if isinstance(a, (collections.defaultdict, collections.OrderedDict)):
+        result = operator.or_(a, {})  # C's copy in a's class (the factory, the order), then b's pairs
+        feed(lambda chunk: insert_pairs(result, chunk), pairs)
+        return result
+    merged = dict.copy(a)  # a copy of the table: no comparisons
     feed(lambda chunk: insert_pairs(merged, chunk), pairs)
     if type(a) is dict:
         return merged

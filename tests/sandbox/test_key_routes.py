@@ -89,6 +89,18 @@ LIBRARY_ATTACKS = [
     _attack("userdict_or", "r = collections.UserDict({tc: 1}) | collections.UserDict({td: 1})", _DIFFER),
     _attack("userdict_fromkeys", "r = collections.UserDict.fromkeys([tc, td])", _DIFFER),
     _attack("userdict_update", "u = collections.UserDict({tc: 1})\nu.update({td: 1})", _DIFFER),
+    _attack("counter_eq_dict", f"r = {_C}({{tc: 1}}) == {{td: 1}}", _DIFFER),
+    _attack("dict_eq_counter", f"r = {{td: 1}} == {_C}({{tc: 1}})", _DIFFER),
+    _attack("ordereddict_or", "r = collections.OrderedDict([(tc, 1)]) | {td: 1}", _DIFFER),
+    _attack("ordereddict_ior", "o = collections.OrderedDict([(tc, 1)])\no |= {td: 1}", _DIFFER),
+    _attack("defaultdict_or", "r = collections.defaultdict(int, {tc: 1}) | {td: 1}", _DIFFER),
+    # SequenceMatcher keys its tables by the elements
+    _attack("difflib_ratio", "import difflib\nr = difflib.SequenceMatcher(None, [ta], [tb]).ratio()"),
+    _attack(
+        "difflib_opcodes",
+        "import difflib\nr = difflib.SequenceMatcher(None, [tc], [td]).get_opcodes()",
+        _DIFFER,
+    ),
 ]
 CONTROLS = [
     Payload(
@@ -140,7 +152,7 @@ def test_operator_items_ok(payload: Payload, session: SandboxSession) -> None:
 
 # Honest code through the twins: cheap keys (the library's own methods), nested tuples and tuples of a
 # cell's objects (the stepped loops); the output must be plain Python's, byte for byte.
-_TWIN_CONTROL = """import collections
+_TWIN_CONTROL = """import collections, difflib
 class P:
     def __init__(self, v):
         self.v = v
@@ -195,6 +207,15 @@ for kind in ('cheap', 'nested', 'objects'):
     cm[c] = 4
     print(u.data, (u | {d: 4}).data, cm.maps, len(cm), list(cm), cm.pop(c),
           collections.ChainMap.fromkeys([a, b, a], 0).maps)
+    sm = difflib.SequenceMatcher(None, [a, b, c, a], [b, a, c, d])
+    sm.set_seq1([c, a])
+    print(sm.ratio(), sm.get_opcodes(), x == dict(x), dict(x) == x, x != dict(x), dict(y) == x)
+    od = collections.OrderedDict([(a, 1), (b, 2)]) | {c: 3, a: 0}
+    dd = collections.defaultdict(int, {a: 1}) | {b: 2}
+    od2 = collections.OrderedDict([(b, 1)])
+    od2 |= {a: 2}
+    print(list(od.items()), isinstance(od, collections.OrderedDict), dict(dd), dd.default_factory,
+          list(od2.items()))
 """
 
 
