@@ -95,6 +95,7 @@ _PROXY_FILES = frozenset(
         "bulk.py",  # sets and dicts built in chunks: it calls the cell's __hash__/__eq__ and iterators
         "stepped_stdlib.py",  # operator/bisect/heapq/groupby in steps: it calls the cell's comparisons
         "library_compare.py",  # the library's Python comparison methods in steps: the cell's __eq__/__lt__
+        "library_keys.py",  # the library's Python keyed methods in steps: the cell's __eq__/__hash__
         # the data facades act for the cell too; data/loader.py (loading the libraries) is kernel code
         os.path.join("data", "__init__.py"),
         os.path.join("data", "attrs.py"),

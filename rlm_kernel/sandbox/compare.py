@@ -532,7 +532,11 @@ def checked_contains(value: Any, container: Any) -> bool:
     if kind in _ITEMS_VIEWS:
         if type(value) is not tuple or len(value) != 2:
             return value in container  # False, as the C view answers
-        theirs = container.mapping.get(value[0], _MISSING)  # a hash lookup (TypeError if unhashable)
+        key = value[0]
+        kk = type(key)
+        if (kk is tuple or kk is frozenset or issubclass(kk, tuple)) and costly_key(key):
+            key = _Probe(key)  # the key's comparison in steps (its hash computed once, here)
+        theirs = container.mapping.get(key, _MISSING)  # a hash lookup (TypeError if unhashable)
         return theirs is not _MISSING and _same(theirs, value[1])
     base = _inherited(kind, "__contains__")
     if base in _SEARCHED:

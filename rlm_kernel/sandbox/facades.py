@@ -47,6 +47,7 @@ from rlm_kernel.sandbox.guards import WRITABLE_TYPES
 from rlm_kernel.sandbox.keys import cache as keyed_cache
 from rlm_kernel.sandbox.keys import lru_cache as keyed_lru_cache
 from rlm_kernel.sandbox.library_compare import install_library_twins, step_dataclass_methods
+from rlm_kernel.sandbox.library_keys import install_keyed_twins
 from rlm_kernel.sandbox.safe_decimal import CappedContext, localcontext
 from rlm_kernel.sandbox.safe_int import CappedFraction, decimal_to_int_check
 from rlm_kernel.sandbox.stepped_stdlib import BISECT_NAMES, HEAPQ_NAMES, OPERATOR_NAMES
@@ -87,7 +88,8 @@ def build_facades(session: SandboxSession) -> dict[str, Facade]:
     A table: a module's chosen names (`_pick`), plus, for the modules that need checks, a named builder."""
     safe.install_counter_chunks()
     install_library_twins()
-    hashed_items.install()  # difflib's and typing's C hashing of a cell's items
+    install_keyed_twins()  # Counter, UserDict, ChainMap, difflib's SequenceMatcher: keys in steps
+    hashed_items.install()  # typing's C hashing of a cell's items
     f: dict[str, dict[str, Any]] = {}
 
     f["re"] = _pick(

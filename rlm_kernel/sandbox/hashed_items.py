@@ -1,16 +1,14 @@
 """Library code that hashes a cell's values in C outside keys.py's routes: its arguments are checked first.
 
-difflib's SequenceMatcher puts the items of its sequences in dicts (`b2j`, `fullbcount`, `avail`; also reached
-through `get_close_matches`, `ndiff`, `unified_diff`, `context_diff`, `Differ`, `HtmlDiff`), and typing's
-`_tp_cache` looks its arguments up in a C lru_cache (`Literal[t]`, `Tuple[t]`, `Union[t, int]`): one hash
-of a tuple nested with sharing (`t = (t, t)` forty times) is 2**40 visits the time limit cannot stop. Each
-such value is checked as keys.py checks a key (`compare.hash_work_check`, `compare.costly_key`) and refused.
-Installed process-wide (`install`): the same results for everything else, the kernel's own uses included.
+typing's `_tp_cache` looks its arguments up in a C lru_cache (`Literal[t]`, `Tuple[t]`, `Union[t, int]`): one
+hash of a tuple nested with sharing (`t = (t, t)` forty times) is 2**40 visits the time limit cannot stop.
+Each such value is checked as keys.py checks a key (`compare.hash_work_check`) and refused. Installed
+process-wide (`install`): the same results for everything else, the kernel's own uses included.
+(difflib's SequenceMatcher, which puts its sequences' items in dicts, has a stepped twin in library_keys.py.)
 """
 
 from __future__ import annotations
 
-import difflib
 import typing
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -52,19 +50,6 @@ def check_items(items: Iterable[Any], what: str, *, compared: bool = True) -> No
                 raise _refuse(what)
 
 
-# -- difflib ----------------------------------------------------------------------------------------------
-def _checked_seq(original: Callable[[Any, Any], None], what: str) -> Callable[[Any, Any], None]:
-    def set_seq(self: Any, seq: Any) -> None:
-        check_items(seq, what)
-        original(self, seq)
-
-    set_seq.__name__ = set_seq.__qualname__ = original.__name__
-    set_seq.__doc__ = original.__doc__
-    set_seq.__wrapped__ = original  # type: ignore[attr-defined]
-    return set_seq
-
-
-# -- typing -----------------------------------------------------------------------------------------------
 def _checked_cache(cached: Callable[..., Any]) -> Callable[..., Any]:
     def lookup(*args: Any, **kwargs: Any) -> Any:
         # the arguments are types and literals (costly_key would weigh types as costly): the hash is checked
@@ -99,13 +84,10 @@ _installed: list[bool] = []
 
 
 def install() -> None:
-    """Check the items difflib's SequenceMatcher and typing's caches hash (process-wide, once)."""
+    """Check the items typing's caches hash (process-wide, once)."""
     if _installed:
         return
     _installed.append(True)
-    matcher = difflib.SequenceMatcher
-    matcher.set_seq1 = _checked_seq(matcher.set_seq1, "difflib's SequenceMatcher")  # type: ignore[method-assign]
-    matcher.set_seq2 = _checked_seq(matcher.set_seq2, "difflib's SequenceMatcher")  # type: ignore[method-assign]
     for fn in _tp_cache_inners():
         cell = fn.__closure__[fn.__code__.co_freevars.index("cached")]
         cell.cell_contents = _checked_cache(cell.cell_contents)

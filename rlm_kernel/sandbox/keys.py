@@ -146,21 +146,38 @@ def _cheap_repeat(key: Any, budget: int = _C_WORK) -> bool:
 _WEIGHED = frozenset({str, bytes, int})
 
 
+def _table_len(table: Any) -> int:
+    """How many keys `table` stores (the base's C `__len__` for dict and set subclasses: no cell code)."""
+    for base in (dict, set, frozenset):
+        if isinstance(table, base):
+            return base.__len__(table)
+    return len(table)
+
+
 def table_key(table: Any, key: Any, contains: Callable[[Any, Any], Any]) -> Any:
     """What to hand C for `key` in `table` (see the module docstring): the stored equal key, else `key`."""
     probe = _KeyProbe(key)
     start = time.perf_counter()
     contains(table, probe)
-    if probe.match is not _NO_MATCH:
-        return probe.match
-    if probe.calls and time.perf_counter() - start > _REPEAT_SECONDS:
+    matched = probe.match is not _NO_MATCH
+    if not matched and probe.calls and time.perf_counter() - start > _REPEAT_SECONDS:
         raise LimitExceeded(
             f"this key hashes like {probe.calls} stored key(s) that equal it for a long stretch and then "
             "differ: C would compare them again in one call the time limit cannot stop; key by a string or "
             "id() instead"
         )
+    handed = probe.match if matched else key
+    plain = plain_key(handed)
+    if not plain and not _cheap_repeat(handed, _C_WORK // max(1, _table_len(table))):
+        # its hash may be Python code that answers C otherwise than the probe (a cell's __hash__ that changes
+        # between calls): C then walks a chain of stored keys the probe never met, comparing each in C
+        raise LimitExceeded(
+            "this key holds objects whose hash or comparison is Python code: C would hash it again and "
+            "compare it with stored keys the stepped lookup did not meet, in one call the time limit cannot "
+            "stop; key by a string or id() instead"
+        )
     others = probe._others
-    if others and not _cheap_repeat(key) and not (plain_key(key) and all(map(plain_key, others))):
+    if others and not _cheap_repeat(handed) and not (plain and all(map(plain_key, others))):
         # an __eq__ written in Python (a cell's class) may answer differently when C asks again, and C's
         # comparison would then run on through the equal rest of the keys in one call
         raise LimitExceeded(
@@ -168,7 +185,7 @@ def table_key(table: Any, key: Any, contains: Callable[[Any, Any], Any]) -> Any:
             "Python code: C would compare them again in one call the time limit cannot stop; key by a string "
             "or id() instead"
         )
-    return key
+    return handed
 
 
 def item_key(table: Any, key: Any) -> Any:
@@ -202,11 +219,11 @@ def _hashed_key(table: Any, key: Any) -> Any:
 
 # -- methods with one key ------------------------------------------------------------------------------------
 def _one_key(method: Callable[..., Any], table: Any) -> Callable[..., Any]:
-    def call(key: Any, /, *rest: Any) -> Any:
+    def call(key: Any, /, *rest: Any, **options: Any) -> Any:
         kind = type(key)
         if kind is tuple or kind is frozenset or issubclass(kind, tuple):
             key = _hashed_key(table, key)
-        return method(key, *rest)
+        return method(key, *rest, **options)  # options: move_to_end's `last`
 
     call.__name__ = call.__qualname__ = getattr(method, "__name__", "method")
     call.__doc__ = getattr(method, "__doc__", None)
@@ -214,13 +231,21 @@ def _one_key(method: Callable[..., Any], table: Any) -> Callable[..., Any]:
 
 
 _DICT_KEYED = frozenset({"get", "pop", "setdefault", "__contains__"})
+_ODICT_KEYED = frozenset({"pop", "setdefault", "move_to_end"})  # OrderedDict's own C methods
 _SET_KEYED = frozenset({"add", "discard", "remove", "__contains__"})
-KEYED_NAMES = frozenset({"get", "pop", "setdefault", "add", "discard"})  # `remove` is compare.py's too
+# `remove` is compare.py's too
+KEYED_NAMES = frozenset({"get", "pop", "setdefault", "add", "discard", "move_to_end"})
+_KEYED_BASES = (
+    (collections.OrderedDict, _ODICT_KEYED),
+    (dict, _DICT_KEYED),
+    (set, _SET_KEYED),
+    (frozenset, _SET_KEYED),
+)
 
 
 def _keyed_base(kind: type, name: str) -> type | None:
-    """dict, set or frozenset when `kind`'s method `name` is that base's C method, else None."""
-    for base, names in ((dict, _DICT_KEYED), (set, _SET_KEYED), (frozenset, _SET_KEYED)):
+    """OrderedDict, dict, set or frozenset when `kind`'s method `name` is that base's C method, else None."""
+    for base, names in _KEYED_BASES:
         if name in names and issubclass(kind, base):
             for cls in kind.__mro__:
                 if cls is base:
@@ -239,10 +264,10 @@ def keyed_method(obj: Any, name: str) -> Callable[..., Any] | None:
             return None
         unbound = getattr(base, name)
 
-        def call(self: Any, /, *args: Any) -> Any:
+        def call(self: Any, /, *args: Any, **options: Any) -> Any:
             if not isinstance(self, base) or not args:
-                return unbound(self, *args)  # the descriptor's own TypeError
-            return _one_key(unbound.__get__(self), self)(*args)
+                return unbound(self, *args, **options)  # the descriptor's own TypeError
+            return _one_key(unbound.__get__(self), self)(*args, **options)
 
         call.__name__ = call.__qualname__ = name
         return call
@@ -258,7 +283,9 @@ EXACT_TABLES: dict[type, dict[str, Any]] = {
     dict: _DICT_METHODS,
     collections.defaultdict: _DICT_METHODS,
     collections.Counter: _DICT_METHODS,
-    collections.OrderedDict: {name: getattr(collections.OrderedDict, name) for name in _DICT_METHODS},
+    collections.OrderedDict: {
+        name: getattr(collections.OrderedDict, name) for name in (*_DICT_METHODS, "move_to_end")
+    },
     set: _SET_METHODS,
 }
 

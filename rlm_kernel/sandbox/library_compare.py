@@ -22,11 +22,19 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from rlm_kernel.sandbox.compare import checked_compare, checked_contains, checked_hash, search_method
+from rlm_kernel.sandbox.compare import (
+    _inherited,
+    base_compare,
+    checked_compare,
+    checked_contains,
+    checked_hash,
+    search_method,
+)
 from rlm_kernel.sandbox.keys import item_key
 
 __all__ = ["install_library_twins", "step_dataclass_methods"]
 
+_DICTS = (dict, collections.OrderedDict)
 _ORDER = {"__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">="}
 _EQ_ORDER = {"__eq__": "==", **_ORDER}
 
@@ -148,10 +156,21 @@ def _chainmap_getitem(self: Any, key: Any) -> Any:
 def _counter_all(op: str) -> Callable[[Any, Any], Any]:
     def method(self: Any, other: Any) -> Any:
         if not isinstance(other, collections.Counter):
+            if op == "==" and isinstance(other, dict) and _inherited(type(other), "__eq__") in _DICTS:
+                # Python's next step: the dict's own C comparison, reflected (in steps here)
+                return base_compare("==", dict, other, self)
             return NotImplemented
-        return all(checked_compare(op, self[e], other[e]) for c in (self, other) for e in c)
+        return all(
+            checked_compare(op, self[_key(self, e)], other[_key(other, e)]) for c in (self, other) for e in c
+        )
 
     return method
+
+
+def _key(table: Any, key: Any) -> Any:
+    """The key to hand C for `key` in `table` (keys.item_key: a costly tuple looked up in steps)."""
+    kind = type(key)
+    return key if kind is str or kind is int else item_key(table, key)
 
 
 _TWINS: list[tuple[type, str, Callable[..., Any]]] = [

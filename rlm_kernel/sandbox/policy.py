@@ -876,14 +876,15 @@ def _number(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) in (int, float, bool)
 
 
-_KEYED_CALLS = frozenset({"get", "pop", "setdefault", "add", "discard"})
+_KEYED_CALLS = frozenset({"get", "pop", "setdefault", "add", "discard", "move_to_end"})
 
 
 def _keyed_call(node: ast.AST) -> ast.AST:
-    """`x.get(k, ...)` (and `pop`, `setdefault`, `add`, `discard`) after RestrictedPython's rewrite to
-    `_getattr_(x, 'get')(k, ...)`: a key that is a constant, or a name holding an exact str or int, takes
-    `_kattr_` (the real C method of a dict or set, no wrapper: such keys compare cheaply); any other key
-    `_kcall_(x, 'get', k, ...)`, which looks a costly tuple key of a hash table up in steps (keys.py)."""
+    """`x.get(k, ...)` (and `pop`, `setdefault`, `add`, `discard`, `move_to_end`) after RestrictedPython's
+    rewrite to `_getattr_(x, 'get')(k, ...)`: a key that is a constant, or a name holding an exact str or
+    int, takes `_kattr_` (the real C method of a dict or set, no wrapper: such keys compare cheaply); any
+    other key `_kcall_(x, 'get', k, ...)`, which looks a costly tuple key of a hash table up in steps
+    (keys.py)."""
     if not (
         isinstance(node, ast.Call)
         and not node.keywords

@@ -14,6 +14,7 @@ which also raises C's own TypeError).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import operator
 from collections.abc import Callable, Iterable
@@ -39,13 +40,21 @@ def _set_like(x: Any) -> bool:
 
 
 def _uses_c(x: Any, name: str) -> bool:
-    """x's class keeps set's/frozenset's C method `name` (a cell's `class S(set)` that defines it runs its
-    own code)."""
+    """x's class keeps set's/frozenset's/dict's C method `name` (a cell's `class S(set)` that defines it runs
+    its own code); defaultdict's and OrderedDict's own `|` and `|=` count as C (a copy, then an update)."""
     kind = type(x)
     if kind is set or kind is frozenset or kind in _VIEWS or kind is dict:
         return True
     base = set if isinstance(x, set) else frozenset if isinstance(x, frozenset) else dict
-    return getattr(kind, name, None) is getattr(base, name, None)
+    method = getattr(kind, name, None)
+    return method is getattr(base, name, None) or (base is dict and method in _DICT_SUBCLASS_OR)
+
+
+_DICT_SUBCLASS_OR = frozenset(
+    getattr(kind, name)
+    for kind in (collections.defaultdict, collections.OrderedDict)
+    for name in ("__or__", "__ior__")
+)
 
 
 def _empty(x: Any) -> Any:
@@ -217,8 +226,12 @@ _DUNDER = {"&": "__and__", "|": "__or__", "-": "__sub__", "^": "__xor__"}
 
 def _dict_or(a: dict[Any, Any], b: Any) -> Any:
     """`a | b` for dicts: a copy of a, then b's pairs inserted as keys.py inserts them."""
-    merged = dict.copy(a)  # a copy of the table: no comparisons
     pairs = b.items() if type(b) is dict else ((k, b[k]) for k in b.keys())
+    if isinstance(a, (collections.defaultdict, collections.OrderedDict)):
+        result = operator.or_(a, {})  # C's copy in a's class (the factory, the order), then b's pairs
+        feed(lambda chunk: insert_pairs(result, chunk), pairs)
+        return result
+    merged = dict.copy(a)  # a copy of the table: no comparisons
     feed(lambda chunk: insert_pairs(merged, chunk), pairs)
     if type(a) is dict:
         return merged
@@ -324,6 +337,8 @@ def set_method(obj: Any, name: str) -> Callable[..., Any] | None:
     `update`, `issubset`, `issuperset` and `isdisjoint` of a set or frozenset `obj` (exact, or a subclass
     keeping the method), else None. They run the C method when the operands weigh little (`_cheap`), else
     item by item through keys.py's probe."""
+    if name == "isdisjoint" and isinstance(obj, _VIEWS):
+        return _view_isdisjoint(obj)
     if name not in SET_METHODS or not isinstance(obj, (set, frozenset)) or not _uses_c(obj, name):
         return None
     real = getattr(set if isinstance(obj, set) else frozenset, name).__get__(obj)
@@ -364,6 +379,18 @@ def set_method(obj: Any, name: str) -> Callable[..., Any] | None:
         return tests(obj, other)
 
     return test
+
+
+def _view_isdisjoint(view: Any) -> Callable[[Any], bool]:
+    """`d.keys().isdisjoint(other)`, `d.items().isdisjoint(other)`: each item looked up in steps."""
+    real = view.isdisjoint
+
+    def isdisjoint(other: Any, /) -> bool:
+        if _cheap(view, other):
+            return bool(real(other))
+        return _isdisjoint(view, other)
+
+    return isdisjoint
 
 
 def _issubset(obj: Any, other: Any) -> bool:

@@ -7,7 +7,8 @@ tuple (`raise ValueError(t)`, `assert False, t`: `str(exc)` is one C `tuple.__re
 traceback formatting after the cell's frames are gone, where the timers did not raise; now
 `sandbox/error_text.py` renders it where they do).
 difflib's `SequenceMatcher` (and get_close_matches, ndiff, ...) and typing's subscription cache hashed the
-items in C; now `sandbox/hashed_items.py` checks them as keys.py checks a key.
+items in C; now difflib's go through keys.py's hashing guards (library_keys.py) and typing's are checked
+(`sandbox/hashed_items.py`).
 Open (strict xfail): an Enum member whose value is such a tuple (EnumType hashes it into
 `_value2member_map_`).
 """
