@@ -13,11 +13,12 @@ makes links, styles, classes, coloured boxes or loads extensions are neutralised
 
 from __future__ import annotations
 
+import functools
 import html
 import re
+from typing import Any
 
 import nh3
-from markdown_it import MarkdownIt
 
 __all__ = ["clean_html", "clean_svg", "markdown_html", "neutralise_tex", "neutralise_tex_html", "no_math"]
 
@@ -250,7 +251,14 @@ def clean_svg(source: str) -> str:
     return _SVG.clean(source)
 
 
-_MD = MarkdownIt("commonmark", {"html": True, "linkify": False}).enable("table").enable("strikethrough")
+@functools.cache
+def _markdown() -> Any:
+    """The Markdown renderer, made at first use (markdown-it is 45 ms of the kernel's start-up otherwise)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True, "linkify": False}).enable("table").enable("strikethrough")
+
+
 # Math is kept out of the Markdown parser (as JupyterLab does) so `_` and `*` inside it stay math.
 _MATH = re.compile(r"\$\$[\s\S]+?\$\$|\\\[[\s\S]+?\\\]|\\\([\s\S]+?\\\)|(?<![\\$])\$[^$\n]+?\$")
 
@@ -264,7 +272,7 @@ def markdown_html(source: str) -> str:
         return f"rlmmath{len(spans) - 1}x"
 
     held = _MATH.sub(hold, source) if "$" in source or "\\" in source else source
-    rendered = _MD.render(held)
+    rendered = _markdown().render(held)
     if spans:
 
         def back(match: re.Match[str]) -> str:
