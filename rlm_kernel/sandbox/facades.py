@@ -36,9 +36,9 @@ import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import rlm_kernel.sandbox.hashed_items as hashed_items
 import rlm_kernel.sandbox.safe_stdlib as safe
 import rlm_kernel.sandbox.safe_types as safe_types
-from rlm_kernel.sandbox import hashed_items
 from rlm_kernel.sandbox.builtins import chunked_sort, python_level
 from rlm_kernel.sandbox.bulk import CappedDefaultdict, CappedOrderedDict
 from rlm_kernel.sandbox.errors import LimitExceeded, refusal
