@@ -30,6 +30,7 @@ from rlm_kernel.rootloop.steps import RunSteps, drive
 from rlm_kernel.rootloop.trajectory import RLMResult, Usage
 from rlm_kernel.rootloop.turn_loop import TurnLoop
 from rlm_kernel.sandbox import made
+from rlm_kernel.sandbox.limits import uninterruptible
 
 __all__ = ["ROOT_LOOP", "run_from_namespace", "run_rlm", "run_rlm_steps"]
 
@@ -270,3 +271,8 @@ def _evidence(tracker: RunTracker, result: RLMResult, loaded: object, turns: lis
     if result.answer_kind != "final" or result.citations or text is None:
         return []
     return evidencemod.for_run(text, result.question, seen, loaded, turns)
+
+
+# As TurnLoop.run: the run's set-up and the making of its result run with the cell's frame below them; a
+# time limit that fires again there only cancels (the result says the run ended at its time limit).
+uninterruptible(run_rlm_steps)

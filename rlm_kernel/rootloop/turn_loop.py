@@ -26,6 +26,7 @@ from rlm_kernel.rootloop.search_fix import SearchFix, rerun_fixed_search
 from rlm_kernel.rootloop.steps import RootRequest, RunSteps
 from rlm_kernel.rootloop.textcut import truncate
 from rlm_kernel.rootloop.trajectory import RLMResult, Turn, Usage
+from rlm_kernel.sandbox.limits import uninterruptible
 
 __all__ = ["TurnLoop", "answer_text"]
 
@@ -292,3 +293,12 @@ class TurnLoop:
     def _show(self, turn: Turn, status: str) -> None:
         if self.display is not None:
             self.display.turn(turn, status)
+
+
+# The loop's own lines (between blocks: draining calls, judging a FINAL, the feedback) run with the cell's
+# frame below them, and the cell's timers repeat once fired: a wall limit that had ended a batch of sub-RLMs
+# inside a block fired again in that code and the run raised CellTimeout out of the cell instead of ending
+# at its time limit (a loaded CI machine, tests/rootloop/test_kernel_subruns.py). A firing here only
+# cancels; the loop's own check of `session.cancelled` after each block ends the run. Blocks (sandboxed
+# frames) and root calls (made by `steps.drive`, this generator suspended) stay interruptible.
+uninterruptible(TurnLoop.run)

@@ -288,7 +288,7 @@ def test_a_cell_time_limit_ends_the_batch_and_keeps_the_finished_sub_rlms(rlm_ke
         kernel = rlm_kernel_factory(env=env)
         code = f"import json\nr = rlm_run('q', context={' '.join(prompts)!r}, best_effort=False)"
         ex = kernel.execute(code, timeout=120)
-        assert ex.ok, ex
+        assert ex.ok, (ex.error_name, ex.error_value, ex.stdout[-1500:])
         ex = kernel.execute(
             "subs = r.tree()['turns'][0]['calls']\nprint(json.dumps([r.termination, "
             "[[c['prompt'][:2], c['ok'], c['response'], c['error']] for c in subs]]))",
