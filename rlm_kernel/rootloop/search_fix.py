@@ -51,25 +51,31 @@ class SearchFix:
         return self.word.lower()
 
 
-def find_fix(code: str) -> SearchFix | None:
-    """The first `'Word' in x.lower()` (or `.casefold()`) of `code` whose word has an upper-case letter."""
+def _searches(code: str) -> tuple[ast.AST | None, list[tuple[ast.Constant, str, str]]]:
+    """(the parsed block or None, its `'literal' in x` / `'literal' in x.lower()` tests as (the literal's
+    node, the literal, the lowering method or ""))."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
-        return None
+        return None, []
+    found: list[tuple[ast.Constant, str, str]] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant)):
             continue
-        word = node.left.value
-        right = node.comparators[0] if node.comparators else None
-        lowered = (
-            isinstance(right, ast.Call)
-            and isinstance(right.func, ast.Attribute)
-            and right.func.attr in ("lower", "casefold")
-        )
-        if isinstance(word, str) and word != word.lower() and lowered and isinstance(node.ops[0], ast.In):
-            assert isinstance(right, ast.Call) and isinstance(right.func, ast.Attribute)
-            return SearchFix(word, right.func.attr, _with_literal(code, node.left, word.lower()))
+        if not (isinstance(node.left.value, str) and isinstance(node.ops[0], ast.In)):
+            continue
+        right = node.comparators[0]
+        lowered = isinstance(right, ast.Call) and isinstance(right.func, ast.Attribute)
+        method = right.func.attr if lowered else ""  # type: ignore[union-attr]
+        found.append((node.left, node.left.value, method if method in ("lower", "casefold") else ""))
+    return tree, found
+
+
+def find_fix(code: str) -> SearchFix | None:
+    """The first `'Word' in x.lower()` (or `.casefold()`) of `code` whose word has an upper-case letter."""
+    for node, word, method in _searches(code)[1]:
+        if method and word != word.lower():
+            return SearchFix(word, method, _with_literal(code, node, word.lower()))
     return None
 
 
@@ -97,30 +103,18 @@ def phrase_fix(code: str, question: str) -> SearchFix | None:
     name = question_name(question)
     if not name:
         return None
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    tree, searches = _searches(code)
+    if tree is None:
         return None
     literals = {
         n.value.lower() for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
     }
     if name.lower() in literals:
         return None
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant)):
-            continue
-        phrase = node.left.value
-        if not (isinstance(phrase, str) and " " in phrase.strip() and isinstance(node.ops[0], ast.In)):
-            continue
-        right = node.comparators[0] if node.comparators else None
-        lowered = (
-            isinstance(right, ast.Call)
-            and isinstance(right.func, ast.Attribute)
-            and right.func.attr in ("lower", "casefold")
-        )
-        method = right.func.attr if lowered else ""  # type: ignore[union-attr]
-        fix = SearchFix(phrase, method, None, name)
-        return dataclasses.replace(fix, code=_with_literal(code, node.left, fix.replacement))
+    for node, phrase, method in searches:
+        if " " in phrase.strip():
+            fix = SearchFix(phrase, method, None, name)
+            return dataclasses.replace(fix, code=_with_literal(code, node, fix.replacement))
     return None
 
 
